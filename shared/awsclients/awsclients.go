@@ -1,0 +1,53 @@
+// Package awsclients builds the AWS SDK clients icekeeper uses from the
+// standard SDK configuration (credentials chain, AWS_REGION,
+// AWS_ENDPOINT_URL and the per-service AWS_ENDPOINT_URL_<SERVICE>), so the
+// same code talks to AWS, LocalStack or the in-process emulator.
+//
+// The one addition: S3 uses path-style addressing when an endpoint override
+// is set (emulators do not serve virtual-hosted buckets) or when
+// ICEKEEPER_S3_PATH_STYLE=true.
+package awsclients
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Clients are the SDK clients of the pipeline.
+type Clients struct {
+	Config   aws.Config
+	S3       *s3.Client
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+}
+
+// Load reads the standard SDK configuration and builds the clients.
+func Load(ctx context.Context) (*Clients, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("awsclients: load AWS configuration: %w", err)
+	}
+	return New(cfg), nil
+}
+
+// New builds the clients from an aws.Config.
+func New(cfg aws.Config) *Clients {
+	pathStyle := os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != ""
+	if v, err := strconv.ParseBool(os.Getenv("ICEKEEPER_S3_PATH_STYLE")); err == nil {
+		pathStyle = v
+	}
+	return &Clients{
+		Config:   cfg,
+		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
+		DynamoDB: dynamodb.NewFromConfig(cfg),
+		SQS:      sqs.NewFromConfig(cfg),
+	}
+}

@@ -1,0 +1,99 @@
+// Package blob stores icekeeper's own small objects (plans, oversized task
+// payloads, rewriter descriptors) in S3 under one bucket and prefix.
+//
+// It never touches table data: table files are written and removed through
+// the table's own iceberg-go FileIO. Keys are built by the callers from job
+// ids, group indexes and attempt ids, so every write is idempotent: a retry
+// writes the same key.
+package blob
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// ErrNotFound means the object does not exist.
+var ErrNotFound = errors.New("blob: not found")
+
+// S3 is the subset of the S3 client the store needs.
+type S3 interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+// Store reads and writes objects in one bucket under one prefix.
+type Store struct {
+	client S3
+	bucket string
+	prefix string
+}
+
+// NewStore validates its arguments and returns a Store. prefix may be empty.
+func NewStore(client S3, bucket, prefix string) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("blob: nil S3 client")
+	}
+	if bucket == "" {
+		return nil, errors.New("blob: empty bucket (set ICEKEEPER_BUCKET)")
+	}
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return &Store{client: client, bucket: bucket, prefix: prefix}, nil
+}
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Key returns the full object key for a relative name.
+func (s *Store) Key(name string) string { return s.prefix + strings.TrimPrefix(name, "/") }
+
+// Put writes data at the relative name and returns the full key.
+func (s *Store) Put(ctx context.Context, name string, data []byte) (string, error) {
+	k := s.Key(name)
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(k), Body: bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return "", fmt.Errorf("blob: put s3://%s/%s: %w", s.bucket, k, err)
+	}
+	return k, nil
+}
+
+// Get reads the object at a full key (as returned by Put).
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		var nsk *types.NoSuchKey
+		if errors.As(err, &nsk) {
+			return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, key)
+		}
+		return nil, fmt.Errorf("blob: get s3://%s/%s: %w", s.bucket, key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("blob: read s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return data, nil
+}
+
+// Delete removes the object at a full key; a missing object is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return fmt.Errorf("blob: delete s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,848 @@
+// Package commit is the committer: the one place that decides a job's fate.
+// Workers act; the committer decides.
+//
+// For a job whose groups are all done, the committer:
+//  1. verifies it still holds the table's lease (renewing it under the exact
+//     term) and moves the job to committing, which stops any further claims;
+//  2. reads every winning descriptor and checks the invariants over the whole
+//     job: every planned input file is accounted for exactly once, and rows
+//     written equal the rows the scan produced, per group and in total;
+//  3. loads the current table and examines every snapshot committed since
+//     the pinned snapshot S: concurrent appends are fine; concurrent equality
+//     deletes are fine because the new files carry S's data sequence number,
+//     so those deletes still apply to them; a concurrent position delete or
+//     deletion vector that may target a rewritten file, or a concurrent
+//     removal of an input file, aborts the job (terminal, reason recorded);
+//  4. commits exactly one RewriteFiles snapshot: removes the input files and
+//     the delete files the rewrite fully applied (including dead equality
+//     deletes), adds the new files pinned to S's data sequence number, and
+//     stamps the snapshot summary with the job id;
+//  5. on a catalog commit conflict, reloads, re-validates and rebuilds, a
+//     bounded number of times.
+//
+// Invariants:
+//   - At most one snapshot per job: before every commit attempt, and when a
+//     retried committer finds the job already committing, it looks for a
+//     snapshot stamped with the job id and, if found, only finishes the
+//     bookkeeping.
+//   - Nothing a job wrote is deleted once it may be referenced by a committed
+//     snapshot: the abort path runs only after checking that the job's
+//     snapshot is not in the table, and only the committer that owns the
+//     committing state (or one taking over after CommitTakeover) may abort a
+//     committing job.
+//   - On any failure nothing is committed, the job's written files are
+//     deleted, the job is marked failed or aborted with its reason, and the
+//     lease is released.
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/outputs"
+)
+
+// SummaryJobID is the snapshot summary property that names the job that
+// made a rewrite snapshot.
+const SummaryJobID = "icekeeper.job-id"
+
+// Sentinel errors.
+var (
+	// ErrAborted: a safety check ended the job (terminal).
+	ErrAborted = errors.New("commit: job aborted")
+	// ErrInvariant: the job's outputs do not add up (terminal).
+	ErrInvariant = errors.New("commit: invariant violated")
+	// ErrBusy: another committer is working on the job; retry later.
+	ErrBusy = errors.New("commit: another committer holds the job")
+)
+
+// Catalog loads the current table.
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+}
+
+// Jobs reads and settles job records.
+type Jobs interface {
+	Get(ctx context.Context, id string) (jobs.Job, error)
+	Groups(ctx context.Context, id string) ([]jobs.Group, error)
+	Transition(ctx context.Context, id string, from []jobs.State, to jobs.State, reason string) error
+	MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error
+}
+
+// Leases renews and releases the job's lease.
+type Leases interface {
+	Renew(ctx context.Context, l lease.Lease, ttl time.Duration) (lease.Lease, error)
+	Release(ctx context.Context, l lease.Lease) error
+}
+
+// Blobs reads plans and descriptors.
+type Blobs interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// TableOpener opens a table at a pinned snapshot.
+type TableOpener interface {
+	Open(ctx context.Context, ident table.Identifier, p messages.Pin) (*table.Table, error)
+}
+
+// Settings tune committing.
+type Settings struct {
+	LeaseTTL time.Duration
+	// MaxRetries bounds reload-revalidate-rebuild rounds on conflicts.
+	MaxRetries int
+	// Backoff is the base of the capped, jittered backoff between rounds.
+	Backoff time.Duration
+	// CommitTakeover is how long a job may sit in committing before another
+	// committer may take it over (longer than the function timeout).
+	CommitTakeover time.Duration
+	// MaxAttempts is the delivery count at which a failing commit request
+	// gives up and aborts the job.
+	MaxAttempts int
+}
+
+// Outcome says what handling a request did.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeCommitted Outcome = "committed"
+	OutcomeAborted   Outcome = "aborted"
+	OutcomeFailed    Outcome = "failed"
+	// OutcomeAlready: the job was already finished; nothing was done.
+	OutcomeAlready Outcome = "already_finished"
+	// OutcomeWaiting: not every group is done yet; nothing was done.
+	OutcomeWaiting Outcome = "waiting"
+)
+
+// Result reports one commit request.
+type Result struct {
+	JobID      string  `json:"job_id"`
+	Table      string  `json:"table"`
+	Outcome    Outcome `json:"outcome"`
+	SnapshotID int64   `json:"snapshot_id,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	// Retries is the number of catalog conflicts retried.
+	Retries       int   `json:"retries,omitempty"`
+	FilesRemoved  int   `json:"files_removed,omitempty"`
+	FilesAdded    int   `json:"files_added,omitempty"`
+	DeletesRemoved int  `json:"delete_files_removed,omitempty"`
+	RowsWritten   int64 `json:"rows_written,omitempty"`
+}
+
+// Committer commits jobs.
+type Committer struct {
+	settings Settings
+	catalog  Catalog
+	jobs     Jobs
+	leases   Leases
+	blobs    Blobs
+	tables   TableOpener
+	log      *slog.Logger
+	now      func() time.Time
+	// afterCatalogCommit runs right after the catalog accepted the commit
+	// (tests use it to simulate a crash before the bookkeeping).
+	afterCatalogCommit func(jobID string) error
+}
+
+// New validates its dependencies and returns a Committer.
+func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables TableOpener, log *slog.Logger, now func() time.Time) (*Committer, error) {
+	if cat == nil || js == nil || leases == nil || blobs == nil || tables == nil {
+		return nil, errors.New("commit: catalog, jobs, leases, blobs and table opener are required")
+	}
+	if s.LeaseTTL <= 0 {
+		return nil, errors.New("commit: LeaseTTL must be positive (ICEKEEPER_LEASE_TTL)")
+	}
+	if s.MaxRetries < 0 {
+		return nil, errors.New("commit: MaxRetries must not be negative (ICEKEEPER_COMMIT_RETRIES)")
+	}
+	if s.Backoff <= 0 {
+		s.Backoff = 200 * time.Millisecond
+	}
+	if s.MaxAttempts < 1 {
+		s.MaxAttempts = 3
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Committer{settings: s, catalog: cat, jobs: js, leases: leases, blobs: blobs, tables: tables, log: log, now: now}, nil
+}
+
+// SetAfterCatalogCommit installs a hook that runs right after the catalog
+// accepts the commit and before any bookkeeping; an error from it stops the
+// committer there, as a crash would. For tests.
+func (c *Committer) SetAfterCatalogCommit(f func(jobID string) error) { c.afterCatalogCommit = f }
+
+// Handle processes one commit request delivered for the receiveCount-th
+// time. A nil error means the message can be deleted; an error means it must
+// be redelivered.
+func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, receiveCount int) (Result, error) {
+	log := c.log.With("job_id", req.JobID)
+	res, err := c.handle(ctx, log, req, receiveCount)
+	if err != nil {
+		log.Error("commit request failed", "err", err.Error(), "receive_count", receiveCount)
+	} else {
+		log.Info("commit request done", "outcome", res.Outcome, "snapshot_id", res.SnapshotID, "reason", res.Reason, "retries", res.Retries)
+	}
+	return res, err
+}
+
+func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.CommitRequest, receiveCount int) (Result, error) {
+	job, err := c.jobs.Get(ctx, req.JobID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		log.Warn("commit request for unknown job dropped")
+		return Result{JobID: req.JobID, Outcome: OutcomeAlready, Reason: "job not found"}, nil
+	}
+	if err != nil {
+		return Result{JobID: req.JobID}, err
+	}
+	res := Result{JobID: job.ID, Table: job.Table}
+	log = log.With("table", job.Table, "snapshot_id", job.SnapshotID)
+	if job.State.Terminal() {
+		res.Outcome, res.Reason, res.SnapshotID = OutcomeAlready, string(job.State)+": "+job.Reason, job.CommittedSnapshotID
+		return res, nil
+	}
+	ident, err := messages.TableIdent(job.Table)
+	if err != nil {
+		return c.abort(ctx, log, job, jobs.Failed, err.Error(), false)
+	}
+	term := lease.Lease{Table: job.Table, Owner: job.ID, Token: job.Token}
+
+	if req.Abort {
+		if job.State == jobs.Committing {
+			// Only the committing committer decides a committing job.
+			res.Outcome, res.Reason = OutcomeAlready, "job is committing; abort request ignored"
+			return res, nil
+		}
+		return c.abort(ctx, log, job, jobs.Failed, req.Reason, false)
+	}
+
+	switch job.State {
+	case jobs.Planned, jobs.Running:
+		if len(job.DoneGroups) < job.Groups {
+			res.Outcome = OutcomeWaiting
+			res.Reason = fmt.Sprintf("%d of %d groups done", len(job.DoneGroups), job.Groups)
+			return res, nil
+		}
+		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+			if errors.Is(err, lease.ErrLost) {
+				return c.abort(ctx, log, job, jobs.Aborted, "lease lost before commit", false)
+			}
+			return res, err
+		}
+		if err := c.jobs.Transition(ctx, job.ID, []jobs.State{jobs.Running, jobs.Planned}, jobs.Committing, "all groups done"); err != nil {
+			if errors.Is(err, jobs.ErrStateConflict) {
+				return res, fmt.Errorf("%w: job %s changed state concurrently", ErrBusy, job.ID)
+			}
+			return res, err
+		}
+	case jobs.Committing:
+		if c.now().Sub(job.UpdatedAt) < c.settings.CommitTakeover {
+			return res, fmt.Errorf("%w: job %s committing since %s", ErrBusy, job.ID, job.UpdatedAt.UTC().Format(time.RFC3339))
+		}
+		log.Info("taking over a committing job")
+	}
+
+	res, err = c.commit(ctx, log, job, ident, term)
+	if err == nil {
+		return res, nil
+	}
+	if errors.Is(err, ErrAborted) || errors.Is(err, ErrInvariant) || receiveCount >= c.settings.MaxAttempts {
+		state := jobs.Failed
+		if errors.Is(err, ErrAborted) {
+			state = jobs.Aborted
+		}
+		return c.abort(ctx, log, job, state, err.Error(), true)
+	}
+	return res, err
+}
+
+// commit runs steps 2 to 5 for a job in the committing state.
+func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table}
+	cur, err := c.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return res, fmt.Errorf("load table %s: %w", job.Table, err)
+	}
+	if snap := FindJobSnapshot(cur, job.ID); snap != nil {
+		return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot in the table")
+	}
+	if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+		if errors.Is(err, lease.ErrLost) {
+			return res, fmt.Errorf("%w: lease lost before commit", ErrAborted)
+		}
+		return res, err
+	}
+
+	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
+	pinned, err := c.tables.Open(ctx, ident, pin)
+	if err != nil {
+		return res, fmt.Errorf("open pinned table: %w", err)
+	}
+	staged, err := c.gather(ctx, job, pinned)
+	if err != nil {
+		return res, err
+	}
+	res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten = len(staged.oldFiles), len(staged.newFiles), len(staged.deadDeletes), staged.rowsWritten
+
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			cur, err = c.catalog.LoadTable(ctx, ident)
+			if err != nil {
+				return res, fmt.Errorf("reload table %s: %w", job.Table, err)
+			}
+			if snap := FindJobSnapshot(cur, job.ID); snap != nil {
+				res2, err := c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot after a conflict")
+				res2.Retries = attempt
+				return res2, err
+			}
+		}
+		if err := ValidateSince(ctx, cur, pin, staged.rewritten, staged.rewrittenPartitions); err != nil {
+			return res, err
+		}
+		committed, err := c.commitOnce(ctx, cur, job, pin, staged)
+		if err == nil {
+			if c.afterCatalogCommit != nil {
+				if herr := c.afterCatalogCommit(job.ID); herr != nil {
+					return res, herr
+				}
+			}
+			snap := FindJobSnapshot(committed, job.ID)
+			if snap == nil {
+				return res, fmt.Errorf("%w: committed table has no snapshot stamped %s", ErrInvariant, job.ID)
+			}
+			out, ferr := c.finish(ctx, log, job, term, snap.SnapshotID, "committed")
+			out.Retries = attempt
+			out.FilesRemoved, out.FilesAdded, out.DeletesRemoved, out.RowsWritten = res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten
+			return out, ferr
+		}
+		if !IsConflict(err) {
+			// The outcome may be unknown (the catalog may have accepted it):
+			// look before deciding anything.
+			if again, lerr := c.catalog.LoadTable(ctx, ident); lerr == nil {
+				if snap := FindJobSnapshot(again, job.ID); snap != nil {
+					return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot after an error")
+				}
+			}
+			if errors.Is(err, table.ErrInvalidOperation) {
+				return res, fmt.Errorf("%w: %w", ErrAborted, err)
+			}
+			return res, fmt.Errorf("commit: %w", err)
+		}
+		if attempt >= c.settings.MaxRetries {
+			return res, fmt.Errorf("%w: %d commit conflicts, retries exhausted: %w", ErrAborted, attempt+1, err)
+		}
+		log.Warn("commit conflict; reloading", "attempt", attempt+1, "err", err.Error())
+		res.Retries = attempt + 1
+		if err := sleep(ctx, backoff(c.settings.Backoff, attempt)); err != nil {
+			return res, err
+		}
+	}
+}
+
+type stagedRewrite struct {
+	oldFiles            []iceberg.DataFile
+	newFiles            []iceberg.DataFile
+	deadDeletes         []iceberg.DataFile
+	rewritten           map[string]struct{}
+	rewrittenPartitions map[string]struct{}
+	rowsWritten         int64
+}
+
+// gather reads the plan and the winning descriptors, checks the job's
+// invariants and collects the files to swap.
+func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Table) (stagedRewrite, error) {
+	var st stagedRewrite
+	planBytes, err := c.blobs.Get(ctx, job.PlanKey)
+	if err != nil {
+		return st, fmt.Errorf("read plan: %w", err)
+	}
+	var plan messages.Plan
+	if err := messages.Decode(planBytes, &plan); err != nil {
+		return st, fmt.Errorf("%w: %w", ErrInvariant, err)
+	}
+	groups, err := c.jobs.Groups(ctx, job.ID)
+	if err != nil {
+		return st, err
+	}
+	if len(plan.Groups) != job.Groups || len(groups) != job.Groups {
+		return st, fmt.Errorf("%w: plan has %d groups, job %d, records %d", ErrInvariant, len(plan.Groups), job.Groups, len(groups))
+	}
+	st.rewritten = map[string]struct{}{}
+	newPaths := map[string]struct{}{}
+	var totalScanned int64
+	for i, g := range groups {
+		pg := plan.Groups[i]
+		if g.Index != pg.Index || g.State != jobs.GroupDone || g.DescriptorKey == "" {
+			return st, fmt.Errorf("%w: group %d is %s", ErrInvariant, g.Index, g.State)
+		}
+		data, err := c.blobs.Get(ctx, g.DescriptorKey)
+		if err != nil {
+			return st, fmt.Errorf("read descriptor of group %d: %w", g.Index, err)
+		}
+		var d messages.Descriptor
+		if err := messages.Decode(data, &d); err != nil {
+			return st, fmt.Errorf("%w: group %d: %w", ErrInvariant, g.Index, err)
+		}
+		if d.JobID != job.ID || d.Group != g.Index || d.Attempt != g.Winner {
+			return st, fmt.Errorf("%w: group %d: descriptor is for job %s group %d attempt %s, winner is %s", ErrInvariant, g.Index, d.JobID, d.Group, d.Attempt, g.Winner)
+		}
+		if !equalStrings(messages.SortedCopy(d.InputPaths), pg.InputPaths) {
+			return st, fmt.Errorf("%w: group %d rewrote %d files, the plan has %d (or different ones)", ErrInvariant, g.Index, len(d.InputPaths), len(pg.InputPaths))
+		}
+		for _, p := range d.InputPaths {
+			if _, dup := st.rewritten[p]; dup {
+				return st, fmt.Errorf("%w: input %s is in more than one group", ErrInvariant, p)
+			}
+			st.rewritten[p] = struct{}{}
+		}
+		cnt := d.Counters
+		if cnt.RowsBeforeDeletes != pg.InputRows {
+			return st, fmt.Errorf("%w: group %d read %d rows before deletes, the plan has %d", ErrInvariant, g.Index, cnt.RowsBeforeDeletes, pg.InputRows)
+		}
+		if cnt.RowsWritten != cnt.RowsScanned || cnt.RowsScanned > cnt.RowsBeforeDeletes {
+			return st, fmt.Errorf("%w: group %d wrote %d rows, scanned %d, of %d before deletes", ErrInvariant, g.Index, cnt.RowsWritten, cnt.RowsScanned, cnt.RowsBeforeDeletes)
+		}
+		files, err := messages.DecodeDataFiles(pinned.Metadata(), d.SpecID, d.NewFiles)
+		if err != nil {
+			return st, fmt.Errorf("%w: group %d: %w", ErrInvariant, g.Index, err)
+		}
+		var rows int64
+		for _, f := range files {
+			if _, dup := newPaths[f.FilePath()]; dup {
+				return st, fmt.Errorf("%w: new file %s written twice", ErrInvariant, f.FilePath())
+			}
+			if !strings.Contains(f.FilePath(), d.Attempt) {
+				return st, fmt.Errorf("%w: new file %s is not named for attempt %s", ErrInvariant, f.FilePath(), d.Attempt)
+			}
+			newPaths[f.FilePath()] = struct{}{}
+			rows += f.Count()
+		}
+		if rows != cnt.RowsWritten {
+			return st, fmt.Errorf("%w: group %d: new files hold %d rows, descriptor says %d", ErrInvariant, g.Index, rows, cnt.RowsWritten)
+		}
+		st.newFiles = append(st.newFiles, files...)
+		st.rowsWritten += rows
+		totalScanned += cnt.RowsScanned
+	}
+	if int64(len(st.rewritten)) != job.InputFiles {
+		return st, fmt.Errorf("%w: %d input files accounted for, the job planned %d", ErrInvariant, len(st.rewritten), job.InputFiles)
+	}
+	if st.rowsWritten != totalScanned {
+		return st, fmt.Errorf("%w: wrote %d rows in total, scanned %d", ErrInvariant, st.rowsWritten, totalScanned)
+	}
+
+	fs, err := pinned.FS(ctx)
+	if err != nil {
+		return st, fmt.Errorf("open table IO: %w", err)
+	}
+	snapS := pinned.CurrentSnapshot()
+	st.oldFiles, st.rewrittenPartitions, err = liveFiles(ctx, fs, pinned, snapS, st.rewritten)
+	if err != nil {
+		return st, err
+	}
+	if len(st.oldFiles) != len(st.rewritten) {
+		return st, fmt.Errorf("%w: %d of %d input files are live at the pinned snapshot", ErrInvariant, len(st.oldFiles), len(st.rewritten))
+	}
+	deadPos, err := compaction.CollectDeadPositionDeletes(ctx, fs, snapS, st.rewritten)
+	if err != nil {
+		return st, fmt.Errorf("collect dead position deletes: %w", err)
+	}
+	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, pinned.Metadata(), snapS, st.rewritten)
+	if err != nil {
+		return st, fmt.Errorf("collect dead equality deletes: %w", err)
+	}
+	dvs, err := deletionVectorsFor(ctx, fs, snapS, st.rewritten)
+	if err != nil {
+		return st, err
+	}
+	seen := map[string]struct{}{}
+	for _, d := range append(append(deadPos, deadEq...), dvs...) {
+		if _, ok := seen[d.FilePath()+"#"+fmt.Sprint(d.ContentOffset())]; ok {
+			continue
+		}
+		seen[d.FilePath()+"#"+fmt.Sprint(d.ContentOffset())] = struct{}{}
+		st.deadDeletes = append(st.deadDeletes, d)
+	}
+	return st, nil
+}
+
+// commitOnce stages and commits the rewrite on top of cur.
+func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.Job, pin messages.Pin, st stagedRewrite) (*table.Table, error) {
+	txn := cur.NewTransaction()
+	rw := txn.NewRewrite(iceberg.Properties{
+		SummaryJobID:                job.ID,
+		"icekeeper.pinned-snapshot": fmt.Sprint(pin.SnapshotID),
+	})
+	rw.DataSequenceNumber(pin.SequenceNumber)
+	for _, f := range st.oldFiles {
+		rw.DeleteFile(f)
+	}
+	for _, f := range st.newFiles {
+		rw.AddDataFile(f)
+	}
+	for _, d := range st.deadDeletes {
+		rw.DeleteFile(d)
+	}
+	if err := rw.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("stage rewrite: %w", err)
+	}
+	return txn.Commit(ctx)
+}
+
+// finish records a committed job, removes losing attempts' files and
+// releases the lease.
+func (c *Committer) finish(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, snapshotID int64, why string) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table, Outcome: OutcomeCommitted, SnapshotID: snapshotID, Reason: why}
+	if err := c.jobs.MarkCommitted(ctx, job.ID, snapshotID, why); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
+		return res, err
+	}
+	if err := c.removeLosers(ctx, job); err != nil {
+		log.Warn("remove losing attempts' files", "err", err.Error())
+	}
+	if err := c.leases.Release(ctx, term); err != nil && !errors.Is(err, lease.ErrLost) {
+		log.Warn("release lease", "err", err.Error())
+	}
+	log.Info("job committed", "committed_snapshot_id", snapshotID, "why", why)
+	return res, nil
+}
+
+func (c *Committer) removeLosers(ctx context.Context, job jobs.Job) error {
+	groups, err := c.jobs.Groups(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	var losers []string
+	for _, g := range groups {
+		for _, a := range g.Attempts {
+			if a != g.Winner {
+				losers = append(losers, a)
+			}
+		}
+	}
+	if len(losers) == 0 {
+		return nil
+	}
+	ident, err := messages.TableIdent(job.Table)
+	if err != nil {
+		return err
+	}
+	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
+	if err != nil {
+		return err
+	}
+	_, err = outputs.RemoveAttempts(ctx, tbl, losers)
+	return err
+}
+
+// abort ends a job without committing: it marks the job, deletes every file
+// any of its attempts wrote, and releases the lease. committing says the
+// caller owns the committing state; then the job's snapshot is looked for
+// first, and found means committed, not aborted.
+func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, state jobs.State, reason string, committing bool) (Result, error) {
+	ctx = context.WithoutCancel(ctx)
+	res := Result{JobID: job.ID, Table: job.Table, Outcome: OutcomeFailed, Reason: reason}
+	if state == jobs.Aborted {
+		res.Outcome = OutcomeAborted
+	}
+	ident, ierr := messages.TableIdent(job.Table)
+	term := lease.Lease{Table: job.Table, Owner: job.ID, Token: job.Token}
+	from := []jobs.State{jobs.Planned, jobs.Running}
+	if committing {
+		from = []jobs.State{jobs.Committing}
+		if ierr == nil {
+			cur, err := c.catalog.LoadTable(ctx, ident)
+			if err != nil {
+				// Cannot prove the commit did not land: keep everything.
+				return res, fmt.Errorf("abort %s: cannot check the table: %w", job.ID, err)
+			}
+			if snap := FindJobSnapshot(cur, job.ID); snap != nil {
+				return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot while aborting")
+			}
+		}
+	}
+	if err := c.jobs.Transition(ctx, job.ID, from, state, reason); err != nil {
+		if errors.Is(err, jobs.ErrStateConflict) {
+			res.Outcome, res.Reason = OutcomeAlready, "job already moved on"
+			return res, nil
+		}
+		return res, err
+	}
+	log.Warn("job ended without commit", "state", state, "reason", reason)
+	if ierr == nil {
+		if n, err := c.removeAll(ctx, job, ident); err != nil {
+			log.Warn("remove job outputs", "err", err.Error())
+		} else {
+			res.FilesRemoved = n
+		}
+	}
+	if err := c.leases.Release(ctx, term); err != nil && !errors.Is(err, lease.ErrLost) {
+		log.Warn("release lease", "err", err.Error())
+	}
+	return res, nil
+}
+
+func (c *Committer) removeAll(ctx context.Context, job jobs.Job, ident table.Identifier) (int, error) {
+	groups, err := c.jobs.Groups(ctx, job.ID)
+	if err != nil {
+		return 0, err
+	}
+	var attempts []string
+	for _, g := range groups {
+		attempts = append(attempts, g.Attempts...)
+	}
+	if len(attempts) == 0 {
+		return 0, nil
+	}
+	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
+	if err != nil {
+		return 0, err
+	}
+	return outputs.RemoveAttempts(ctx, tbl, attempts)
+}
+
+// FindJobSnapshot returns the snapshot stamped with jobID, or nil.
+func FindJobSnapshot(tbl *table.Table, jobID string) *table.Snapshot {
+	snaps := tbl.Metadata().Snapshots()
+	for i := len(snaps) - 1; i >= 0; i-- {
+		s := snaps[i]
+		if s.Summary != nil && s.Summary.Properties[SummaryJobID] == jobID {
+			return &snaps[i]
+		}
+	}
+	return nil
+}
+
+// IsConflict reports whether err is a catalog commit conflict (a stale
+// base), which a reload and rebuild may fix. The sql, glue and hive catalogs
+// report a stale base as a plain "requirement failed" error.
+func IsConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, table.ErrCommitFailed) {
+		return true
+	}
+	return strings.Contains(err.Error(), "requirement failed")
+}
+
+// ValidateSince examines every snapshot committed on top of the pinned one
+// and returns ErrAborted when committing the rewrite could lose a delete or
+// a removal: a position delete or deletion vector that may target a
+// rewritten file, or the removal of an input file. Appends and equality
+// deletes pass: the pinned data sequence number keeps equality deletes
+// applying to the new files.
+func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, rewritten, rewrittenPartitions map[string]struct{}) error {
+	head := cur.CurrentSnapshot()
+	var since []*table.Snapshot
+	for s := head; ; {
+		if s == nil {
+			return fmt.Errorf("%w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, pin.SnapshotID)
+		}
+		if s.SnapshotID == pin.SnapshotID {
+			break
+		}
+		since = append(since, s)
+		if s.ParentSnapshotID == nil {
+			s = nil
+			continue
+		}
+		s = cur.SnapshotByID(*s.ParentSnapshotID)
+	}
+	if len(since) == 0 {
+		return nil
+	}
+	fs, err := cur.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open table IO: %w", err)
+	}
+	posPathField, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
+	for _, s := range since {
+		manifests, err := s.Manifests(fs)
+		if err != nil {
+			return fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if m.SnapshotID() != s.SnapshotID {
+				continue // written by an earlier snapshot
+			}
+			for e, err := range m.Entries(fs, false) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				if e.SnapshotID() != s.SnapshotID {
+					continue
+				}
+				df := e.DataFile()
+				switch {
+				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
+					if _, ok := rewritten[df.FilePath()]; ok {
+						return fmt.Errorf("%w: snapshot %d removed input file %s", ErrAborted, s.SnapshotID, df.FilePath())
+					}
+				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
+					if target := referencedPath(df, posPathField.ID); target != "" {
+						if _, ok := rewritten[target]; ok {
+							return fmt.Errorf("%w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), target)
+						}
+						continue
+					}
+					if lower, upper, ok := pathBounds(df, posPathField.ID); ok {
+						for p := range rewritten {
+							if p >= lower && p <= upper {
+								return fmt.Errorf("%w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), p)
+							}
+						}
+						continue
+					}
+					if _, ok := rewrittenPartitions[partitionKey(df)]; ok {
+						return fmt.Errorf("%w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, s.SnapshotID, df.FilePath())
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// liveFiles returns the live data files of snap whose paths are in paths,
+// and the partitions they are in.
+func liveFiles(ctx context.Context, fs icebergio.IO, tbl *table.Table, snap *table.Snapshot, paths map[string]struct{}) ([]iceberg.DataFile, map[string]struct{}, error) {
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	var out []iceberg.DataFile
+	parts := map[string]struct{}{}
+	for _, m := range manifests {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			if _, ok := paths[e.DataFile().FilePath()]; ok {
+				out = append(out, e.DataFile())
+				parts[partitionKey(e.DataFile())] = struct{}{}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FilePath() < out[j].FilePath() })
+	return out, parts, nil
+}
+
+// deletionVectorsFor returns the live deletion vectors of snap that
+// reference a rewritten file.
+func deletionVectorsFor(ctx context.Context, fs icebergio.IO, snap *table.Snapshot, rewritten map[string]struct{}) ([]iceberg.DataFile, error) {
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	var out []iceberg.DataFile
+	for _, m := range manifests {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			df := e.DataFile()
+			if !table.IsDeletionVector(df) {
+				continue
+			}
+			if ref := df.ReferencedDataFile(); ref != nil {
+				if _, ok := rewritten[*ref]; ok {
+					out = append(out, df)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func referencedPath(df iceberg.DataFile, pathField int) string {
+	if ref := df.ReferencedDataFile(); ref != nil && *ref != "" {
+		return *ref
+	}
+	if lower, upper, ok := pathBounds(df, pathField); ok && lower == upper {
+		return lower
+	}
+	return ""
+}
+
+func pathBounds(df iceberg.DataFile, pathField int) (string, string, bool) {
+	lo, hi := df.LowerBoundValues()[pathField], df.UpperBoundValues()[pathField]
+	if len(lo) == 0 || len(hi) == 0 {
+		return "", "", false
+	}
+	return string(lo), string(hi), true
+}
+
+func partitionKey(df iceberg.DataFile) string {
+	part := df.Partition()
+	keys := make([]int, 0, len(part))
+	for k := range part {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "spec=%d", df.SpecID())
+	for _, k := range keys {
+		fmt.Fprintf(&b, "|%d=%v", k, part[k])
+	}
+	return b.String()
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func backoff(base time.Duration, attempt int) time.Duration {
+	d := base << min(attempt, 6)
+	if d > 10*time.Second {
+		d = 10 * time.Second
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

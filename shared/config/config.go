@@ -1,0 +1,277 @@
+// Package config reads icekeeper's settings from environment variables.
+//
+// The Lambda functions, the operator CLI and the CDK stack use the same
+// variable names (documented in README.md, "Configuration"), so a setting
+// means the same thing everywhere. Validate fails fast with a message that
+// names the variable.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+)
+
+// ErrInvalid means a setting is missing or malformed; it is terminal.
+var ErrInvalid = errors.New("config: invalid setting")
+
+// Environment variable names.
+const (
+	EnvCatalogType       = "ICEKEEPER_CATALOG_TYPE"
+	EnvCatalogName       = "ICEKEEPER_CATALOG_NAME"
+	EnvCatalogURI        = "ICEKEEPER_CATALOG_URI"
+	EnvCatalogWarehouse  = "ICEKEEPER_CATALOG_WAREHOUSE"
+	EnvCatalogConfig     = "ICEKEEPER_CATALOG_CONFIG"
+	EnvCatalogSigV4      = "ICEKEEPER_CATALOG_SIGV4"
+	EnvCatalogSignName   = "ICEKEEPER_CATALOG_SIGNING_NAME"
+	EnvCatalogSignRegion = "ICEKEEPER_CATALOG_SIGNING_REGION"
+	EnvCatalogProperties = "ICEKEEPER_CATALOG_PROPERTIES"
+	EnvLeaseTable        = "ICEKEEPER_LEASE_TABLE"
+	EnvJobsTable         = "ICEKEEPER_JOBS_TABLE"
+	EnvTaskQueueURL      = "ICEKEEPER_TASK_QUEUE_URL"
+	EnvCommitQueueURL    = "ICEKEEPER_COMMIT_QUEUE_URL"
+	EnvBucket            = "ICEKEEPER_BUCKET"
+	EnvPrefix            = "ICEKEEPER_PREFIX"
+	EnvTables            = "ICEKEEPER_TABLES"
+	EnvLeaseTTL          = "ICEKEEPER_LEASE_TTL"
+	EnvMaxGroupBytes     = "ICEKEEPER_MAX_GROUP_BYTES"
+	EnvInlineTaskBytes   = "ICEKEEPER_INLINE_TASK_BYTES"
+	EnvMaxTaskAttempts   = "ICEKEEPER_MAX_TASK_ATTEMPTS"
+	EnvCommitRetries     = "ICEKEEPER_COMMIT_RETRIES"
+	EnvScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
+	EnvTargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
+	EnvS3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
+)
+
+// Defaults.
+const (
+	DefaultLeaseTTL        = 30 * time.Minute
+	DefaultMaxGroupBytes   = int64(2) << 30
+	DefaultInlineTaskBytes = 192 << 10
+	DefaultMaxTaskAttempts = 3
+	DefaultCommitRetries   = 5
+)
+
+// Config is every setting of the pipeline.
+type Config struct {
+	Catalog catalogs.Config
+
+	LeaseTable     string
+	JobsTable      string
+	TaskQueueURL   string
+	CommitQueueURL string
+	Bucket         string
+	Prefix         string
+
+	// Tables are the tables a scheduled sweep visits ("ns.table").
+	Tables []string
+
+	// LeaseTTL is how long a job's lease lasts; it must cover planning,
+	// rewriting and committing (Lambda's 15-minute limit per stage).
+	LeaseTTL time.Duration
+	// MaxGroupBytes caps one file group's input bytes, so one rewriter can
+	// finish within Lambda's memory and 15 minutes.
+	MaxGroupBytes int64
+	// InlineTaskBytes is the largest task message sent inline; larger ones
+	// travel through S3 with a pointer in the message.
+	InlineTaskBytes int
+	// MaxTaskAttempts is how many deliveries a rewriter task gets before its
+	// group fails the job; it must equal the task queue's maxReceiveCount.
+	MaxTaskAttempts int
+	// CommitRetries bounds the committer's reload-revalidate-rebuild loop on
+	// catalog commit conflicts.
+	CommitRetries int
+	// ScanConcurrency is the rewriter's read concurrency (0: GOMAXPROCS).
+	ScanConcurrency int
+	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
+	TargetFileSize int64
+}
+
+// Defaults returns a Config with every default set and no names.
+func Defaults() Config {
+	return Config{
+		Catalog:         catalogs.Config{Type: "sql", Name: "default"},
+		LeaseTTL:        DefaultLeaseTTL,
+		MaxGroupBytes:   DefaultMaxGroupBytes,
+		InlineTaskBytes: DefaultInlineTaskBytes,
+		MaxTaskAttempts: DefaultMaxTaskAttempts,
+		CommitRetries:   DefaultCommitRetries,
+	}
+}
+
+// FromEnv reads the settings from the process environment.
+func FromEnv() (Config, error) { return FromLookup(os.Getenv) }
+
+// FromLookup reads the settings through getenv (for tests).
+func FromLookup(getenv func(string) string) (Config, error) {
+	c := Defaults()
+	var errs []error
+	setS := func(dst *string, k string) {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			*dst = v
+		}
+	}
+	setI := func(dst *int, k string) {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%w: %s=%q: want a non-negative integer", ErrInvalid, k, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	setI64 := func(dst *int64, k string) {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%w: %s=%q: want a non-negative integer", ErrInvalid, k, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	setS(&c.Catalog.Type, EnvCatalogType)
+	setS(&c.Catalog.Name, EnvCatalogName)
+	setS(&c.Catalog.URI, EnvCatalogURI)
+	setS(&c.Catalog.Warehouse, EnvCatalogWarehouse)
+	setS(&c.Catalog.ConfigFile, EnvCatalogConfig)
+	setS(&c.Catalog.SigningName, EnvCatalogSignName)
+	setS(&c.Catalog.SigningRegion, EnvCatalogSignRegion)
+	if v := strings.TrimSpace(getenv(EnvCatalogSigV4)); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrInvalid, EnvCatalogSigV4, v))
+		}
+		c.Catalog.SigV4 = b
+	}
+	if v := getenv(EnvCatalogProperties); v != "" {
+		p, err := catalogs.ParseProperties(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, EnvCatalogProperties, err))
+		}
+		c.Catalog.Properties = p
+	}
+	setS(&c.LeaseTable, EnvLeaseTable)
+	setS(&c.JobsTable, EnvJobsTable)
+	setS(&c.TaskQueueURL, EnvTaskQueueURL)
+	setS(&c.CommitQueueURL, EnvCommitQueueURL)
+	setS(&c.Bucket, EnvBucket)
+	setS(&c.Prefix, EnvPrefix)
+	if v := getenv(EnvTables); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.Tables = append(c.Tables, t)
+			}
+		}
+	}
+	if v := strings.TrimSpace(getenv(EnvLeaseTTL)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a positive duration such as 30m", ErrInvalid, EnvLeaseTTL, v))
+		} else {
+			c.LeaseTTL = d
+		}
+	}
+	setI64(&c.MaxGroupBytes, EnvMaxGroupBytes)
+	setI(&c.InlineTaskBytes, EnvInlineTaskBytes)
+	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
+	setI(&c.CommitRetries, EnvCommitRetries)
+	setI(&c.ScanConcurrency, EnvScanConcurrency)
+	setI64(&c.TargetFileSize, EnvTargetFileSize)
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// Env returns the settings as environment variables (the inverse of
+// FromLookup), for handing to a child process or printing.
+func (c Config) Env() map[string]string {
+	m := map[string]string{
+		EnvCatalogType: c.Catalog.Type, EnvCatalogName: c.Catalog.Name, EnvCatalogURI: c.Catalog.URI,
+		EnvCatalogWarehouse: c.Catalog.Warehouse, EnvCatalogConfig: c.Catalog.ConfigFile,
+		EnvLeaseTable: c.LeaseTable, EnvJobsTable: c.JobsTable, EnvTaskQueueURL: c.TaskQueueURL,
+		EnvCommitQueueURL: c.CommitQueueURL, EnvBucket: c.Bucket, EnvPrefix: c.Prefix,
+		EnvTables: strings.Join(c.Tables, ","), EnvLeaseTTL: c.LeaseTTL.String(),
+		EnvMaxGroupBytes: strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
+		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
+	}
+	if len(c.Catalog.Properties) > 0 {
+		m[EnvCatalogProperties] = catalogs.FormatProperties(c.Catalog.Properties)
+	}
+	if c.Catalog.SigV4 {
+		m[EnvCatalogSigV4] = "true"
+	}
+	if c.TargetFileSize > 0 {
+		m[EnvTargetFileSize] = strconv.FormatInt(c.TargetFileSize, 10)
+	}
+	for k, v := range m {
+		if v == "" {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+// Validate checks the settings one stage needs. need lists which of the
+// pipeline's resources that stage uses.
+func (c Config) Validate(need ...Need) error {
+	var errs []error
+	for _, n := range need {
+		switch n {
+		case NeedCatalog:
+			if err := c.Catalog.Validate(); err != nil {
+				errs = append(errs, err)
+			}
+		case NeedLeases:
+			if c.LeaseTable == "" {
+				errs = append(errs, fmt.Errorf("%w: %s is not set", ErrInvalid, EnvLeaseTable))
+			}
+		case NeedJobs:
+			if c.JobsTable == "" {
+				errs = append(errs, fmt.Errorf("%w: %s is not set", ErrInvalid, EnvJobsTable))
+			}
+		case NeedTaskQueue:
+			if c.TaskQueueURL == "" {
+				errs = append(errs, fmt.Errorf("%w: %s is not set", ErrInvalid, EnvTaskQueueURL))
+			}
+		case NeedCommitQueue:
+			if c.CommitQueueURL == "" {
+				errs = append(errs, fmt.Errorf("%w: %s is not set", ErrInvalid, EnvCommitQueueURL))
+			}
+		case NeedBucket:
+			if c.Bucket == "" {
+				errs = append(errs, fmt.Errorf("%w: %s is not set", ErrInvalid, EnvBucket))
+			}
+		}
+	}
+	if c.LeaseTTL <= 0 {
+		errs = append(errs, fmt.Errorf("%w: %s must be positive", ErrInvalid, EnvLeaseTTL))
+	}
+	if c.MaxGroupBytes <= 0 {
+		errs = append(errs, fmt.Errorf("%w: %s must be positive", ErrInvalid, EnvMaxGroupBytes))
+	}
+	if c.MaxTaskAttempts < 1 {
+		errs = append(errs, fmt.Errorf("%w: %s must be at least 1", ErrInvalid, EnvMaxTaskAttempts))
+	}
+	return errors.Join(errs...)
+}
+
+// Need names a resource a stage uses.
+type Need int
+
+// Resources.
+const (
+	NeedCatalog Need = iota
+	NeedLeases
+	NeedJobs
+	NeedTaskQueue
+	NeedCommitQueue
+	NeedBucket
+)

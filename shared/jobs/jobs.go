@@ -1,0 +1,535 @@
+// Package jobs records maintenance jobs and their file groups in DynamoDB.
+//
+// A job is one compaction of one table pinned at one snapshot. It has one
+// item (sort key "job") plus one item per file group (sort key
+// "group#NNNNN"). Every state change is a conditional write on the expected
+// current state and records a reason, so concurrent actors (redelivered
+// rewriter tasks, a retried committer) agree on one outcome:
+//
+//	planned -> running -> committing -> committed
+//	   \          \            \
+//	    +----------+------------+-> failed | aborted
+//
+// A group goes pending -> done exactly once: the first attempt whose claim
+// succeeds is the group's winner and only its descriptor can reach the
+// commit. Claims are transactions that also check the job is still planned
+// or running under the same lease token, so once the committer moves the job
+// on, no attempt can claim anymore.
+//
+// Attribute names are snake_case with an underscore, which keeps them clear
+// of DynamoDB's reserved words without expression attribute names.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// State is a job's state.
+type State string
+
+// Job states.
+const (
+	// Planned: the job record exists; tasks are being sent.
+	Planned State = "planned"
+	// Running: every task was sent; rewriters are working.
+	Running State = "running"
+	// Committing: the committer took the job; no more claims are accepted.
+	Committing State = "committing"
+	// Committed: the rewrite snapshot is in the table (terminal).
+	Committed State = "committed"
+	// Failed: an error ended the job; nothing was committed (terminal).
+	Failed State = "failed"
+	// Aborted: a safety check ended the job, e.g. a concurrent delete on a
+	// rewritten file; nothing was committed (terminal).
+	Aborted State = "aborted"
+)
+
+// States lists every job state.
+func States() []State { return []State{Planned, Running, Committing, Committed, Failed, Aborted} }
+
+// Terminal reports whether no further transition leaves s.
+func (s State) Terminal() bool { return s == Committed || s == Failed || s == Aborted }
+
+// GroupState is a file group's state.
+type GroupState string
+
+// Group states.
+const (
+	GroupPending GroupState = "pending"
+	GroupDone    GroupState = "done"
+	GroupFailed  GroupState = "failed"
+)
+
+// Sentinel errors. ErrNotFound, ErrNotRunning and ErrStateConflict are
+// terminal for the caller's action; wrapped AWS errors are retryable.
+var (
+	ErrNotFound      = errors.New("jobs: not found")
+	ErrNotRunning    = errors.New("jobs: job is not running under this lease token")
+	ErrGroupSettled  = errors.New("jobs: group already settled")
+	ErrStateConflict = errors.New("jobs: job is not in the expected state")
+)
+
+// DynamoDB is the subset of the DynamoDB client the store needs.
+type DynamoDB interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Job is the record of one maintenance job.
+type Job struct {
+	ID    string
+	Table string
+	State State
+	// Reason says why the job is in its state (for failed and aborted jobs,
+	// the cause).
+	Reason  string
+	Trigger string
+	// Token is the lease token the job was planned under.
+	Token int64
+	// Pin is the snapshot the job reads.
+	MetadataLocation string
+	SnapshotID       int64
+	SequenceNumber   int64
+	// Groups is the number of file groups; DoneGroups the ones settled done.
+	Groups     int
+	DoneGroups []int
+	// Expected totals from the plan.
+	InputFiles int64
+	InputBytes int64
+	InputRows  int64
+	// PlanKey is the S3 key of the plan object.
+	PlanKey string
+	// CommittedSnapshotID is set once the job is committed.
+	CommittedSnapshotID int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// Group is the record of one file group.
+type Group struct {
+	JobID         string
+	Index         int
+	State         GroupState
+	Reason        string
+	Winner        string
+	DescriptorKey string
+	Attempts      []string
+	InputFiles    int64
+	InputBytes    int64
+	RowsWritten   int64
+}
+
+// Store reads and writes job records in one DynamoDB table with string
+// partition key "job_id" and string sort key "item_key".
+type Store struct {
+	db        DynamoDB
+	tableName string
+	now       func() time.Time
+}
+
+// NewStore validates its arguments and returns a Store.
+func NewStore(db DynamoDB, tableName string, now func() time.Time) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("jobs: nil DynamoDB client")
+	}
+	if tableName == "" {
+		return nil, errors.New("jobs: empty table name (set ICEKEEPER_JOBS_TABLE)")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, tableName: tableName, now: now}, nil
+}
+
+const jobItem = "job"
+
+func groupItem(i int) string { return fmt.Sprintf("group#%05d", i) }
+
+func key(jobID, item string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"job_id":   &types.AttributeValueMemberS{Value: jobID},
+		"item_key": &types.AttributeValueMemberS{Value: item},
+	}
+}
+
+// Create writes a new job (state Planned) and its pending groups. It fails
+// with ErrStateConflict if the job id already exists.
+func (s *Store) Create(ctx context.Context, j Job, groups []Group) error {
+	now := s.now()
+	j.State = Planned
+	j.CreatedAt, j.UpdatedAt = now, now
+	j.Groups = len(groups)
+	item := encodeJob(j)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.tableName),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(job_id)"),
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: job %s already exists", ErrStateConflict, j.ID)
+		}
+		return fmt.Errorf("jobs: create %s: %w", j.ID, err)
+	}
+	for _, g := range groups {
+		g.JobID = j.ID
+		g.State = GroupPending
+		if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.tableName),
+			Item:      encodeGroup(g),
+		}); err != nil {
+			return fmt.Errorf("jobs: create group %d of %s: %w", g.Index, j.ID, err)
+		}
+	}
+	return nil
+}
+
+// Get reads a job with a consistent read.
+func (s *Store) Get(ctx context.Context, id string) (Job, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tableName), Key: key(id, jobItem), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("jobs: get %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return Job{}, fmt.Errorf("%w: job %s", ErrNotFound, id)
+	}
+	return decodeJob(out.Item), nil
+}
+
+// Group reads one group with a consistent read.
+func (s *Store) Group(ctx context.Context, id string, index int) (Group, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tableName), Key: key(id, groupItem(index)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Group{}, fmt.Errorf("jobs: get group %d of %s: %w", index, id, err)
+	}
+	if len(out.Item) == 0 {
+		return Group{}, fmt.Errorf("%w: group %d of job %s", ErrNotFound, index, id)
+	}
+	return decodeGroup(out.Item), nil
+}
+
+// Groups reads every group of a job, ordered by index.
+func (s *Store) Groups(ctx context.Context, id string) ([]Group, error) {
+	var groups []Group
+	var start map[string]types.AttributeValue
+	for {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(s.tableName),
+			KeyConditionExpression: aws.String("job_id = :id AND begins_with(item_key, :g)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":id": &types.AttributeValueMemberS{Value: id},
+				":g":  &types.AttributeValueMemberS{Value: "group#"},
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("jobs: list groups of %s: %w", id, err)
+		}
+		for _, it := range out.Items {
+			groups = append(groups, decodeGroup(it))
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	sort.Slice(groups, func(a, b int) bool { return groups[a].Index < groups[b].Index })
+	return groups, nil
+}
+
+// Transition moves a job from one of the from states to to, recording
+// reason. It returns ErrStateConflict when the job is in none of them.
+func (s *Store) Transition(ctx context.Context, id string, from []State, to State, reason string) error {
+	if len(from) == 0 {
+		return fmt.Errorf("jobs: transition %s to %s: no from states", id, to)
+	}
+	vals := map[string]types.AttributeValue{
+		":to":     str(string(to)),
+		":reason": str(reason),
+		":now":    num(s.now().UnixMilli()),
+	}
+	cond := ""
+	for i, f := range from {
+		k := ":from" + strconv.Itoa(i)
+		vals[k] = str(string(f))
+		if i > 0 {
+			cond += " OR "
+		}
+		cond += "job_state = " + k
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tableName),
+		Key:                       key(id, jobItem),
+		UpdateExpression:          aws.String("SET job_state = :to, job_reason = :reason, updated_at = :now"),
+		ConditionExpression:       aws.String("attribute_exists(job_id) AND (" + cond + ")"),
+		ExpressionAttributeValues: vals,
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: job %s to %s (expected one of %v)", ErrStateConflict, id, to, from)
+		}
+		return fmt.Errorf("jobs: transition %s to %s: %w", id, to, err)
+	}
+	return nil
+}
+
+// MarkCommitted moves a committing job to committed and records the
+// snapshot it committed.
+func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 key(id, jobItem),
+		UpdateExpression:    aws.String("SET job_state = :to, job_reason = :reason, committed_snapshot = :snap, updated_at = :now"),
+		ConditionExpression: aws.String("job_state = :from"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":to": str(string(Committed)), ":from": str(string(Committing)),
+			":reason": str(reason), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
+		},
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: job %s is not committing", ErrStateConflict, id)
+		}
+		return fmt.Errorf("jobs: mark %s committed: %w", id, err)
+	}
+	return nil
+}
+
+// RegisterAttempt records that attempt is about to write files for group, so
+// that its files can be found and removed if it loses or crashes. It fails
+// with ErrNotRunning when the job is no longer planned or running under
+// token, and ErrGroupSettled when the group is already done or failed.
+func (s *Store) RegisterAttempt(ctx context.Context, jobID string, token int64, group int, attempt string) error {
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: &types.ConditionCheck{
+				TableName:           aws.String(s.tableName),
+				Key:                 key(jobID, jobItem),
+				ConditionExpression: aws.String("(job_state = :planned OR job_state = :running) AND lease_token = :tok"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":planned": str(string(Planned)), ":running": str(string(Running)), ":tok": num(token),
+				},
+			}},
+			{Update: &types.Update{
+				TableName:           aws.String(s.tableName),
+				Key:                 key(jobID, groupItem(group)),
+				UpdateExpression:    aws.String("ADD attempt_ids :a"),
+				ConditionExpression: aws.String("group_state = :pending"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":a": &types.AttributeValueMemberSS{Value: []string{attempt}}, ":pending": str(string(GroupPending)),
+				},
+			}},
+		},
+	})
+	if err != nil {
+		return s.explainTxnFailure(ctx, err, jobID, token, group, "register attempt")
+	}
+	return nil
+}
+
+// Claim settles group as done with attempt as its winner, pointing at the
+// attempt's descriptor, and adds the group to the job's done set, in one
+// transaction. It fails with ErrGroupSettled when another attempt won (or
+// the group failed) and ErrNotRunning when the job moved on.
+func (s *Store) Claim(ctx context.Context, jobID string, token int64, group int, attempt, descriptorKey string, rowsWritten int64) error {
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{Update: &types.Update{
+				TableName:           aws.String(s.tableName),
+				Key:                 key(jobID, jobItem),
+				UpdateExpression:    aws.String("ADD done_groups :g SET updated_at = :now"),
+				ConditionExpression: aws.String("(job_state = :planned OR job_state = :running) AND lease_token = :tok"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":g":       &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(group)}},
+					":planned": str(string(Planned)), ":running": str(string(Running)), ":tok": num(token),
+					":now": num(s.now().UnixMilli()),
+				},
+			}},
+			{Update: &types.Update{
+				TableName:           aws.String(s.tableName),
+				Key:                 key(jobID, groupItem(group)),
+				UpdateExpression:    aws.String("SET group_state = :done, winner_id = :a, descriptor_key = :d, rows_written = :rows"),
+				ConditionExpression: aws.String("group_state = :pending"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":done": str(string(GroupDone)), ":pending": str(string(GroupPending)),
+					":a": str(attempt), ":d": str(descriptorKey), ":rows": num(rowsWritten),
+				},
+			}},
+		},
+	})
+	if err != nil {
+		return s.explainTxnFailure(ctx, err, jobID, token, group, "claim")
+	}
+	return nil
+}
+
+// FailGroup settles a pending group as failed with reason. A group that is
+// already settled is left as it is (ErrGroupSettled).
+func (s *Store) FailGroup(ctx context.Context, jobID string, group int, reason string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 key(jobID, groupItem(group)),
+		UpdateExpression:    aws.String("SET group_state = :failed, group_reason = :r"),
+		ConditionExpression: aws.String("group_state = :pending"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":failed": str(string(GroupFailed)), ":pending": str(string(GroupPending)), ":r": str(reason),
+		},
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: group %d of %s", ErrGroupSettled, group, jobID)
+		}
+		return fmt.Errorf("jobs: fail group %d of %s: %w", group, jobID, err)
+	}
+	return nil
+}
+
+// explainTxnFailure turns a cancelled transaction into the sentinel that
+// names the condition that failed, by reading both items back.
+func (s *Store) explainTxnFailure(ctx context.Context, err error, jobID string, token int64, group int, what string) error {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) && !isConditionFailed(err) {
+		return fmt.Errorf("jobs: %s group %d of %s: %w", what, group, jobID, err)
+	}
+	j, gerr := s.Get(ctx, jobID)
+	if gerr != nil {
+		return gerr
+	}
+	if (j.State != Planned && j.State != Running) || j.Token != token {
+		return fmt.Errorf("%w: job %s is %s (token %d, task token %d)", ErrNotRunning, jobID, j.State, j.Token, token)
+	}
+	g, gerr := s.Group(ctx, jobID, group)
+	if gerr != nil {
+		return gerr
+	}
+	if g.State != GroupPending {
+		return fmt.Errorf("%w: group %d of %s is %s (winner %s)", ErrGroupSettled, group, jobID, g.State, g.Winner)
+	}
+	return fmt.Errorf("jobs: %s group %d of %s: transaction cancelled: %w", what, group, jobID, err)
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true
+	}
+	var tce *types.TransactionCanceledException
+	return errors.As(err, &tce)
+}
+
+func encodeJob(j Job) map[string]types.AttributeValue {
+	it := key(j.ID, jobItem)
+	it["table_id"] = str(j.Table)
+	it["job_state"] = str(string(j.State))
+	it["job_reason"] = str(j.Reason)
+	it["job_trigger"] = str(j.Trigger)
+	it["lease_token"] = num(j.Token)
+	it["pin_metadata"] = str(j.MetadataLocation)
+	it["pin_snapshot"] = num(j.SnapshotID)
+	it["pin_sequence"] = num(j.SequenceNumber)
+	it["group_count"] = num(int64(j.Groups))
+	it["input_files"] = num(j.InputFiles)
+	it["input_bytes"] = num(j.InputBytes)
+	it["input_rows"] = num(j.InputRows)
+	it["plan_key"] = str(j.PlanKey)
+	it["created_at"] = num(j.CreatedAt.UnixMilli())
+	it["updated_at"] = num(j.UpdatedAt.UnixMilli())
+	return it
+}
+
+func decodeJob(it map[string]types.AttributeValue) Job {
+	j := Job{
+		ID:                  getS(it, "job_id"),
+		Table:               getS(it, "table_id"),
+		State:               State(getS(it, "job_state")),
+		Reason:              getS(it, "job_reason"),
+		Trigger:             getS(it, "job_trigger"),
+		Token:               getN(it, "lease_token"),
+		MetadataLocation:    getS(it, "pin_metadata"),
+		SnapshotID:          getN(it, "pin_snapshot"),
+		SequenceNumber:      getN(it, "pin_sequence"),
+		Groups:              int(getN(it, "group_count")),
+		InputFiles:          getN(it, "input_files"),
+		InputBytes:          getN(it, "input_bytes"),
+		InputRows:           getN(it, "input_rows"),
+		PlanKey:             getS(it, "plan_key"),
+		CommittedSnapshotID: getN(it, "committed_snapshot"),
+		CreatedAt:           time.UnixMilli(getN(it, "created_at")),
+		UpdatedAt:           time.UnixMilli(getN(it, "updated_at")),
+	}
+	if ns, ok := it["done_groups"].(*types.AttributeValueMemberNS); ok {
+		for _, v := range ns.Value {
+			if n, err := strconv.Atoi(v); err == nil {
+				j.DoneGroups = append(j.DoneGroups, n)
+			}
+		}
+		sort.Ints(j.DoneGroups)
+	}
+	return j
+}
+
+func encodeGroup(g Group) map[string]types.AttributeValue {
+	it := key(g.JobID, groupItem(g.Index))
+	it["group_index"] = num(int64(g.Index))
+	it["group_state"] = str(string(g.State))
+	it["input_files"] = num(g.InputFiles)
+	it["input_bytes"] = num(g.InputBytes)
+	return it
+}
+
+func decodeGroup(it map[string]types.AttributeValue) Group {
+	g := Group{
+		JobID:         getS(it, "job_id"),
+		Index:         int(getN(it, "group_index")),
+		State:         GroupState(getS(it, "group_state")),
+		Reason:        getS(it, "group_reason"),
+		Winner:        getS(it, "winner_id"),
+		DescriptorKey: getS(it, "descriptor_key"),
+		InputFiles:    getN(it, "input_files"),
+		InputBytes:    getN(it, "input_bytes"),
+		RowsWritten:   getN(it, "rows_written"),
+	}
+	if ss, ok := it["attempt_ids"].(*types.AttributeValueMemberSS); ok {
+		g.Attempts = append(g.Attempts, ss.Value...)
+		sort.Strings(g.Attempts)
+	}
+	return g
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func getS(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(it map[string]types.AttributeValue, k string) int64 {
+	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,238 @@
+// Package lease implements the per-table maintenance lease in DynamoDB.
+//
+// A lease is a term: an owner (the job id) plus a fencing token that only
+// grows. Acquire is a single conditional write that succeeds only when no
+// owner holds an unexpired lease; it increments the token, so every new term
+// has a token larger than every earlier one for the same table. Renew and
+// Release are conditional on that exact term (owner and token), so a holder
+// whose lease has expired and been taken over can never extend or release the
+// new holder's term.
+//
+// Invariants:
+//   - At most one unexpired owner per table at any time (DynamoDB conditional
+//     write on the single item keyed by table).
+//   - Tokens never decrease while the item exists. Release keeps the token.
+//     The item carries a purge_at attribute (for DynamoDB TTL) set well past
+//     the expiry, so idle tables' items are eventually removed; when that
+//     happens tokens restart, which is why readers also compare the owner.
+//   - A holder stops acting at ExpiresAt minus a safety margin (see
+//     Lease.Valid); when in doubt it steps down.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Sentinel errors. ErrHeld and ErrLost are terminal for the caller's current
+// attempt (someone else owns the table); other errors are retryable AWS
+// failures.
+var (
+	// ErrHeld means another owner holds an unexpired lease on the table.
+	ErrHeld = errors.New("lease: held by another owner")
+	// ErrLost means the caller's term is over: expired and taken, or released.
+	ErrLost = errors.New("lease: term lost")
+)
+
+// DynamoDB is the subset of the DynamoDB client the store needs.
+type DynamoDB interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Lease is one term of ownership of a table.
+type Lease struct {
+	Table     string
+	Owner     string
+	Token     int64
+	ExpiresAt time.Time
+}
+
+// Valid reports whether the holder may still act at now, keeping margin in
+// hand before the expiry.
+func (l Lease) Valid(now time.Time, margin time.Duration) bool {
+	return l.Owner != "" && now.Before(l.ExpiresAt.Add(-margin))
+}
+
+// Store reads and writes leases in one DynamoDB table whose partition key is
+// the string attribute "table_id".
+type Store struct {
+	db        DynamoDB
+	tableName string
+	now       func() time.Time
+	purgeAfter time.Duration
+}
+
+// NewStore validates its arguments and returns a Store. now may be nil
+// (time.Now).
+func NewStore(db DynamoDB, tableName string, now func() time.Time) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("lease: nil DynamoDB client")
+	}
+	if tableName == "" {
+		return nil, errors.New("lease: empty table name (set ICEKEEPER_LEASE_TABLE)")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, tableName: tableName, now: now, purgeAfter: 7 * 24 * time.Hour}, nil
+}
+
+func (s *Store) key(table string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"table_id": &types.AttributeValueMemberS{Value: table}}
+}
+
+// Acquire starts a new term for owner on table, valid for ttl. It returns
+// ErrHeld when another owner holds an unexpired lease.
+func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Duration) (Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return Lease{}, fmt.Errorf("lease: acquire %s: owner and a positive ttl are required", table)
+	}
+	now := s.now()
+	exp := now.Add(ttl)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 s.key(table),
+		UpdateExpression:    aws.String("SET lease_owner = :owner, expires_at = :exp, purge_at = :purge, acquired_at = :now ADD lease_token :one"),
+		ConditionExpression: aws.String("attribute_not_exists(lease_owner) OR expires_at < :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owner": &types.AttributeValueMemberS{Value: owner},
+			":exp":   num(exp.UnixMilli()),
+			":purge": num(exp.Add(s.purgeAfter).Unix()),
+			":now":   num(now.UnixMilli()),
+			":one":   num(1),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return Lease{}, fmt.Errorf("%w: table %s", ErrHeld, table)
+		}
+		return Lease{}, fmt.Errorf("lease: acquire %s: %w", table, err)
+	}
+	l, err := decode(table, out.Attributes)
+	if err != nil {
+		return Lease{}, err
+	}
+	if l.Owner != owner {
+		return Lease{}, fmt.Errorf("%w: table %s", ErrHeld, table)
+	}
+	return l, nil
+}
+
+// Renew extends the caller's term to now+ttl. It returns ErrLost when the
+// term is over (expired, taken, or released).
+func (s *Store) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	now := s.now()
+	exp := now.Add(ttl)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 s.key(l.Table),
+		UpdateExpression:    aws.String("SET expires_at = :exp, purge_at = :purge"),
+		ConditionExpression: aws.String("lease_owner = :owner AND lease_token = :tok AND expires_at >= :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owner": &types.AttributeValueMemberS{Value: l.Owner},
+			":tok":   num(l.Token),
+			":exp":   num(exp.UnixMilli()),
+			":purge": num(exp.Add(s.purgeAfter).Unix()),
+			":now":   num(now.UnixMilli()),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return Lease{}, fmt.Errorf("%w: table %s owner %s token %d", ErrLost, l.Table, l.Owner, l.Token)
+		}
+		return Lease{}, fmt.Errorf("lease: renew %s: %w", l.Table, err)
+	}
+	return decode(l.Table, out.Attributes)
+}
+
+// Release ends the caller's term, keeping the token so the next term's token
+// is larger. Releasing a term that is already over returns ErrLost.
+func (s *Store) Release(ctx context.Context, l Lease) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 s.key(l.Table),
+		UpdateExpression:    aws.String("REMOVE lease_owner SET expires_at = :zero"),
+		ConditionExpression: aws.String("lease_owner = :owner AND lease_token = :tok"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owner": &types.AttributeValueMemberS{Value: l.Owner},
+			":tok":   num(l.Token),
+			":zero":  num(0),
+		},
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return fmt.Errorf("%w: table %s owner %s token %d", ErrLost, l.Table, l.Owner, l.Token)
+		}
+		return fmt.Errorf("lease: release %s: %w", l.Table, err)
+	}
+	return nil
+}
+
+// Get returns the table's current lease. ok is false when nobody holds an
+// unexpired lease; the returned Lease still carries the last token.
+func (s *Store) Get(ctx context.Context, table string) (l Lease, ok bool, err error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tableName),
+		Key:            s.key(table),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("lease: get %s: %w", table, err)
+	}
+	if len(out.Item) == 0 {
+		return Lease{Table: table}, false, nil
+	}
+	l, err = decode(table, out.Item)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	return l, l.Owner != "" && s.now().Before(l.ExpiresAt), nil
+}
+
+// Holds reports whether owner currently holds the term with token.
+func (s *Store) Holds(ctx context.Context, table, owner string, token int64) (bool, error) {
+	l, ok, err := s.Get(ctx, table)
+	if err != nil {
+		return false, err
+	}
+	return ok && l.Owner == owner && l.Token == token, nil
+}
+
+func decode(table string, item map[string]types.AttributeValue) (Lease, error) {
+	l := Lease{Table: table}
+	if v, ok := item["lease_owner"].(*types.AttributeValueMemberS); ok {
+		l.Owner = v.Value
+	}
+	if v, ok := item["lease_token"].(*types.AttributeValueMemberN); ok {
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return Lease{}, fmt.Errorf("lease: %s: bad lease_token %q", table, v.Value)
+		}
+		l.Token = n
+	}
+	if v, ok := item["expires_at"].(*types.AttributeValueMemberN); ok {
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return Lease{}, fmt.Errorf("lease: %s: bad expires_at %q", table, v.Value)
+		}
+		l.ExpiresAt = time.UnixMilli(n)
+	}
+	return l, nil
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}

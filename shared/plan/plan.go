@@ -1,0 +1,381 @@
+// Package plan is the planner: it decides what one compaction job of one
+// table rewrites, and starts it.
+//
+// For each table it:
+//  1. takes the table's lease BEFORE reading anything (a held lease means
+//     skip, counted), so two planners racing for one table make one job;
+//  2. loads the table through the catalog and pins its current snapshot S
+//     (metadata location, snapshot id, sequence number);
+//  3. plans file groups at S with iceberg-go's compaction planner, honouring
+//     the table's write.target-file-size-bytes, and splits groups larger than
+//     the per-rewriter limit;
+//  4. records the plan in S3 and the job and its groups in DynamoDB;
+//  5. sends one task per group to the task queue (through S3 when a task does
+//     not fit in one message) and marks the job running.
+//
+// Planning itself has no side effect on the table: the planner never writes
+// table files or commits. Any failure after the lease is taken releases it
+// and marks the job failed, so nothing is left half-started.
+package plan
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+)
+
+// Catalog loads tables.
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+}
+
+// Leases takes and releases table leases.
+type Leases interface {
+	Acquire(ctx context.Context, table, owner string, ttl time.Duration) (lease.Lease, error)
+	Release(ctx context.Context, l lease.Lease) error
+}
+
+// Jobs records jobs.
+type Jobs interface {
+	Create(ctx context.Context, j jobs.Job, groups []jobs.Group) error
+	Transition(ctx context.Context, id string, from []jobs.State, to jobs.State, reason string) error
+}
+
+// Blobs stores plan and task objects.
+type Blobs interface {
+	Put(ctx context.Context, name string, data []byte) (string, error)
+}
+
+// Queue sends task messages.
+type Queue interface {
+	SendAll(ctx context.Context, bodies []string) error
+}
+
+// Settings tune planning.
+type Settings struct {
+	LeaseTTL        time.Duration
+	MaxGroupBytes   int64
+	InlineTaskBytes int
+	// TargetFileSize overrides the table's write.target-file-size-bytes.
+	TargetFileSize int64
+}
+
+// Outcome says what planning a table did.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomePlanned     Outcome = "planned"
+	OutcomeLeaseHeld   Outcome = "skipped_lease_held"
+	OutcomeNothingToDo Outcome = "nothing_to_do"
+)
+
+// Result reports one table's planning.
+type Result struct {
+	Table      string  `json:"table"`
+	Outcome    Outcome `json:"outcome"`
+	JobID      string  `json:"job_id,omitempty"`
+	SnapshotID int64   `json:"snapshot_id,omitempty"`
+	Groups     int     `json:"groups,omitempty"`
+	InputFiles int64   `json:"input_files,omitempty"`
+	InputBytes int64   `json:"input_bytes,omitempty"`
+	// SkippedFiles are files the compaction planner left alone.
+	SkippedFiles int    `json:"skipped_files,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// Planner plans compaction jobs.
+type Planner struct {
+	settings Settings
+	catalog  Catalog
+	leases   Leases
+	jobs     Jobs
+	blobs    Blobs
+	tasks    Queue
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// New validates its dependencies and returns a Planner. log and now may be
+// nil.
+func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Queue, log *slog.Logger, now func() time.Time) (*Planner, error) {
+	if cat == nil || leases == nil || js == nil || blobs == nil || tasks == nil {
+		return nil, errors.New("plan: catalog, leases, jobs, blobs and task queue are required")
+	}
+	if s.LeaseTTL <= 0 {
+		return nil, errors.New("plan: LeaseTTL must be positive (ICEKEEPER_LEASE_TTL)")
+	}
+	if s.MaxGroupBytes <= 0 {
+		return nil, errors.New("plan: MaxGroupBytes must be positive (ICEKEEPER_MAX_GROUP_BYTES)")
+	}
+	if s.InlineTaskBytes <= 0 {
+		s.InlineTaskBytes = 192 << 10
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Planner{settings: s, catalog: cat, leases: leases, jobs: js, blobs: blobs, tasks: tasks, log: log, now: now}, nil
+}
+
+// PlanTable plans one compaction job for the named table ("ns.table").
+func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, error) {
+	ident, err := messages.TableIdent(name)
+	if err != nil {
+		return Result{Table: name}, err
+	}
+	name = messages.TableName(ident)
+	res := Result{Table: name}
+	jobID := newJobID(p.now())
+	log := p.log.With("table", name, "job_id", jobID, "trigger", trigger)
+
+	l, err := p.leases.Acquire(ctx, name, jobID, p.settings.LeaseTTL)
+	if errors.Is(err, lease.ErrHeld) {
+		res.Outcome = OutcomeLeaseHeld
+		res.Reason = "another job holds the table's lease"
+		log.Info("skip: lease held")
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("plan %s: %w", name, err)
+	}
+	release := func(why string) {
+		if rerr := p.leases.Release(context.WithoutCancel(ctx), l); rerr != nil {
+			log.Warn("release lease", "err", rerr.Error(), "why", why)
+		}
+	}
+
+	res, created, err := p.planLeased(ctx, log, ident, name, jobID, trigger, l)
+	if err != nil {
+		if created {
+			if terr := p.jobs.Transition(context.WithoutCancel(ctx), jobID, []jobs.State{jobs.Planned}, jobs.Failed, err.Error()); terr != nil {
+				log.Warn("mark job failed", "err", terr.Error())
+			}
+		}
+		release("planning failed")
+		return res, err
+	}
+	if res.Outcome != OutcomePlanned {
+		release(string(res.Outcome))
+	}
+	return res, nil
+}
+
+func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, created bool, err error) {
+	res = Result{Table: name}
+	tbl, err := p.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: load table: %w", name, err)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		res.Outcome, res.Reason = OutcomeNothingToDo, "table has no snapshot"
+		return res, false, nil
+	}
+	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
+	res.SnapshotID = pin.SnapshotID
+	log = log.With("snapshot_id", pin.SnapshotID)
+
+	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: plan files at snapshot %d: %w", name, pin.SnapshotID, err)
+	}
+	cfg, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	cp, err := cfg.PlanCompaction(scanTasks)
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
+	}
+	groups := SplitGroups(cp.Groups, p.settings.MaxGroupBytes)
+	res.SkippedFiles = cp.SkippedFiles
+	if len(groups) == 0 {
+		res.Outcome = OutcomeNothingToDo
+		res.Reason = fmt.Sprintf("no file group worth rewriting (%d files, %d left alone)", len(scanTasks), cp.SkippedFiles)
+		log.Info("nothing to do", "files", len(scanTasks))
+		return res, false, nil
+	}
+
+	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}
+	job := jobs.Job{
+		ID: jobID, Table: name, Trigger: trigger, Token: l.Token,
+		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
+	}
+	jobGroups := make([]jobs.Group, 0, len(groups))
+	for i, g := range groups {
+		pg := messages.PlanGroup{Index: i, SpecID: int(g.Tasks[0].File.SpecID()), Partition: PartitionString(g.Tasks[0]), InputBytes: g.TotalSizeBytes}
+		for _, t := range g.Tasks {
+			pg.InputPaths = append(pg.InputPaths, t.File.FilePath())
+			pg.InputRows += t.File.Count()
+		}
+		sort.Strings(pg.InputPaths)
+		planObj.Groups = append(planObj.Groups, pg)
+		job.InputFiles += int64(len(g.Tasks))
+		job.InputBytes += g.TotalSizeBytes
+		job.InputRows += pg.InputRows
+		jobGroups = append(jobGroups, jobs.Group{Index: i, InputFiles: int64(len(g.Tasks)), InputBytes: g.TotalSizeBytes})
+	}
+	planBytes, err := messages.Encode(planObj)
+	if err != nil {
+		return res, false, err
+	}
+	if job.PlanKey, err = p.blobs.Put(ctx, "jobs/"+jobID+"/plan.json", planBytes); err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if err := p.jobs.Create(ctx, job, jobGroups); err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	created = true
+
+	target := cfg.TargetFileSizeBytes
+	bodies := make([]string, 0, len(groups))
+	for i, g := range groups {
+		body, err := p.taskBody(ctx, tbl.Metadata(), job, planObj.Groups[i], g, target)
+		if err != nil {
+			return res, created, fmt.Errorf("plan %s: group %d: %w", name, i, err)
+		}
+		bodies = append(bodies, body)
+	}
+	if err := p.tasks.SendAll(ctx, bodies); err != nil {
+		return res, created, fmt.Errorf("plan %s: send tasks: %w", name, err)
+	}
+	if err := p.jobs.Transition(ctx, jobID, []jobs.State{jobs.Planned}, jobs.Running, "tasks sent"); err != nil {
+		return res, created, fmt.Errorf("plan %s: %w", name, err)
+	}
+	res.Outcome, res.JobID, res.Groups = OutcomePlanned, jobID, len(groups)
+	res.InputFiles, res.InputBytes = job.InputFiles, job.InputBytes
+	log.Info("planned", "groups", len(groups), "input_files", job.InputFiles, "input_bytes", job.InputBytes, "lease_token", l.Token)
+	return res, created, nil
+}
+
+func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Job, pg messages.PlanGroup, g compaction.Group, target int64) (string, error) {
+	encoded, err := messages.EncodeScanTasks(meta, g.Tasks)
+	if err != nil {
+		return "", err
+	}
+	task := messages.Task{
+		Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: pg.Index, Token: job.Token,
+		Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
+		SpecID: pg.SpecID, Partition: pg.Partition, ScanTasks: encoded,
+		InputFiles: len(g.Tasks), InputBytes: g.TotalSizeBytes, TargetFileSize: target,
+	}
+	body, err := messages.Encode(task)
+	if err != nil {
+		return "", err
+	}
+	if len(body) <= p.settings.InlineTaskBytes {
+		return string(body), nil
+	}
+	// Too large for one message: the scan tasks travel through S3.
+	payload, err := messages.Encode(messages.ScanTaskList{Version: messages.FormatVersion, ScanTasks: encoded})
+	if err != nil {
+		return "", err
+	}
+	key, err := p.blobs.Put(ctx, fmt.Sprintf("jobs/%s/tasks/%05d.json", job.ID, pg.Index), payload)
+	if err != nil {
+		return "", err
+	}
+	task.ScanTasks, task.ScanTasksKey = nil, key
+	body, err = messages.Encode(task)
+	if err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// CompactionConfig derives iceberg-go's compaction planner settings from the
+// table's properties: write.target-file-size-bytes sets the target (unless
+// override is positive), and the min/max bounds follow iceberg-go's defaults
+// (75% and 180% of the target).
+func CompactionConfig(props map[string]string, override int64) (compaction.Config, error) {
+	cfg := compaction.DefaultConfig()
+	target := cfg.TargetFileSizeBytes
+	if v, ok := props[table.WriteTargetFileSizeBytesKey]; ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("table property %s=%q: want a positive integer", table.WriteTargetFileSizeBytesKey, v)
+		}
+		target = n
+	}
+	if override > 0 {
+		target = override
+	}
+	cfg.TargetFileSizeBytes = target
+	cfg.MinFileSizeBytes = target * 3 / 4
+	cfg.MaxFileSizeBytes = target * 9 / 5
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("compaction config: %w", err)
+	}
+	return cfg, nil
+}
+
+// SplitGroups splits groups whose input exceeds maxBytes into consecutive
+// chunks of at most maxBytes (a single file larger than maxBytes is a chunk
+// of its own). Groups stay within one partition.
+func SplitGroups(groups []compaction.Group, maxBytes int64) []compaction.Group {
+	var out []compaction.Group
+	for _, g := range groups {
+		if g.TotalSizeBytes <= maxBytes {
+			out = append(out, g)
+			continue
+		}
+		cur := compaction.Group{PartitionKey: g.PartitionKey}
+		for _, t := range g.Tasks {
+			size := t.File.FileSizeBytes()
+			if len(cur.Tasks) > 0 && cur.TotalSizeBytes+size > maxBytes {
+				out = append(out, cur)
+				cur = compaction.Group{PartitionKey: g.PartitionKey}
+			}
+			cur.Tasks = append(cur.Tasks, t)
+			cur.TotalSizeBytes += size
+			cur.DeleteFileCount += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+		}
+		if len(cur.Tasks) > 0 {
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// PartitionString renders a task's partition for logs and reports.
+func PartitionString(t table.FileScanTask) string {
+	part := t.File.Partition()
+	if len(part) == 0 {
+		return "unpartitioned"
+	}
+	keys := make([]int, 0, len(part))
+	for k := range part {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%d=%v", k, part[k])
+	}
+	return s
+}
+
+func newJobID(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

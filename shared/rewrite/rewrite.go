@@ -1,0 +1,452 @@
+// Package rewrite is the rewriter: it rewrites one file group of one job.
+//
+// A rewriter opens the table pinned at the job's snapshot S from its metadata
+// file (never through the catalog), reads the group's files with position
+// deletes, deletion vectors and equality deletes applied exactly as a scan at
+// S would (iceberg-go's ReadTasks), and streams the rows into Parquet files
+// at the target size directly under the table's data location. It then puts
+// a descriptor of what it wrote in S3 and claims the group.
+//
+// Invariants:
+//   - Idempotent. Each attempt registers a fresh attempt id before writing
+//     and names every file it writes with it. The first attempt to claim the
+//     group wins; a losing attempt removes its own files and descriptor. So a
+//     redelivered or retried task never double-counts, and only one
+//     attempt's outputs can reach the commit.
+//   - Nothing a rewriter writes is visible in the table: only the committer
+//     commits.
+//   - A task whose job is gone, no longer running, or planned under an older
+//     lease token is dropped with a log line (ErrStale), not retried.
+//   - A task that cannot succeed (ErrTerminal, or its last allowed delivery
+//     failed) fails its group, asks the committer to abort the job, and is
+//     reported failed so SQS moves it to the dead-letter queue.
+//   - The last group to finish hands the job to the committer.
+package rewrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/outputs"
+	"github.com/icekeeper/icekeeper/shared/pin"
+)
+
+// Sentinel errors.
+var (
+	// ErrStale: the task belongs to a job that is gone, finished, or was
+	// planned under an older lease. Drop the message; do not retry.
+	ErrStale = errors.New("rewrite: stale task")
+	// ErrTerminal: the task can never succeed. Fail the job; the message
+	// goes to the dead-letter queue.
+	ErrTerminal = errors.New("rewrite: task cannot succeed")
+)
+
+// Jobs reads and settles job and group records.
+type Jobs interface {
+	Get(ctx context.Context, id string) (jobs.Job, error)
+	Group(ctx context.Context, id string, index int) (jobs.Group, error)
+	RegisterAttempt(ctx context.Context, jobID string, token int64, group int, attempt string) error
+	Claim(ctx context.Context, jobID string, token int64, group int, attempt, descriptorKey string, rowsWritten int64) error
+	FailGroup(ctx context.Context, jobID string, group int, reason string) error
+}
+
+// Leases tells whether a job still holds its table's lease.
+type Leases interface {
+	Holds(ctx context.Context, table, owner string, token int64) (bool, error)
+}
+
+// Blobs stores descriptors and reads oversized task payloads.
+type Blobs interface {
+	Put(ctx context.Context, name string, data []byte) (string, error)
+	Get(ctx context.Context, key string) ([]byte, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Queue sends commit requests.
+type Queue interface {
+	Send(ctx context.Context, body string) error
+}
+
+// TableOpener opens a table at a pinned snapshot.
+type TableOpener interface {
+	Open(ctx context.Context, ident table.Identifier, p messages.Pin) (*table.Table, error)
+}
+
+// Settings tune rewriting.
+type Settings struct {
+	// MaxAttempts is the delivery count at which a failing task fails its
+	// group (the task queue's maxReceiveCount).
+	MaxAttempts int
+	// ScanConcurrency is the read concurrency (0: GOMAXPROCS).
+	ScanConcurrency int
+}
+
+// Outcome says what handling a task did.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeRewritten Outcome = "rewritten"
+	// OutcomeDuplicate: another attempt already settled the group.
+	OutcomeDuplicate Outcome = "duplicate"
+	OutcomeDropped   Outcome = "dropped_stale"
+)
+
+// Result reports one task.
+type Result struct {
+	Outcome  Outcome
+	Attempt  string
+	Counters messages.Counters
+	// HandedOff is true when this task sent the job to the committer.
+	HandedOff bool
+}
+
+// Rewriter rewrites file groups.
+type Rewriter struct {
+	settings Settings
+	jobs     Jobs
+	leases   Leases
+	blobs    Blobs
+	commits  Queue
+	tables   TableOpener
+	log      *slog.Logger
+	now      func() time.Time
+	// newAttempt makes attempt ids (replaceable in tests).
+	newAttempt func() string
+}
+
+// New validates its dependencies and returns a Rewriter.
+func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables TableOpener, log *slog.Logger, now func() time.Time) (*Rewriter, error) {
+	if js == nil || leases == nil || blobs == nil || commits == nil || tables == nil {
+		return nil, errors.New("rewrite: jobs, leases, blobs, commit queue and table opener are required")
+	}
+	if s.MaxAttempts < 1 {
+		return nil, errors.New("rewrite: MaxAttempts must be at least 1 (ICEKEEPER_MAX_TASK_ATTEMPTS)")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Rewriter{settings: s, jobs: js, leases: leases, blobs: blobs, commits: commits, tables: tables, log: log, now: now,
+		newAttempt: func() string { return uuid.NewString() }}, nil
+}
+
+// Handle processes one task delivered for the receiveCount-th time. A nil
+// error means the message can be deleted (including dropped stale tasks); an
+// error means it must be redelivered, and errors.Is(err, ErrTerminal) means
+// it will never succeed.
+func (r *Rewriter) Handle(ctx context.Context, task messages.Task, receiveCount int) (Result, error) {
+	log := r.log.With("job_id", task.JobID, "table", task.Table, "group", task.Group, "snapshot_id", task.Pin.SnapshotID, "receive_count", receiveCount)
+	res, err := r.handle(ctx, log, task, receiveCount)
+	switch {
+	case errors.Is(err, ErrStale):
+		log.Info("dropped stale task", "reason", err.Error())
+		return Result{Outcome: OutcomeDropped}, nil
+	case err != nil:
+		log.Error("rewrite failed", "err", err.Error(), "terminal", errors.Is(err, ErrTerminal))
+	default:
+		log.Info("task done", "outcome", res.Outcome, "attempt", res.Attempt, "rows_written", res.Counters.RowsWritten, "files_out", res.Counters.FilesOut, "handed_off", res.HandedOff)
+	}
+	return res, err
+}
+
+func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.Task, receiveCount int) (Result, error) {
+	job, err := r.jobs.Get(ctx, task.JobID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return Result{}, fmt.Errorf("%w: job %s not found", ErrStale, task.JobID)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if job.Token != task.Token {
+		return Result{}, fmt.Errorf("%w: task token %d, job token %d", ErrStale, task.Token, job.Token)
+	}
+	g, err := r.jobs.Group(ctx, task.JobID, task.Group)
+	if err != nil {
+		if errors.Is(err, jobs.ErrNotFound) {
+			return Result{}, fmt.Errorf("%w: group %d not in job", ErrTerminal, task.Group)
+		}
+		return Result{}, err
+	}
+	switch g.State {
+	case jobs.GroupFailed:
+		// Keep failing so the message reaches the dead-letter queue.
+		return Result{}, fmt.Errorf("%w: group failed earlier: %s", ErrTerminal, g.Reason)
+	case jobs.GroupDone:
+		handed, err := r.handOff(ctx, task.JobID)
+		return Result{Outcome: OutcomeDuplicate, Attempt: g.Winner, HandedOff: handed}, err
+	}
+	if job.State != jobs.Planned && job.State != jobs.Running {
+		return Result{}, fmt.Errorf("%w: job is %s", ErrStale, job.State)
+	}
+	holds, err := r.leases.Holds(ctx, task.Table, task.JobID, task.Token)
+	if err != nil {
+		return Result{}, err
+	}
+	if !holds {
+		r.requestAbort(ctx, log, task.JobID, "lease lost before group "+fmt.Sprint(task.Group)+" was rewritten")
+		return Result{}, fmt.Errorf("%w: job no longer holds the table lease", ErrStale)
+	}
+
+	attempt := r.newAttempt()
+	log = log.With("attempt", attempt)
+	if err := r.jobs.RegisterAttempt(ctx, task.JobID, task.Token, task.Group, attempt); err != nil {
+		switch {
+		case errors.Is(err, jobs.ErrNotRunning):
+			return Result{}, fmt.Errorf("%w: %v", ErrStale, err)
+		case errors.Is(err, jobs.ErrGroupSettled):
+			handed, herr := r.handOff(ctx, task.JobID)
+			return Result{Outcome: OutcomeDuplicate, HandedOff: handed}, herr
+		}
+		return Result{}, err
+	}
+
+	written, counters, tbl, err := r.rewrite(ctx, task, attempt)
+	if err != nil {
+		if tbl != nil {
+			if rerr := outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written)); rerr != nil {
+				log.Warn("remove partial outputs", "err", rerr.Error())
+			}
+		}
+		if errors.Is(err, ErrTerminal) || receiveCount >= r.settings.MaxAttempts {
+			reason := fmt.Sprintf("group %d failed on delivery %d: %v", task.Group, receiveCount, err)
+			if ferr := r.jobs.FailGroup(context.WithoutCancel(ctx), task.JobID, task.Group, reason); ferr != nil && !errors.Is(ferr, jobs.ErrGroupSettled) {
+				log.Warn("mark group failed", "err", ferr.Error())
+			}
+			r.requestAbort(ctx, log, task.JobID, reason)
+			if !errors.Is(err, ErrTerminal) {
+				err = fmt.Errorf("%w: %w", ErrTerminal, err)
+			}
+		}
+		return Result{Attempt: attempt}, err
+	}
+
+	desc := messages.Descriptor{
+		Version: messages.FormatVersion, JobID: task.JobID, Group: task.Group, Attempt: attempt, SpecID: task.SpecID,
+		Counters: counters.Counters,
+	}
+	desc.InputPaths = counters.inputPaths
+	if desc.NewFiles, err = messages.EncodeDataFiles(tbl.Metadata(), written); err != nil {
+		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
+		return Result{Attempt: attempt}, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	body, err := messages.Encode(desc)
+	if err != nil {
+		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
+		return Result{Attempt: attempt}, err
+	}
+	descKey, err := r.blobs.Put(ctx, fmt.Sprintf("jobs/%s/descriptors/%05d-%s.json", task.JobID, task.Group, attempt), body)
+	if err != nil {
+		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
+		return Result{Attempt: attempt}, err
+	}
+
+	res := Result{Outcome: OutcomeRewritten, Attempt: attempt, Counters: counters.Counters}
+	if err := r.jobs.Claim(ctx, task.JobID, task.Token, task.Group, attempt, descKey, counters.RowsWritten); err != nil {
+		lost := errors.Is(err, jobs.ErrGroupSettled) || errors.Is(err, jobs.ErrNotRunning)
+		if !lost {
+			// Unknown outcome: keep the files; the retry or the committer's
+			// cleanup of non-winning attempts settles them.
+			return res, err
+		}
+		// Lost the claim: this attempt's outputs must never reach a commit.
+		if rerr := outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written)); rerr != nil {
+			log.Warn("remove losing attempt's outputs", "err", rerr.Error())
+		}
+		if derr := r.blobs.Delete(context.WithoutCancel(ctx), descKey); derr != nil {
+			log.Warn("remove losing attempt's descriptor", "err", derr.Error())
+		}
+		if errors.Is(err, jobs.ErrNotRunning) {
+			return Result{}, fmt.Errorf("%w: %v", ErrStale, err)
+		}
+		res.Outcome = OutcomeDuplicate
+	}
+	handed, err := r.handOff(ctx, task.JobID)
+	res.HandedOff = handed
+	return res, err
+}
+
+// handOff sends the job to the committer when every group is done. Several
+// rewriters may send it; the committer is idempotent.
+func (r *Rewriter) handOff(ctx context.Context, jobID string) (bool, error) {
+	job, err := r.jobs.Get(ctx, jobID)
+	if err != nil {
+		return false, err
+	}
+	if job.State != jobs.Planned && job.State != jobs.Running {
+		return false, nil
+	}
+	if len(job.DoneGroups) < job.Groups {
+		return false, nil
+	}
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID})
+	if err != nil {
+		return false, err
+	}
+	if err := r.commits.Send(ctx, string(body)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason string) {
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason})
+	if err == nil {
+		err = r.commits.Send(context.WithoutCancel(ctx), string(body))
+	}
+	if err != nil {
+		log.Warn("request abort", "err", err.Error())
+	}
+}
+
+type measured struct {
+	messages.Counters
+	inputPaths []string
+}
+
+// rewrite reads the group at the pinned snapshot with deletes applied and
+// writes the rows to new files named with the attempt id. It returns what
+// it wrote even on error, so the caller can remove it.
+func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt string) ([]iceberg.DataFile, measured, *table.Table, error) {
+	start := r.now()
+	var m measured
+	ident, err := messages.TableIdent(task.Table)
+	if err != nil {
+		return nil, m, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	attemptUUID, err := uuid.Parse(attempt)
+	if err != nil {
+		return nil, m, nil, fmt.Errorf("%w: attempt id %q is not a UUID", ErrTerminal, attempt)
+	}
+	tbl, err := r.tables.Open(ctx, ident, task.Pin)
+	if err != nil {
+		if errors.Is(err, pin.ErrMismatch) {
+			err = fmt.Errorf("%w: %w", ErrTerminal, err)
+		}
+		return nil, m, nil, err
+	}
+	encoded := task.ScanTasks
+	if task.ScanTasksKey != "" {
+		data, err := r.blobs.Get(ctx, task.ScanTasksKey)
+		if err != nil {
+			return nil, m, tbl, fmt.Errorf("read scan tasks: %w", err)
+		}
+		var list messages.ScanTaskList
+		if err := messages.Decode(data, &list); err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
+		}
+		encoded = list.ScanTasks
+	}
+	tasks, err := messages.DecodeScanTasks(tbl.Metadata(), task.SpecID, encoded)
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	if len(tasks) == 0 {
+		return nil, m, tbl, fmt.Errorf("%w: task has no files", ErrTerminal)
+	}
+	for _, t := range tasks {
+		m.inputPaths = append(m.inputPaths, t.File.FilePath())
+		m.FilesIn++
+		m.BytesIn += t.File.FileSizeBytes()
+		m.RowsBeforeDeletes += t.File.Count()
+		m.DeleteFilesApplied += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+		for _, dv := range t.DeletionVectorFiles {
+			m.DeletedRowsDV += dv.Count()
+		}
+		for _, pd := range t.DeleteFiles {
+			if ref := pd.ReferencedDataFile(); ref != nil && *ref == t.File.FilePath() {
+				m.DeletedRowsPosition += pd.Count()
+			}
+		}
+	}
+	m.inputPaths = messages.SortedCopy(m.inputPaths)
+
+	scanOpts := []table.ScanOption{table.WithSnapshotID(task.Pin.SnapshotID)}
+	if r.settings.ScanConcurrency > 0 {
+		scanOpts = append(scanOpts, table.WithMaxConcurrency(r.settings.ScanConcurrency))
+	}
+	writeOpts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithWriteUUID(attemptUUID)}
+	if task.TargetFileSize > 0 {
+		writeOpts = append(writeOpts, table.WithTargetFileSize(task.TargetFileSize))
+	}
+	preserveLineage := tbl.Metadata().Version() >= 3 && allHaveLineage(tasks)
+	if preserveLineage {
+		scanOpts = append(scanOpts, table.WithRowLineage())
+	}
+	arrowSchema, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("read group %d: %w", task.Group, err)
+	}
+	if preserveLineage {
+		projected := iceberg.SchemaWithRowLineage(tbl.Schema())
+		arrowSchema, err = table.SchemaToArrowSchemaWithOptions(projected, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Properties()})
+		if err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: lineage schema: %w", ErrTerminal, err)
+		}
+		writeOpts = append(writeOpts, table.WithPreserveRowLineage(projected))
+	}
+
+	var written []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, arrowSchema, counting(records, &m.RowsScanned), writeOpts...) {
+		if err != nil {
+			return written, m, tbl, fmt.Errorf("write group %d: %w", task.Group, err)
+		}
+		written = append(written, df)
+		m.FilesOut++
+		m.BytesOut += df.FileSizeBytes()
+		m.RowsWritten += df.Count()
+	}
+	if m.RowsWritten != m.RowsScanned {
+		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
+	}
+	deleted := m.RowsBeforeDeletes - m.RowsScanned
+	m.DeletedRowsDV = min(m.DeletedRowsDV, deleted)
+	m.DeletedRowsPosition = min(m.DeletedRowsPosition, deleted-m.DeletedRowsDV)
+	m.DeletedRowsEquality = max(0, deleted-m.DeletedRowsDV-m.DeletedRowsPosition)
+	m.DurationMillis = r.now().Sub(start).Milliseconds()
+	return written, m, tbl, nil
+}
+
+// counting passes records through, adding their row counts to n.
+func counting(records iter.Seq2[arrow.RecordBatch, error], n *int64) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range records {
+			if err == nil && rec != nil {
+				*n += rec.NumRows()
+			}
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+}
+
+func allHaveLineage(tasks []table.FileScanTask) bool {
+	for _, t := range tasks {
+		if t.FirstRowID == nil {
+			return false
+		}
+	}
+	return len(tasks) > 0
+}
+
+func paths(files []iceberg.DataFile) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, f.FilePath())
+	}
+	return out
+}
