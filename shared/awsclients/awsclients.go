@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -47,6 +48,25 @@ func New(cfg aws.Config) *Clients {
 	return &Clients{
 		Config:   cfg,
 		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
+		DynamoDB: dynamodb.NewFromConfig(cfg),
+		SQS:      sqs.NewFromConfig(cfg),
+	}
+}
+
+// ForEndpoint builds clients that talk to an emulator at endpoint (for
+// example the in-process one) with static test credentials.
+func ForEndpoint(endpoint, region string) *Clients {
+	if region == "" {
+		region = "us-east-1"
+	}
+	cfg := aws.Config{
+		Region:       region,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(endpoint),
+	}
+	return &Clients{
+		Config:   cfg,
+		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
 		DynamoDB: dynamodb.NewFromConfig(cfg),
 		SQS:      sqs.NewFromConfig(cfg),
 	}

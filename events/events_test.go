@@ -1,0 +1,67 @@
+package events
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+)
+
+func TestDecode_SampleEvents(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file string
+		want Trigger
+	}{
+		{"scheduled.json", Trigger{Kind: KindSchedule, Sweep: true, ID: "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa"}},
+		{"glue-table-state-change.json", Trigger{Kind: KindGlue, Tables: []string{"demo.events"}, ID: "2617428d-715f-edef-70b9-bd2eb6f1c8c7"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			raw, err := os.ReadFile(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Decode(raw)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecode_GlueEventListsEveryChangedTableOnce(t *testing.T) {
+	t.Parallel()
+	raw := `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","id":"x",
+	  "detail":{"databaseName":"db","changedTables":["b","a","b"],"typeOfChange":"BatchUpdateTable"}}`
+	got, err := Decode([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"db.a", "db.b"}; !reflect.DeepEqual(got.Tables, want) {
+		t.Fatalf("tables %v, want %v", got.Tables, want)
+	}
+}
+
+func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
+	t.Parallel()
+	for name, raw := range map[string]string{
+		"not json":        `{"detail-type":`,
+		"empty object":    `{}`,
+		"unknown source":  `{"detail-type":"Object Created","source":"aws.s3","detail":{}}`,
+		"glue no db":      `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"changedTables":["t"]}}`,
+		"glue no tables":  `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d"}}`,
+		"glue bad detail": `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":[1]}`,
+		"glue dotted":     `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","changedTables":["a.b"]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Decode([]byte(raw))
+			if !errors.Is(err, ErrRejected) {
+				t.Fatalf("err = %v, want ErrRejected", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,154 @@
+// Package handler adapts Lambda events to icekeeper's stages. A handler only
+// decodes its event and calls the domain package (plan, rewrite, commit);
+// it knows nothing of AWS clients or configuration.
+//
+// SQS handlers report failures per message (SQSEventResponse batch item
+// failures), so one bad message never makes a batch's good ones redeliver.
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+
+	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/commit"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/rewrite"
+)
+
+// TablePlanner plans one table.
+type TablePlanner interface {
+	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+}
+
+// TaskRewriter rewrites one group.
+type TaskRewriter interface {
+	Handle(ctx context.Context, task messages.Task, receiveCount int) (rewrite.Result, error)
+}
+
+// JobCommitter finishes one job.
+type JobCommitter interface {
+	Handle(ctx context.Context, req messages.CommitRequest, receiveCount int) (commit.Result, error)
+}
+
+// PlannerResponse is what the planner function returns.
+type PlannerResponse struct {
+	Trigger  events.Trigger `json:"trigger"`
+	Results  []plan.Result  `json:"results,omitempty"`
+	Rejected string         `json:"rejected,omitempty"`
+	Errors   []string       `json:"errors,omitempty"`
+}
+
+// Planner handles EventBridge events for the planner function.
+type Planner struct {
+	Plan TablePlanner
+	// SweepTables are the tables a scheduled sweep visits.
+	SweepTables []string
+	Log         *slog.Logger
+}
+
+// Handle decodes the event and plans each table it names. A rejected event
+// is logged and answered without error (retrying it cannot help); a table
+// whose planning failed makes the invocation fail after every table was
+// tried, so the asynchronous invoke retries (planning is idempotent).
+func (h Planner) Handle(ctx context.Context, raw json.RawMessage) (PlannerResponse, error) {
+	log := logger(h.Log)
+	trig, err := events.Decode(raw)
+	if err != nil {
+		log.Error("event rejected", "err", err.Error(), "metric", "EventsRejected")
+		return PlannerResponse{Rejected: err.Error()}, nil
+	}
+	resp := PlannerResponse{Trigger: trig}
+	tables := trig.Tables
+	if trig.Sweep {
+		tables = h.SweepTables
+	}
+	var errs []error
+	for _, t := range tables {
+		r, err := h.Plan.PlanTable(ctx, t, trig.Kind)
+		if err != nil {
+			errs = append(errs, err)
+			resp.Errors = append(resp.Errors, err.Error())
+			log.Error("planning failed", "table", t, "err", err.Error())
+			continue
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, errors.Join(errs...)
+}
+
+// Rewriter handles SQS task batches for the rewriter function.
+type Rewriter struct {
+	Rewrite TaskRewriter
+	Log     *slog.Logger
+}
+
+// Handle rewrites each task in the batch and reports the failed ones.
+func (h Rewriter) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+	log := logger(h.Log)
+	var resp lambdaevents.SQSEventResponse
+	for _, rec := range ev.Records {
+		var task messages.Task
+		if err := messages.Decode([]byte(rec.Body), &task); err != nil {
+			log.Error("malformed task", "message_id", rec.MessageId, "err", err.Error())
+			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			continue
+		}
+		if _, err := h.Rewrite.Handle(ctx, task, receiveCount(rec)); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// Committer handles SQS commit-request batches for the committer function.
+type Committer struct {
+	Commit JobCommitter
+	Log    *slog.Logger
+}
+
+// Handle finishes each job in the batch and reports the failed requests.
+func (h Committer) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+	log := logger(h.Log)
+	var resp lambdaevents.SQSEventResponse
+	for _, rec := range ev.Records {
+		var req messages.CommitRequest
+		if err := messages.Decode([]byte(rec.Body), &req); err != nil {
+			log.Error("malformed commit request", "message_id", rec.MessageId, "err", err.Error())
+			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			continue
+		}
+		if _, err := h.Commit.Handle(ctx, req, receiveCount(rec)); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func receiveCount(rec lambdaevents.SQSMessage) int {
+	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}
+
+// String renders a response for logs.
+func (r PlannerResponse) String() string {
+	b, _ := json.Marshal(r)
+	return fmt.Sprint(string(b))
+}

@@ -1,0 +1,76 @@
+// Package localrun stands in for Lambda's SQS event source mapping when the
+// pipeline runs outside Lambda (the demo, `icekeeper compact` and
+// `icekeeper invoke`, the tests): it receives messages, hands each batch to
+// the same handler the Lambda function runs, deletes the messages the
+// handler did not report failed, and makes failed ones visible again so
+// they are redelivered (and, past the queue's maxReceiveCount, moved to its
+// dead-letter queue by SQS).
+package localrun
+
+import (
+	"context"
+	"fmt"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+
+	"github.com/icekeeper/icekeeper/shared/queue"
+)
+
+// BatchHandler is a Lambda SQS handler with batch item failures.
+type BatchHandler func(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error)
+
+// Stats counts what a drain did.
+type Stats struct {
+	Batches   int
+	Delivered int
+	Failed    int
+}
+
+// Drain delivers messages from q to h, batchSize at a time, until a receive
+// comes back empty or maxBatches batches were delivered (0: no limit).
+// Short polls keep it prompt (the emulator does not wake long polls when a
+// visibility timeout expires).
+func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32, maxBatches int) (Stats, error) {
+	var st Stats
+	for maxBatches == 0 || st.Batches < maxBatches {
+		msgs, err := q.Receive(ctx, batchSize, 0, 60)
+		if err != nil {
+			return st, err
+		}
+		if len(msgs) == 0 {
+			return st, nil
+		}
+		ev := lambdaevents.SQSEvent{}
+		for _, m := range msgs {
+			ev.Records = append(ev.Records, lambdaevents.SQSMessage{
+				MessageId: m.ID, ReceiptHandle: m.ReceiptHandle, Body: m.Body, Attributes: m.Attributes,
+				EventSource: "aws:sqs", EventSourceARN: q.URL(),
+			})
+		}
+		resp, herr := h(ctx, ev)
+		st.Batches++
+		failed := map[string]bool{}
+		if herr != nil {
+			for _, m := range msgs {
+				failed[m.ID] = true
+			}
+		}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		for _, m := range msgs {
+			st.Delivered++
+			if failed[m.ID] {
+				st.Failed++
+				if err := q.Release(ctx, m.ReceiptHandle, 0); err != nil {
+					return st, fmt.Errorf("localrun: release failed message: %w", err)
+				}
+				continue
+			}
+			if err := q.Delete(ctx, m.ReceiptHandle); err != nil {
+				return st, fmt.Errorf("localrun: delete message: %w", err)
+			}
+		}
+	}
+	return st, nil
+}
