@@ -136,11 +136,11 @@ type Result struct {
 	SnapshotID int64   `json:"snapshot_id,omitempty"`
 	Reason     string  `json:"reason,omitempty"`
 	// Retries is the number of catalog conflicts retried.
-	Retries       int   `json:"retries,omitempty"`
-	FilesRemoved  int   `json:"files_removed,omitempty"`
-	FilesAdded    int   `json:"files_added,omitempty"`
-	DeletesRemoved int  `json:"delete_files_removed,omitempty"`
-	RowsWritten   int64 `json:"rows_written,omitempty"`
+	Retries        int   `json:"retries,omitempty"`
+	FilesRemoved   int   `json:"files_removed,omitempty"`
+	FilesAdded     int   `json:"files_added,omitempty"`
+	DeletesRemoved int   `json:"delete_files_removed,omitempty"`
+	RowsWritten    int64 `json:"rows_written,omitempty"`
 }
 
 // Committer commits jobs.

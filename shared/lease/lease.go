@@ -64,9 +64,9 @@ func (l Lease) Valid(now time.Time, margin time.Duration) bool {
 // Store reads and writes leases in one DynamoDB table whose partition key is
 // the string attribute "table_id".
 type Store struct {
-	db        DynamoDB
-	tableName string
-	now       func() time.Time
+	db         DynamoDB
+	tableName  string
+	now        func() time.Time
 	purgeAfter time.Duration
 }
 

@@ -20,6 +20,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -116,7 +117,7 @@ func Provision(ctx context.Context, cl *awsclients.Clients, prefix, suffix strin
 	if maxAttempts < 1 {
 		maxAttempts = config.DefaultMaxTaskAttempts
 	}
-	name := func(kind string) string { return prefix + "-" + kind + "-" + suffix }
+	name := func(kind string) string { return sanitize(prefix + "-" + kind + "-" + suffix) }
 	r := Resources{Bucket: name("descriptors"), LeaseTable: name("leases"), JobsTable: name("jobs")}
 	if _, err := cl.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(r.Bucket)}); err != nil {
 		return r, fmt.Errorf("localcloud: create bucket %s: %w", r.Bucket, err)
@@ -182,4 +183,19 @@ func createQueue(ctx context.Context, cl *awsclients.Clients, name string, rd *r
 		return "", fmt.Errorf("localcloud: create queue %s: %w", name, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
+}
+
+// sanitize keeps a name within what S3, DynamoDB and SQS all accept:
+// lower-case letters, digits and dashes, at most 63 characters.
+func sanitize(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 63 {
+		b = append(b[:40], b[len(b)-23:]...)
+	}
+	return strings.Trim(string(b), "-")
 }

@@ -80,10 +80,10 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o 
 		return nil, fmt.Errorf("sampletable: create namespace %v: %w", ns, err)
 	}
 	props := iceberg.Properties{
-		"format-version":              strconv.Itoa(o.FormatVersion),
-		table.WriteDeleteModeKey:      table.WriteModeMergeOnRead,
-		"write.update.mode":           table.WriteModeMergeOnRead,
-		"write.merge.mode":            table.WriteModeMergeOnRead,
+		"format-version":                  strconv.Itoa(o.FormatVersion),
+		table.WriteDeleteModeKey:          table.WriteModeMergeOnRead,
+		"write.update.mode":               table.WriteModeMergeOnRead,
+		"write.merge.mode":                table.WriteModeMergeOnRead,
 		"write.parquet.compression-codec": "zstd",
 	}
 	for k, v := range o.Properties {
@@ -121,7 +121,7 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o 
 		for i := int64(5); i < id; i += 11 {
 			ids = append(ids, i)
 		}
-		if tbl, err = DeleteByEquality(ctx, tbl, ids); err != nil {
+		if tbl, err = DeleteByEquality(ctx, tbl, ids, RegionOf(o.Partitions, o.RowsPerFile)); err != nil {
 			return nil, err
 		}
 	}
@@ -174,21 +174,45 @@ func DeleteByPosition(ctx context.Context, tbl *table.Table, ids []int64) (*tabl
 	return out, nil
 }
 
+// RegionOf returns, for a table made by Create with these options, the
+// region of the row with a given id (nil for an unpartitioned table).
+func RegionOf(partitions, rowsPerFile int) func(id int64) string {
+	if partitions == 0 {
+		return nil
+	}
+	return func(id int64) string {
+		return Region(int(id%int64(partitions*rowsPerFile)) / rowsPerFile)
+	}
+}
+
 // DeleteByEquality deletes the rows with the given ids with one equality
-// delete file on id.
-func DeleteByEquality(ctx context.Context, tbl *table.Table, ids []int64) (*table.Table, error) {
+// delete commit. On a partitioned table regionOf gives each id's region and
+// the equality key is (id, region), as a partitioned delete file needs the
+// partition column.
+func DeleteByEquality(ctx context.Context, tbl *table.Table, ids []int64, regionOf func(int64) string) (*table.Table, error) {
 	if len(ids) == 0 {
 		return tbl, nil
 	}
 	txn := tbl.NewTransaction()
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: false}}, nil)
+	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: false}}
+	eqIDs := []int{1}
+	if regionOf != nil {
+		fields = append(fields, arrow.Field{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true})
+		eqIDs = append(eqIDs, 2)
+	}
+	schema := arrow.NewSchema(fields, nil)
 	records := func(yield func(arrow.RecordBatch, error) bool) {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		defer b.Release()
 		b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
+		if regionOf != nil {
+			for _, id := range ids {
+				b.Field(1).(*array.StringBuilder).Append(regionOf(id))
+			}
+		}
 		yield(b.NewRecordBatch(), nil)
 	}
-	if err := txn.CommitEqualityDeletes(ctx, []int{1}, iter.Seq2[arrow.RecordBatch, error](records), nil); err != nil {
+	if err := txn.CommitEqualityDeletes(ctx, eqIDs, iter.Seq2[arrow.RecordBatch, error](records), nil); err != nil {
 		return nil, fmt.Errorf("sampletable: equality delete of %d rows: %w", len(ids), err)
 	}
 	out, err := txn.Commit(ctx)

@@ -1,0 +1,226 @@
+// Package tests holds icekeeper's end-to-end tests: the whole pipeline
+// (planner -> SQS -> rewriters -> descriptors -> committer) over the kumo
+// AWS emulator, on real Iceberg tables in a sqlite catalog, with an
+// order-independent fingerprint of every live row as the oracle.
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/commit"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+var cloud *localcloud.Cloud
+
+func TestMain(m *testing.M) {
+	cloud = localcloud.Start()
+	code := m.Run()
+	cloud.Close()
+	os.Exit(code)
+}
+
+var seq atomic.Int64
+
+// env is one test's pipeline: its own queues, tables, bucket, catalog and
+// warehouse, sharing the process-wide emulator.
+type env struct {
+	t         *testing.T
+	ctx       context.Context
+	cfg       config.Config
+	deps      *stages.Deps
+	cat       catalog.Catalog
+	planner   *plan.Planner
+	rewriter  *rewrite.Rewriter
+	committer *commit.Committer
+	ident     table.Identifier
+}
+
+func setup(t *testing.T, mutate ...func(*config.Config)) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.Catalog = catalogs.Config{Type: "sql", Name: "test", URI: "file:" + filepath.Join(dir, "catalog.db"), Warehouse: "file://" + filepath.Join(dir, "warehouse")}
+	cfg.Prefix = "icekeeper"
+	res, err := cloud.Provision(ctx, "t", fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), seq.Add(1)), cfg.MaxTaskAttempts)
+	if err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	res.Apply(&cfg)
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if os.Getenv("ICEKEEPER_TEST_LOG") != "" {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	deps, err := stages.NewDeps(cfg, cloud.Clients, log, stages.AllNeeds...)
+	if err != nil {
+		t.Fatalf("deps: %v", err)
+	}
+	cat, err := stages.OpenCatalog(ctx, cfg, cloud.Clients)
+	if err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	e := &env{t: t, ctx: ctx, cfg: cfg, deps: deps, cat: cat, ident: table.Identifier{"demo", "events"}}
+	if e.planner, err = deps.Planner(cat); err != nil {
+		t.Fatal(err)
+	}
+	if e.rewriter, err = deps.Rewriter(); err != nil {
+		t.Fatal(err)
+	}
+	if e.committer, err = deps.Committer(cat); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) name() string { return strings.Join(e.ident, ".") }
+
+func (e *env) createTable(o sampletable.Options) *table.Table {
+	e.t.Helper()
+	tbl, err := sampletable.Create(e.ctx, e.cat, e.ident, o)
+	if err != nil {
+		e.t.Fatalf("create sample table: %v", err)
+	}
+	return tbl
+}
+
+func (e *env) load() *table.Table {
+	e.t.Helper()
+	tbl, err := e.cat.LoadTable(e.ctx, e.ident)
+	if err != nil {
+		e.t.Fatalf("load table: %v", err)
+	}
+	return tbl
+}
+
+func (e *env) fingerprint() fingerprint.Fingerprint {
+	e.t.Helper()
+	f, err := fingerprint.Table(e.ctx, e.load())
+	if err != nil {
+		e.t.Fatalf("fingerprint: %v", err)
+	}
+	return f
+}
+
+func (e *env) stats() health.Stats {
+	e.t.Helper()
+	s, err := health.Measure(e.ctx, e.load())
+	if err != nil {
+		e.t.Fatalf("stats: %v", err)
+	}
+	return s
+}
+
+func (e *env) plan() plan.Result {
+	e.t.Helper()
+	r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
+	if err != nil {
+		e.t.Fatalf("plan: %v", err)
+	}
+	return r
+}
+
+func (e *env) rewriterHandler() localrun.BatchHandler {
+	return handler.Rewriter{Rewrite: e.rewriter}.Handle
+}
+
+func (e *env) committerHandler() localrun.BatchHandler {
+	return handler.Committer{Commit: e.committer}.Handle
+}
+
+// drainTasks runs rewriters until the task queue is empty.
+func (e *env) drainTasks() localrun.Stats {
+	e.t.Helper()
+	st, err := localrun.Drain(e.ctx, e.deps.Tasks, e.rewriterHandler(), 1, 0)
+	if err != nil {
+		e.t.Fatalf("drain tasks: %v", err)
+	}
+	return st
+}
+
+// drainCommits runs the committer until the commit queue is empty.
+func (e *env) drainCommits() localrun.Stats {
+	e.t.Helper()
+	st, err := localrun.Drain(e.ctx, e.deps.Commits, e.committerHandler(), 1, 0)
+	if err != nil {
+		e.t.Fatalf("drain commits: %v", err)
+	}
+	return st
+}
+
+func (e *env) job(id string) jobs.Job {
+	e.t.Helper()
+	j, err := e.deps.Jobs.Get(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("get job: %v", err)
+	}
+	return j
+}
+
+// dataFilesOnDisk lists every Parquet data file under the warehouse.
+func (e *env) dataFilesOnDisk() map[string]bool {
+	e.t.Helper()
+	root := strings.TrimPrefix(e.cfg.Catalog.Warehouse, "file://")
+	out := map[string]bool{}
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !info.IsDir() && strings.HasSuffix(p, ".parquet") && strings.Contains(p, "/data/") {
+			out[p] = true
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("walk warehouse: %v", err)
+	}
+	return out
+}
+
+// jobSnapshots counts snapshots stamped with the job id.
+func (e *env) jobSnapshots(jobID string) int {
+	n := 0
+	for _, s := range e.load().Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[commit.SummaryJobID] == jobID {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
