@@ -18,6 +18,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/commit"
@@ -223,4 +224,64 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// isLive reports whether a local path is a live data file of the table.
+func (e *env) isLive(localPath string) bool {
+	e.t.Helper()
+	tasks, err := e.load().Scan().PlanFiles(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, t := range tasks {
+		if strings.TrimPrefix(t.File.FilePath(), "file://") == localPath {
+			return true
+		}
+	}
+	return false
+}
+
+// dlq counts the messages in the task dead-letter queue.
+func (e *env) dlq(ctx context.Context) (int, error) {
+	url := strings.Replace(e.cfg.TaskQueueURL, "-tasks-", "-tasks-dlq-", 1)
+	n := 0
+	for i := 0; i < 5; i++ {
+		out, err := cloud.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
+		if err != nil {
+			return 0, err
+		}
+		n += len(out.Messages)
+		if len(out.Messages) == 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+// jobFilesOnDisk lists files under the warehouse named with any attempt id
+// of the job.
+func (e *env) jobFilesOnDisk(jobID string) []string {
+	e.t.Helper()
+	groups, err := e.deps.Jobs.Groups(e.ctx, jobID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	attempts := 0
+	for _, g := range groups {
+		attempts += len(g.Attempts)
+	}
+	if attempts == 0 {
+		e.t.Fatalf("job %s recorded no attempts", jobID)
+	}
+	var left []string
+	for p := range e.dataFilesOnDisk() {
+		for _, g := range groups {
+			for _, a := range g.Attempts {
+				if strings.Contains(p, a) {
+					left = append(left, p)
+				}
+			}
+		}
+	}
+	return left
 }

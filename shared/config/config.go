@@ -46,6 +46,7 @@ const (
 	EnvScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
 	EnvTargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
 	EnvS3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
+	EnvCommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
 )
 
 // Defaults.
@@ -55,6 +56,7 @@ const (
 	DefaultInlineTaskBytes = 192 << 10
 	DefaultMaxTaskAttempts = 3
 	DefaultCommitRetries   = 5
+	DefaultCommitTakeover  = 16 * time.Minute
 )
 
 // Config is every setting of the pipeline.
@@ -86,6 +88,9 @@ type Config struct {
 	// CommitRetries bounds the committer's reload-revalidate-rebuild loop on
 	// catalog commit conflicts.
 	CommitRetries int
+	// CommitTakeover is how long a job may stay committing before another
+	// committer may take it over; it must exceed the committer's timeout.
+	CommitTakeover time.Duration
 	// ScanConcurrency is the rewriter's read concurrency (0: GOMAXPROCS).
 	ScanConcurrency int
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
@@ -101,6 +106,7 @@ func Defaults() Config {
 		InlineTaskBytes: DefaultInlineTaskBytes,
 		MaxTaskAttempts: DefaultMaxTaskAttempts,
 		CommitRetries:   DefaultCommitRetries,
+		CommitTakeover:  DefaultCommitTakeover,
 	}
 }
 
@@ -178,6 +184,14 @@ func FromLookup(getenv func(string) string) (Config, error) {
 			c.LeaseTTL = d
 		}
 	}
+	if v := strings.TrimSpace(getenv(EnvCommitTakeover)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 16m", ErrInvalid, EnvCommitTakeover, v))
+		} else {
+			c.CommitTakeover = d
+		}
+	}
 	setI64(&c.MaxGroupBytes, EnvMaxGroupBytes)
 	setI(&c.InlineTaskBytes, EnvInlineTaskBytes)
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
@@ -201,6 +215,7 @@ func (c Config) Env() map[string]string {
 		EnvTables: strings.Join(c.Tables, ","), EnvLeaseTTL: c.LeaseTTL.String(),
 		EnvMaxGroupBytes: strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
+		EnvCommitTakeover: c.CommitTakeover.String(),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogs.FormatProperties(c.Catalog.Properties)

@@ -120,7 +120,7 @@ func (d *Deps) Rewriter() (*rewrite.Rewriter, error) {
 func (d *Deps) Committer(cat catalog.Catalog) (*commit.Committer, error) {
 	return commit.New(commit.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxRetries: d.Config.CommitRetries,
-		CommitTakeover: 16 * time.Minute, MaxAttempts: d.Config.MaxTaskAttempts,
+		CommitTakeover: d.Config.CommitTakeover, MaxAttempts: d.Config.MaxTaskAttempts,
 	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now)
 }
 
