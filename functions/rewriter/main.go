@@ -1,0 +1,24 @@
+// Command rewriter is the rewriter Lambda function: one SQS task per file
+// group in, Parquet files and a descriptor out. It never opens the catalog.
+// It only wires configuration and clients; see package rewrite.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/lambdamain"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+func main() {
+	ctx := context.Background()
+	deps, log := lambdamain.Init(ctx, "rewriter", stages.RewriterNeeds...)
+	r, err := deps.Rewriter()
+	if err != nil {
+		lambdamain.Fail(log, "rewriter", err)
+	}
+	lambda.Start(handler.Rewriter{Rewrite: r, Log: log}.Handle)
+}

@@ -1,0 +1,40 @@
+// Package lambdamain holds what every Lambda main does before it starts its
+// handler: a JSON logger on stdout, the configuration from the environment
+// and the AWS clients from the standard SDK configuration. A configuration
+// error stops the function at init with a message naming the setting.
+package lambdamain
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/icekeeper/icekeeper/shared/awsclients"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+// Init builds the shared dependencies for a function that needs the given
+// resources, or exits the process with the reason logged.
+func Init(ctx context.Context, function string, need ...config.Need) (*stages.Deps, *slog.Logger) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", function)
+	cfg, err := config.FromEnv()
+	if err != nil {
+		Fail(log, "configuration", err)
+	}
+	clients, err := awsclients.Load(ctx)
+	if err != nil {
+		Fail(log, "AWS configuration", err)
+	}
+	deps, err := stages.NewDeps(cfg, clients, log, need...)
+	if err != nil {
+		Fail(log, "configuration", err)
+	}
+	return deps, log
+}
+
+// Fail logs why the function cannot start and exits.
+func Fail(log *slog.Logger, what string, err error) {
+	log.Error("cannot start: "+what, "err", err.Error())
+	os.Exit(1)
+}
