@@ -100,7 +100,7 @@ type Config struct {
 // Defaults returns a Config with every default set and no names.
 func Defaults() Config {
 	return Config{
-		Catalog:         catalogs.Config{Type: "sql", Name: "default"},
+		Catalog:         catalogs.Config{Name: "default"},
 		LeaseTTL:        DefaultLeaseTTL,
 		MaxGroupBytes:   DefaultMaxGroupBytes,
 		InlineTaskBytes: DefaultInlineTaskBytes,

@@ -13,6 +13,9 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
+	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
 )
 
@@ -73,4 +76,53 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 		}
 	}
 	return st, nil
+}
+
+// Stages are the three handlers of the pipeline and their queues.
+type Stages struct {
+	Plan      handler.TablePlanner
+	Rewriter  BatchHandler
+	Committer BatchHandler
+	Tasks     *queue.Queue
+	Commits   *queue.Queue
+	// Jobs reads the job record after the cycle.
+	Jobs interface {
+		Get(ctx context.Context, id string) (jobs.Job, error)
+	}
+}
+
+// Cycle is what one complete maintenance cycle of one table did.
+type Cycle struct {
+	Plan      plan.Result `json:"plan"`
+	Rewrites  Stats       `json:"rewrites"`
+	Commits   Stats       `json:"commits"`
+	Job       *jobs.Job   `json:"job,omitempty"`
+	Committed bool        `json:"committed"`
+}
+
+// RunCycle plans the table, runs rewriters until the task queue is empty,
+// then the committer until the commit queue is empty, and reads the job's
+// outcome. A job that did not commit is reported, not returned as an error.
+func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	var c Cycle
+	var err error
+	if c.Plan, err = s.Plan.PlanTable(ctx, table, trigger); err != nil {
+		return c, err
+	}
+	if c.Plan.Outcome != plan.OutcomePlanned {
+		return c, nil
+	}
+	if c.Rewrites, err = Drain(ctx, s.Tasks, s.Rewriter, 1, 0); err != nil {
+		return c, err
+	}
+	if c.Commits, err = Drain(ctx, s.Commits, s.Committer, 1, 0); err != nil {
+		return c, err
+	}
+	j, err := s.Jobs.Get(ctx, c.Plan.JobID)
+	if err != nil {
+		return c, err
+	}
+	c.Job = &j
+	c.Committed = j.State == jobs.Committed
+	return c, nil
 }

@@ -17,8 +17,10 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
@@ -127,4 +129,27 @@ func (d *Deps) Committer(cat catalog.Catalog) (*commit.Committer, error) {
 // Describe names the resources, for errors and logs.
 func (d *Deps) Describe() string {
 	return fmt.Sprintf("leases=%s jobs=%s bucket=%s tasks=%s commits=%s", d.Config.LeaseTable, d.Config.JobsTable, d.Config.Bucket, d.Config.TaskQueueURL, d.Config.CommitQueueURL)
+}
+
+// LocalStages builds all three stages with their Lambda handlers, for
+// running the pipeline outside Lambda (package localrun).
+func (d *Deps) LocalStages(cat catalog.Catalog) (localrun.Stages, *commit.Committer, error) {
+	p, err := d.Planner(cat)
+	if err != nil {
+		return localrun.Stages{}, nil, err
+	}
+	r, err := d.Rewriter()
+	if err != nil {
+		return localrun.Stages{}, nil, err
+	}
+	c, err := d.Committer(cat)
+	if err != nil {
+		return localrun.Stages{}, nil, err
+	}
+	return localrun.Stages{
+		Plan:      p,
+		Rewriter:  handler.Rewriter{Rewrite: r, Log: d.Log}.Handle,
+		Committer: handler.Committer{Commit: c, Log: d.Log}.Handle,
+		Tasks:     d.Tasks, Commits: d.Commits, Jobs: d.Jobs,
+	}, c, nil
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/icekeeper/icekeeper/shared/awsclients"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("compact", stderr)
+	local := fs.Bool("local", false, "start an in-process AWS emulator for the pipeline's queues, tables and bucket")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
+	cf := addCatalogFlags(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return exitError{code: 2, err: fmt.Errorf("compact takes one table (namespace.table), got %d arguments", len(pos))}
+	}
+	tableName := pos[0]
+	if _, err := tableIdent(tableName); err != nil {
+		return err
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return exitError{code: 2, err: err}
+	}
+	if err := cf.apply(&cfg); err != nil {
+		return err
+	}
+	logOut := io.Discard
+	if *verbose {
+		logOut = stderr
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, nil))
+
+	var clients *awsclients.Clients
+	if *local {
+		cloud := localcloud.Start()
+		defer cloud.Close()
+		res, err := cloud.Provision(ctx, "icekeeper", "", cfg.MaxTaskAttempts)
+		if err != nil {
+			return err
+		}
+		res.Apply(&cfg)
+		clients = cloud.Clients
+		// The table's own catalog and storage are reached with the real
+		// SDK configuration; only the pipeline's resources are emulated.
+		real, err := awsclients.Load(ctx)
+		if err != nil {
+			return err
+		}
+		clients.Config = real.Config
+	} else if clients, err = awsclients.Load(ctx); err != nil {
+		return err
+	}
+	deps, err := stages.NewDeps(cfg, clients, log, stages.AllNeeds...)
+	if err != nil {
+		return exitError{code: 2, err: err}
+	}
+	cat, err := stages.OpenCatalog(ctx, cfg, clients)
+	if err != nil {
+		return err
+	}
+	st, _, err := deps.LocalStages(cat)
+	if err != nil {
+		return err
+	}
+	cycle, err := localrun.RunCycle(ctx, st, tableName, "cli")
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(cycle); err != nil {
+			return err
+		}
+	} else {
+		printCycle(stdout, cycle)
+	}
+	if cycle.Job != nil && !cycle.Committed {
+		return exitError{code: 1, err: fmt.Errorf("job %s %s: %s", cycle.Job.ID, cycle.Job.State, cycle.Job.Reason)}
+	}
+	return nil
+}
+
+func printCycle(w io.Writer, c localrun.Cycle) {
+	p := c.Plan
+	fmt.Fprintf(w, "table %s: %s", p.Table, p.Outcome)
+	if p.Reason != "" {
+		fmt.Fprintf(w, " (%s)", p.Reason)
+	}
+	fmt.Fprintln(w)
+	if p.JobID == "" {
+		return
+	}
+	fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, p.InputFiles, humanBytes(p.InputBytes))
+	fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
+	if c.Job != nil {
+		if c.Committed {
+			fmt.Fprintf(w, "committed: new snapshot %d\n", c.Job.CommittedSnapshotID)
+		} else {
+			fmt.Fprintf(w, "not committed: job %s: %s\n", c.Job.State, c.Job.Reason)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+// demoTable is one sample table of the demo.
+type demoTable struct {
+	Name string
+	Kind string
+	Opts sampletable.Options
+}
+
+var demoTables = []demoTable{
+	{"demo.orders", "v2: position deletes + equality deletes", sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 12, RowsPerFile: 500, PositionDeletes: true, EqualityDeletes: true}},
+	{"demo.events", "v3: deletion vectors + equality deletes", sampletable.Options{FormatVersion: 3, Partitions: 3, Files: 10, RowsPerFile: 400, PositionDeletes: true, EqualityDeletes: true}},
+}
+
+// demoReport is the demo's before/after report of one table.
+type demoReport struct {
+	Table       string         `json:"table"`
+	Kind        string         `json:"kind"`
+	Before      health.Stats   `json:"before"`
+	After       health.Stats   `json:"after"`
+	LiveBefore  int64          `json:"live_rows_before"`
+	LiveAfter   int64          `json:"live_rows_after"`
+	Fingerprint bool           `json:"fingerprint_unchanged"`
+	Cycle       localrun.Cycle `json:"cycle"`
+	Failures    []string       `json:"failures,omitempty"`
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	keep := fs.String("keep", "", "keep the catalog and warehouse in this folder (default: a temporary folder, removed)")
+	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	dir := *keep
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "icekeeper-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	dir, _ = filepath.Abs(dir)
+
+	logOut := io.Discard
+	if *verbose {
+		logOut = stderr
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, nil))
+
+	cloud := localcloud.Start()
+	defer cloud.Close()
+	cfg := config.Defaults()
+	cfg.Catalog = catalogs.Config{Type: "sql", Name: "demo", URI: "file:" + filepath.Join(dir, "catalog.db"), Warehouse: "file://" + filepath.Join(dir, "warehouse")}
+	res, err := cloud.Provision(ctx, "icekeeper-demo", "", cfg.MaxTaskAttempts)
+	if err != nil {
+		return err
+	}
+	res.Apply(&cfg)
+	deps, err := stages.NewDeps(cfg, cloud.Clients, log, stages.AllNeeds...)
+	if err != nil {
+		return err
+	}
+	cat, err := stages.OpenCatalog(ctx, cfg, cloud.Clients)
+	if err != nil {
+		return err
+	}
+	st, _, err := deps.LocalStages(cat)
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "icekeeper demo: AWS emulator at %s, catalog %s, warehouse %s\n\n", cloud.URL, cfg.Catalog.URI, cfg.Catalog.Warehouse)
+	}
+
+	var reports []demoReport
+	failed := false
+	for _, dt := range demoTables {
+		ident, _ := tableIdent(dt.Name)
+		tbl, err := sampletable.Create(ctx, cat, ident, dt.Opts)
+		if err != nil {
+			return err
+		}
+		rep := demoReport{Table: dt.Name, Kind: dt.Kind}
+		fpBefore, err := fingerprint.Table(ctx, tbl)
+		if err != nil {
+			return err
+		}
+		if rep.Before, err = health.Measure(ctx, tbl); err != nil {
+			return err
+		}
+		if rep.Cycle, err = localrun.RunCycle(ctx, st, dt.Name, "demo"); err != nil {
+			return err
+		}
+		after, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return err
+		}
+		fpAfter, err := fingerprint.Table(ctx, after)
+		if err != nil {
+			return err
+		}
+		if rep.After, err = health.Measure(ctx, after); err != nil {
+			return err
+		}
+		rep.LiveBefore, rep.LiveAfter, rep.Fingerprint = fpBefore.Rows, fpAfter.Rows, fpBefore == fpAfter
+		rep.Failures = demoChecks(rep)
+		failed = failed || len(rep.Failures) > 0
+		reports = append(reports, rep)
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return err
+		}
+	} else {
+		printDemo(stdout, reports)
+	}
+	if failed {
+		return exitError{code: 1, err: fmt.Errorf("demo checks failed")}
+	}
+	return nil
+}
+
+// demoChecks lists what is wrong with one table's outcome.
+func demoChecks(r demoReport) []string {
+	var f []string
+	if !r.Cycle.Committed {
+		reason := string(r.Cycle.Plan.Outcome) + " " + r.Cycle.Plan.Reason
+		if r.Cycle.Job != nil {
+			reason = string(r.Cycle.Job.State) + ": " + r.Cycle.Job.Reason
+		}
+		f = append(f, "job did not commit: "+reason)
+	}
+	if !r.Fingerprint {
+		f = append(f, "live rows changed")
+	}
+	if r.After.DataFiles >= r.Before.DataFiles {
+		f = append(f, fmt.Sprintf("data files did not shrink (%d -> %d)", r.Before.DataFiles, r.After.DataFiles))
+	}
+	if r.After.DeleteFiles() != 0 {
+		f = append(f, fmt.Sprintf("%d delete files left", r.After.DeleteFiles()))
+	}
+	return f
+}
+
+func printDemo(w io.Writer, reports []demoReport) {
+	for _, r := range reports {
+		fmt.Fprintf(w, "%s (%s)\n", r.Table, r.Kind)
+		if r.Cycle.Plan.JobID != "" {
+			fmt.Fprintf(w, "  job %s: %d groups, pinned snapshot %d", r.Cycle.Plan.JobID, r.Cycle.Plan.Groups, r.Cycle.Plan.SnapshotID)
+			if r.Cycle.Job != nil {
+				fmt.Fprintf(w, " -> %s", r.Cycle.Job.State)
+				if r.Cycle.Committed {
+					fmt.Fprintf(w, ", new snapshot %d", r.Cycle.Job.CommittedSnapshotID)
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "\t\tbefore\tafter\t")
+		fmt.Fprintf(tw, "\tdata files\t%d\t%d\t\n", r.Before.DataFiles, r.After.DataFiles)
+		fmt.Fprintf(tw, "\tdelete files\t%d\t%d\t\n", r.Before.DeleteFiles(), r.After.DeleteFiles())
+		fmt.Fprintf(tw, "\t  position / DV / equality\t%d / %d / %d\t%d / %d / %d\t\n",
+			r.Before.PositionDeleteFiles, r.Before.DeletionVectors, r.Before.EqualityDeleteFiles,
+			r.After.PositionDeleteFiles, r.After.DeletionVectors, r.After.EqualityDeleteFiles)
+		fmt.Fprintf(tw, "\taverage file size\t%s\t%s\t\n", humanBytes(r.Before.AvgFileBytes()), humanBytes(r.After.AvgFileBytes()))
+		fmt.Fprintf(tw, "\tlive rows\t%d\t%d\t\n", r.LiveBefore, r.LiveAfter)
+		_ = tw.Flush()
+		verdict := "unchanged"
+		if !r.Fingerprint {
+			verdict = "CHANGED"
+		}
+		fmt.Fprintf(w, "  content fingerprint of all live rows: %s\n", verdict)
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "  FAIL: %s\n", f)
+		}
+		if len(r.Failures) == 0 {
+			fmt.Fprintln(w, "  OK")
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func tableIdent(name string) (table.Identifier, error) {
+	ident, err := messages.TableIdent(name)
+	if err != nil {
+		return nil, exitError{code: 2, err: err}
+	}
+	return ident, nil
+}

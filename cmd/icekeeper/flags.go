@@ -1,0 +1,78 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+)
+
+// catalogFlags are iceberg-go's CLI catalog flags.
+type catalogFlags struct {
+	typ, name, uri, warehouse, file, credential, token string
+	driver, dialect, signName, signRegion              string
+	sigv4                                              bool
+	props                                              propList
+}
+
+type propList []string
+
+func (p *propList) String() string     { return strings.Join(*p, ",") }
+func (p *propList) Set(v string) error { *p = append(*p, v); return nil }
+
+func addCatalogFlags(fs *flag.FlagSet) *catalogFlags {
+	c := &catalogFlags{}
+	fs.StringVar(&c.typ, "catalog", "", "catalog type: sql, glue, rest or hive")
+	fs.StringVar(&c.name, "catalog-name", "", "catalog name (entry in .iceberg-go.yaml)")
+	fs.StringVar(&c.uri, "uri", "", "catalog URI")
+	fs.StringVar(&c.warehouse, "warehouse", "", "warehouse location")
+	fs.StringVar(&c.file, "config", "", "path to .iceberg-go.yaml")
+	fs.StringVar(&c.credential, "credential", "", "REST catalog credential")
+	fs.StringVar(&c.token, "token", "", "REST catalog OAuth token")
+	fs.StringVar(&c.driver, "sql-driver", "", "database/sql driver for the sql catalog (default sqlite)")
+	fs.StringVar(&c.dialect, "sql-dialect", "", "SQL dialect for the sql catalog (default sqlite)")
+	fs.BoolVar(&c.sigv4, "rest-sigv4", false, "sign REST catalog requests with SigV4")
+	fs.StringVar(&c.signName, "signing-name", "", "SigV4 service name (glue, s3tables)")
+	fs.StringVar(&c.signRegion, "signing-region", "", "SigV4 region")
+	fs.Var(&c.props, "prop", "catalog or file IO property key=value (repeatable)")
+	return c
+}
+
+// apply overrides cfg's catalog settings with the flags that were given.
+func (c *catalogFlags) apply(cfg *config.Config) error {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	cc := &cfg.Catalog
+	set(&cc.Type, c.typ)
+	set(&cc.Name, c.name)
+	set(&cc.URI, c.uri)
+	set(&cc.Warehouse, c.warehouse)
+	set(&cc.ConfigFile, c.file)
+	set(&cc.Credential, c.credential)
+	set(&cc.Token, c.token)
+	set(&cc.SQLDriver, c.driver)
+	set(&cc.SQLDialect, c.dialect)
+	set(&cc.SigningName, c.signName)
+	set(&cc.SigningRegion, c.signRegion)
+	if c.sigv4 {
+		cc.SigV4 = true
+	}
+	if len(c.props) > 0 {
+		p, err := catalogs.ParseProperties(strings.Join(c.props, ","))
+		if err != nil {
+			return exitError{code: 2, err: fmt.Errorf("--prop: %w", err)}
+		}
+		if cc.Properties == nil {
+			cc.Properties = map[string]string{}
+		}
+		for k, v := range p {
+			cc.Properties[k] = v
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+// Command icekeeper is the operator CLI: it runs icekeeper's pipeline
+// locally through the same handler code the Lambda functions run.
+//
+//	icekeeper demo                      the embedded default: compact sample tables end to end
+//	icekeeper compact TABLE [--local]   one complete cycle on a configured table
+//	icekeeper local-cloud               serve the AWS emulator on 127.0.0.1:4566
+//	icekeeper invoke planner|rewriter|committer
+//	                                    run one function's handler locally
+//
+// Configuration comes from the same ICEKEEPER_* environment variables the
+// Lambda functions read; catalog flags follow iceberg-go's CLI.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `icekeeper: autonomous maintenance for Apache Iceberg tables
+
+Usage:
+  icekeeper demo [--json] [--keep DIR]
+      Start the AWS emulator in-process, create sample merge-on-read tables,
+      run the full pipeline and print a before/after report. Exits non-zero
+      if any check fails.
+  icekeeper compact TABLE [--local] [--json] [catalog flags]
+      Run one complete cycle (plan, rewrite, commit) on TABLE ("ns.table").
+      --local starts an in-process emulator for the pipeline's queues,
+      tables and bucket; otherwise they come from ICEKEEPER_* variables and
+      the AWS endpoint from the standard SDK configuration.
+  icekeeper local-cloud [--addr 127.0.0.1:4566] [--prefix icekeeper]
+      Serve the emulator, create the pipeline's resources in it and print
+      the environment to use with it. Runs until interrupted.
+  icekeeper invoke planner --event FILE [catalog flags]
+  icekeeper invoke rewriter|committer [--max N]
+      Run one function's handler locally, as SAM's local invoke does: the
+      planner with an EventBridge event; the rewriter and the committer by
+      draining their queue at the configured endpoint.
+
+Catalog flags (as iceberg-go's CLI; default from ICEKEEPER_CATALOG_*):
+  --catalog TYPE  --catalog-name NAME  --uri URI  --warehouse LOC
+  --config FILE (.iceberg-go.yaml)  --credential C  --token T
+  --sql-driver D  --sql-dialect D  --rest-sigv4  --signing-name N  --signing-region R
+  --prop key=value (repeatable: catalog and file IO properties)
+`
+
+// exitError carries a process exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "icekeeper:", err)
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	switch args[0] {
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
+	case "compact":
+		return runCompact(ctx, args[1:], stdout, stderr)
+	case "local-cloud":
+		return runLocalCloud(ctx, args[1:], stdout, stderr)
+	case "invoke":
+		return runInvoke(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprint(stderr, usage)
+		return exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}
+	}
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("icekeeper "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("compact TABLE --local" and "compact --local TABLE").
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, exitError{code: 2, err: err}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
