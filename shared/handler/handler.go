@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/apache/iceberg-go/catalog"
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/events"
@@ -74,9 +75,12 @@ func (h Planner) Handle(ctx context.Context, raw json.RawMessage) (PlannerRespon
 	for _, t := range tables {
 		r, err := h.Plan.PlanTable(ctx, t, trig.Kind)
 		if err != nil {
-			errs = append(errs, err)
 			resp.Errors = append(resp.Errors, err.Error())
-			log.Error("planning failed", "table", t, "err", err.Error())
+			terminal := Terminal(err)
+			log.Error("planning failed", "table", t, "err", err.Error(), "terminal", terminal)
+			if !terminal {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		resp.Results = append(resp.Results, r)
@@ -130,6 +134,13 @@ func (h Committer) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambda
 		}
 	}
 	return resp, nil
+}
+
+// Terminal reports whether a planning error cannot be fixed by retrying the
+// same event: the table or namespace does not exist, or its name is
+// malformed.
+func Terminal(err error) bool {
+	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) || errors.Is(err, messages.ErrMalformed)
 }
 
 func receiveCount(rec lambdaevents.SQSMessage) int {

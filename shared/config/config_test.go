@@ -1,0 +1,66 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func lookup(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		EnvCatalogType: "rest", EnvCatalogURI: "https://glue.us-east-1.amazonaws.com/iceberg", EnvCatalogSigV4: "true",
+		EnvCatalogSignName: "glue", EnvCatalogProperties: "s3.region=us-east-1, rest.sigv4-enabled=true",
+		EnvLeaseTable: "leases", EnvJobsTable: "jobs", EnvTaskQueueURL: "q1", EnvCommitQueueURL: "q2",
+		EnvBucket: "b", EnvTables: "db.a, db.b", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
+		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m",
+	}
+	c, err := FromLookup(lookup(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Catalog.Type != "rest" || !c.Catalog.SigV4 || c.Catalog.SigningName != "glue" || c.Catalog.Properties["s3.region"] != "us-east-1" {
+		t.Fatalf("catalog %+v", c.Catalog)
+	}
+	if c.LeaseTTL != 45*time.Minute || c.MaxGroupBytes != 1<<30 || c.MaxTaskAttempts != 4 || c.CommitTakeover != 20*time.Minute {
+		t.Fatalf("settings %+v", c)
+	}
+	if len(c.Tables) != 2 || c.Tables[1] != "db.b" {
+		t.Fatalf("tables %v", c.Tables)
+	}
+	if err := c.Validate(NeedCatalog, NeedLeases, NeedJobs, NeedTaskQueue, NeedCommitQueue, NeedBucket); err != nil {
+		t.Fatal(err)
+	}
+	again, err := FromLookup(lookup(c.Env()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.LeaseTTL != c.LeaseTTL || again.Catalog.Properties["s3.region"] != "us-east-1" || again.TaskQueueURL != "q1" {
+		t.Fatalf("round trip lost settings: %+v", again)
+	}
+}
+
+func TestFromLookup_BadValuesNameTheSetting(t *testing.T) {
+	t.Parallel()
+	for k, v := range map[string]string{
+		EnvLeaseTTL: "soon", EnvMaxGroupBytes: "-1", EnvMaxTaskAttempts: "x", EnvCatalogSigV4: "maybe", EnvCatalogProperties: "novalue",
+	} {
+		_, err := FromLookup(lookup(map[string]string{k: v}))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%q: err %v, want ErrInvalid naming the variable", k, v, err)
+		}
+	}
+}
+
+func TestValidate_NamesEveryMissingResource(t *testing.T) {
+	t.Parallel()
+	err := Defaults().Validate(NeedLeases, NeedJobs, NeedBucket, NeedTaskQueue, NeedCommitQueue, NeedCatalog)
+	for _, k := range []string{EnvLeaseTable, EnvJobsTable, EnvBucket, EnvTaskQueueURL, EnvCommitQueueURL, "ICEKEEPER_CATALOG_TYPE"} {
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("error %v does not name %s", err, k)
+		}
+	}
+}

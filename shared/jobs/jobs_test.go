@@ -1,0 +1,143 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+)
+
+func setup(t *testing.T) *jobs.Store {
+	t.Helper()
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	res, err := cloud.Provision(context.Background(), "jobs", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jobs.NewStore(cloud.Clients.DynamoDB, res.JobsTable, func() time.Time { return time.Unix(1_800_000_000, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func create(t *testing.T, s *jobs.Store, id string, groups int) {
+	t.Helper()
+	gs := make([]jobs.Group, groups)
+	for i := range gs {
+		gs[i] = jobs.Group{Index: i, InputFiles: 5}
+	}
+	if err := s.Create(context.Background(), jobs.Job{ID: id, Table: "db.t", Token: 7, SnapshotID: 42, InputFiles: int64(5 * groups)}, gs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStore_CreateRejectsADuplicateJob(t *testing.T) {
+	s := setup(t)
+	create(t, s, "j1", 1)
+	err := s.Create(context.Background(), jobs.Job{ID: "j1", Table: "db.t"}, nil)
+	if !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("duplicate create: %v, want ErrStateConflict", err)
+	}
+	j, err := s.Get(context.Background(), "j1")
+	if err != nil || j.State != jobs.Planned || j.Groups != 1 || j.Token != 7 || j.SnapshotID != 42 {
+		t.Fatalf("job %+v, err %v", j, err)
+	}
+}
+
+func TestStore_TransitionsAreConditionalOnTheCurrentState(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	create(t, s, "j1", 1)
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Running}, jobs.Committing, "x"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("transition from the wrong state: %v", err)
+	}
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned}, jobs.Running, "sent"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned, jobs.Running}, jobs.Failed, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := s.Get(ctx, "j1")
+	if j.State != jobs.Failed || j.Reason != "boom" || !j.State.Terminal() {
+		t.Fatalf("job %+v", j)
+	}
+	if err := s.MarkCommitted(ctx, "j1", 9, "x"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("mark committed on a failed job: %v", err)
+	}
+	if _, err := s.Get(ctx, "missing"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("missing job: %v", err)
+	}
+}
+
+func TestStore_OnlyTheFirstClaimWins(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	create(t, s, "j1", 2)
+	for _, a := range []string{"a1", "a2"} {
+		if err := s.RegisterAttempt(ctx, "j1", 7, 0, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Claim(ctx, "j1", 7, 0, "a1", "k1", 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, "j1", 7, 0, "a2", "k2", 100); !errors.Is(err, jobs.ErrGroupSettled) {
+		t.Fatalf("second claim: %v, want ErrGroupSettled", err)
+	}
+	if err := s.RegisterAttempt(ctx, "j1", 7, 0, "a3"); !errors.Is(err, jobs.ErrGroupSettled) {
+		t.Fatalf("register on a settled group: %v, want ErrGroupSettled", err)
+	}
+	g, err := s.Group(ctx, "j1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.State != jobs.GroupDone || g.Winner != "a1" || g.DescriptorKey != "k1" || len(g.Attempts) != 2 {
+		t.Fatalf("group %+v", g)
+	}
+	j, _ := s.Get(ctx, "j1")
+	if len(j.DoneGroups) != 1 || j.DoneGroups[0] != 0 {
+		t.Fatalf("done groups %v", j.DoneGroups)
+	}
+}
+
+func TestStore_ClaimsStopWhenTheJobMovesOnOrTheTokenIsStale(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	create(t, s, "j1", 2)
+	if err := s.RegisterAttempt(ctx, "j1", 6, 0, "old"); !errors.Is(err, jobs.ErrNotRunning) {
+		t.Fatalf("register with a stale token: %v, want ErrNotRunning", err)
+	}
+	if err := s.RegisterAttempt(ctx, "j1", 7, 1, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned}, jobs.Committing, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, "j1", 7, 1, "a1", "k", 1); !errors.Is(err, jobs.ErrNotRunning) {
+		t.Fatalf("claim after the job moved on: %v, want ErrNotRunning", err)
+	}
+	if g, _ := s.Group(ctx, "j1", 1); g.State != jobs.GroupPending {
+		t.Fatalf("group settled by a rejected claim: %+v", g)
+	}
+}
+
+func TestStore_FailGroupSettlesOnlyAPendingGroup(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	create(t, s, "j1", 2)
+	if err := s.FailGroup(ctx, "j1", 0, "cannot read"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FailGroup(ctx, "j1", 0, "again"); !errors.Is(err, jobs.ErrGroupSettled) {
+		t.Fatalf("second fail: %v", err)
+	}
+	groups, err := s.Groups(ctx, "j1")
+	if err != nil || len(groups) != 2 || groups[0].State != jobs.GroupFailed || groups[0].Reason != "cannot read" {
+		t.Fatalf("groups %+v, err %v", groups, err)
+	}
+}

@@ -1,0 +1,141 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func setup(t *testing.T) (*lease.Store, *clock) {
+	t.Helper()
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	res, err := cloud.Provision(context.Background(), "lease", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s, err := lease.NewStore(cloud.Clients.DynamoDB, res.LeaseTable, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+func TestStore_AcquireIsExclusiveUntilExpiry(t *testing.T) {
+	s, c := setup(t)
+	ctx := context.Background()
+	a, err := s.Acquire(ctx, "db.t", "job-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, "db.t", "job-b", time.Minute); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("second acquire: %v, want ErrHeld", err)
+	}
+	c.add(2 * time.Minute)
+	b, err := s.Acquire(ctx, "db.t", "job-b", time.Minute)
+	if err != nil {
+		t.Fatalf("acquire after expiry: %v", err)
+	}
+	if b.Token <= a.Token {
+		t.Fatalf("token did not grow: %d then %d", a.Token, b.Token)
+	}
+	// The expired holder can neither renew nor release the new term.
+	if _, err := s.Renew(ctx, a, time.Minute); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("renew by expired holder: %v, want ErrLost", err)
+	}
+	if err := s.Release(ctx, a); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("release by expired holder: %v, want ErrLost", err)
+	}
+	if ok, _ := s.Holds(ctx, "db.t", "job-b", b.Token); !ok {
+		t.Fatal("new holder lost its lease to the old holder's calls")
+	}
+}
+
+func TestStore_ReleaseKeepsTheTokenGrowing(t *testing.T) {
+	s, _ := setup(t)
+	ctx := context.Background()
+	a, err := s.Acquire(ctx, "db.t", "job-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, held, _ := s.Get(ctx, "db.t"); held {
+		t.Fatal("released lease still held")
+	}
+	b, err := s.Acquire(ctx, "db.t", "job-b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Token != a.Token+1 {
+		t.Fatalf("token after release: %d, want %d", b.Token, a.Token+1)
+	}
+}
+
+func TestStore_RenewExtendsOnlyTheExactTerm(t *testing.T) {
+	s, c := setup(t)
+	ctx := context.Background()
+	a, err := s.Acquire(ctx, "db.t", "job-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(50 * time.Second)
+	a2, err := s.Renew(ctx, a, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(50 * time.Second) // past the first expiry, within the renewed one
+	if _, err := s.Acquire(ctx, "db.t", "job-b", time.Minute); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("acquire during renewed term: %v, want ErrHeld", err)
+	}
+	wrong := a2
+	wrong.Token++
+	if _, err := s.Renew(ctx, wrong, time.Minute); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("renew with another token: %v, want ErrLost", err)
+	}
+	if !a2.Valid(c.now(), 5*time.Second) {
+		t.Fatal("renewed lease not valid within its term")
+	}
+}
+
+func TestStore_RacingAcquirersGetOneTerm(t *testing.T) {
+	s, _ := setup(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Acquire(ctx, "db.race", "job-"+string(rune('a'+i)), time.Minute)
+			if err == nil {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			} else if !errors.Is(err, lease.ErrHeld) {
+				t.Errorf("acquire: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won != 1 {
+		t.Fatalf("%d acquirers won, want 1", won)
+	}
+}
