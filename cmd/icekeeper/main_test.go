@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	if err != nil {
+		t.Logf("stderr: %s", errOut.String())
+	}
+	return out.String(), err
+}
+
+func exitCode(err error) int {
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func TestDemo_CompactsEverySampleTableAndKeepsEveryRow(t *testing.T) {
+	out, err := runCLI(t, "demo", "--json")
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	var reports []demoReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, out)
+	}
+	if len(reports) != len(demoTables) {
+		t.Fatalf("%d reports, want %d", len(reports), len(demoTables))
+	}
+	for _, r := range reports {
+		if len(r.Failures) > 0 || !r.Fingerprint || !r.Cycle.Committed {
+			t.Fatalf("%s: %+v", r.Table, r)
+		}
+		if r.Before.DeleteFiles() == 0 || r.After.DataFiles >= r.Before.DataFiles {
+			t.Fatalf("%s: nothing to show: %+v -> %+v", r.Table, r.Before, r.After)
+		}
+	}
+}
+
+func TestDemoChecks_FlagEveryFailure(t *testing.T) {
+	r := demoReport{Before: statsOf(10, 2), After: statsOf(10, 1)}
+	got := demoChecks(r)
+	if len(got) != 4 {
+		t.Fatalf("checks %v, want 4 failures (not committed, rows changed, files not reduced, deletes left)", got)
+	}
+}
+
+func TestCompact_LocalRunsOneCycleOnALocalCatalog(t *testing.T) {
+	dir := t.TempDir()
+	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
+	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh}, configAWS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"shop", "orders"}
+	tbl, err := sampletable.Create(context.Background(), cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 50, PositionDeletes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := fingerprint.Table(context.Background(), tbl)
+
+	out, err := runCLI(t, "compact", "shop.orders", "--local", "--json", "--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh)
+	if err != nil {
+		t.Fatalf("compact: %v\n%s", err, out)
+	}
+	var c localrun.Cycle
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("compact --json: %v\n%s", err, out)
+	}
+	if !c.Committed || c.Plan.Groups != 2 {
+		t.Fatalf("cycle %+v", c)
+	}
+	after, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.CurrentSnapshot().SnapshotID != c.Job.CommittedSnapshotID {
+		t.Fatalf("table at %d, job says %d", after.CurrentSnapshot().SnapshotID, c.Job.CommittedSnapshotID)
+	}
+	if fp, _ := fingerprint.Table(context.Background(), after); fp != before {
+		t.Fatalf("rows changed: %s -> %s", before, fp)
+	}
+}
+
+// TestInvoke_EachStageByHandWithACommitBetween runs the planner on the
+// sample Glue event, the rewriters and the committer one by one against a
+// local cloud, and appends to the table between the rewriters and the
+// committer, as an operator could.
+func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
+	ctx := context.Background()
+	cloud := localcloud.Start()
+	defer cloud.Close()
+	res, err := cloud.Provision(ctx, "cli", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.Catalog = catalogs.Config{Type: "sql", Name: "cli", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}
+	res.Apply(&cfg)
+	for k, v := range cfg.Env() {
+		t.Setenv(k, v)
+	}
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": cloud.URL, "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
+		t.Setenv(k, v)
+	}
+	cat, err := stages.OpenCatalog(ctx, cfg, cloud.Clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"demo", "events"} // the table the sample Glue event names
+	tbl, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 3, Partitions: 1, Files: 6, RowsPerFile: 50, PositionDeletes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runCLI(t, "invoke", "planner", "--event", "../../events/glue-table-state-change.json", "-q")
+	if err != nil {
+		t.Fatalf("invoke planner: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"outcome": "planned"`) {
+		t.Fatalf("planner output %s", out)
+	}
+	if out, err = runCLI(t, "invoke", "rewriter", "-q"); err != nil || !strings.Contains(out, `"Delivered": 1`) {
+		t.Fatalf("invoke rewriter: %v\n%s", err, out)
+	}
+	if _, err := sampletable.AppendRows(ctx, tbl, 1_000_000, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := cat.LoadTable(ctx, ident)
+	want, _ := fingerprint.Table(ctx, cur)
+	if out, err = runCLI(t, "invoke", "committer", "-q"); err != nil {
+		t.Fatalf("invoke committer: %v\n%s", err, out)
+	}
+	after, _ := cat.LoadTable(ctx, ident)
+	if got, _ := fingerprint.Table(ctx, after); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	js, _ := stagesJobs(t, cfg, cloud)
+	if js.State != jobs.Committed {
+		t.Fatalf("job %s (%s)", js.State, js.Reason)
+	}
+}
+
+func TestCLI_BadInputGetsAClearErrorAndUsageCode(t *testing.T) {
+	for _, args := range [][]string{
+		{"nonsense"},
+		{"compact"},
+		{"compact", "not-a-table", "--local"},
+		{"invoke"},
+		{"invoke", "planner"},
+		{"invoke", "janitor"},
+		{"demo", "--no-such-flag"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			_, err := runCLI(t, args...)
+			if exitCode(err) != 2 {
+				t.Fatalf("exit code %d (%v), want 2", exitCode(err), err)
+			}
+		})
+	}
+	if out, err := runCLI(t, "help"); err != nil || !strings.Contains(out, "icekeeper demo") {
+		t.Fatalf("help: %v %s", err, out)
+	}
+}
