@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
-	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -31,18 +28,11 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := tableIdent(tableName); err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv()
+	cfg, err := cf.envConfig()
 	if err != nil {
-		return exitError{code: 2, err: err}
-	}
-	if err := cf.apply(&cfg); err != nil {
 		return err
 	}
-	logOut := io.Discard
-	if *verbose {
-		logOut = stderr
-	}
-	log := slog.New(slog.NewJSONHandler(logOut, nil))
+	log := jsonLogger(stderr, *verbose)
 
 	var clients *awsclients.Clients
 	if *local {
@@ -81,9 +71,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(cycle); err != nil {
+		if err := printJSON(stdout, cycle); err != nil {
 			return err
 		}
 	} else {

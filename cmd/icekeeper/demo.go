@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -69,11 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	dir, _ = filepath.Abs(dir)
 
-	logOut := io.Discard
-	if *verbose {
-		logOut = stderr
-	}
-	log := slog.New(slog.NewJSONHandler(logOut, nil))
+	log := jsonLogger(stderr, *verbose)
 
 	cloud := localcloud.Start()
 	defer cloud.Close()
@@ -137,9 +131,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := printJSON(stdout, reports); err != nil {
 			return err
 		}
 	} else {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
@@ -75,4 +78,28 @@ func (c *catalogFlags) apply(cfg *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// envConfig reads the ICEKEEPER_* settings and applies the catalog flags.
+func (c *catalogFlags) envConfig() (config.Config, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return cfg, exitError{code: 2, err: err}
+	}
+	return cfg, c.apply(&cfg)
+}
+
+// jsonLogger returns a JSON logger on w, or one that discards when !on.
+func jsonLogger(w io.Writer, on bool) *slog.Logger {
+	if !on {
+		w = io.Discard
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
@@ -29,24 +28,15 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := parseInterspersed(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv()
+	cfg, err := cf.envConfig()
 	if err != nil {
-		return exitError{code: 2, err: err}
-	}
-	if err := cf.apply(&cfg); err != nil {
 		return err
 	}
-	logOut := stderr
-	if *quiet {
-		logOut = io.Discard
-	}
-	log := slog.New(slog.NewJSONHandler(logOut, nil)).With("function", fn)
+	log := jsonLogger(stderr, !*quiet).With("function", fn)
 	clients, err := awsclients.Load(ctx)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
 
 	switch fn {
 	case "planner":
@@ -70,46 +60,52 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		resp, herr := handler.Planner{Plan: p, SweepTables: cfg.Tables, Log: log}.Handle(ctx, raw)
-		if err := enc.Encode(resp); err != nil {
+		if err := printJSON(stdout, resp); err != nil {
 			return err
 		}
 		if resp.Rejected != "" {
 			return exitError{code: 1, err: fmt.Errorf("event rejected")}
 		}
 		return herr
-	case "rewriter":
-		deps, err := stages.NewDeps(cfg, clients, log, append(stages.RewriterNeeds, config.NeedTaskQueue)...)
+	case "rewriter", "committer":
+		need := append(stages.RewriterNeeds, config.NeedTaskQueue)
+		if fn == "committer" {
+			need = append(stages.CommitterNeeds, config.NeedCommitQueue)
+		}
+		deps, err := stages.NewDeps(cfg, clients, log, need...)
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
-		r, err := deps.Rewriter()
+		q, h, err := stageHandler(ctx, fn, deps)
 		if err != nil {
 			return err
 		}
-		st, err := localrun.Drain(ctx, deps.Tasks, handler.Rewriter{Rewrite: r, Log: log}.Handle, int32(*batch), *maxBatches)
+		st, err := localrun.Drain(ctx, q, h, int32(*batch), *maxBatches)
 		if err != nil {
 			return err
 		}
-		return enc.Encode(st)
-	case "committer":
-		deps, err := stages.NewDeps(cfg, clients, log, append(stages.CommitterNeeds, config.NeedCommitQueue)...)
-		if err != nil {
-			return exitError{code: 2, err: err}
-		}
-		cat, err := stages.OpenCatalog(ctx, cfg, clients)
-		if err != nil {
-			return err
-		}
-		c, err := deps.Committer(cat)
-		if err != nil {
-			return err
-		}
-		st, err := localrun.Drain(ctx, deps.Commits, handler.Committer{Commit: c, Log: log}.Handle, int32(*batch), *maxBatches)
-		if err != nil {
-			return err
-		}
-		return enc.Encode(st)
+		return printJSON(stdout, st)
 	default:
 		return exitError{code: 2, err: fmt.Errorf("unknown function %q: planner, rewriter or committer", fn)}
 	}
+}
+
+// stageHandler builds the rewriter's or the committer's queue and handler.
+func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Queue, localrun.BatchHandler, error) {
+	if fn == "rewriter" {
+		r, err := deps.Rewriter()
+		if err != nil {
+			return nil, nil, err
+		}
+		return deps.Tasks, handler.Rewriter{Rewrite: r, Log: deps.Log}.Handle, nil
+	}
+	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := deps.Committer(cat)
+	if err != nil {
+		return nil, nil, err
+	}
+	return deps.Commits, handler.Committer{Commit: c, Log: deps.Log}.Handle, nil
 }

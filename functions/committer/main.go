@@ -15,11 +15,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "committer", stages.CommitterNeeds...)
-	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
-	if err != nil {
-		lambdamain.Fail(log, "catalog", err)
-	}
+	deps, cat, log := lambdamain.InitWithCatalog(ctx, "committer", stages.CommitterNeeds...)
 	c, err := deps.Committer(cat)
 	if err != nil {
 		lambdamain.Fail(log, "committer", err)

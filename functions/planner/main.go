@@ -15,11 +15,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "planner", stages.PlannerNeeds...)
-	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
-	if err != nil {
-		lambdamain.Fail(log, "catalog", err)
-	}
+	deps, cat, log := lambdamain.InitWithCatalog(ctx, "planner", stages.PlannerNeeds...)
 	p, err := deps.Planner(cat)
 	if err != nil {
 		lambdamain.Fail(log, "planner", err)

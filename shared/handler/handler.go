@@ -96,20 +96,10 @@ type Rewriter struct {
 
 // Handle rewrites each task in the batch and reports the failed ones.
 func (h Rewriter) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
-	log := logger(h.Log)
-	var resp lambdaevents.SQSEventResponse
-	for _, rec := range ev.Records {
-		var task messages.Task
-		if err := messages.Decode([]byte(rec.Body), &task); err != nil {
-			log.Error("malformed task", "message_id", rec.MessageId, "err", err.Error())
-			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-			continue
-		}
-		if _, err := h.Rewrite.Handle(ctx, task, receiveCount(rec)); err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-		}
-	}
-	return resp, nil
+	return eachMessage(ctx, logger(h.Log), ev, "task", func(ctx context.Context, task messages.Task, n int) error {
+		_, err := h.Rewrite.Handle(ctx, task, n)
+		return err
+	}), nil
 }
 
 // Committer handles SQS commit-request batches for the committer function.
@@ -120,20 +110,30 @@ type Committer struct {
 
 // Handle finishes each job in the batch and reports the failed requests.
 func (h Committer) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
-	log := logger(h.Log)
+	return eachMessage(ctx, logger(h.Log), ev, "commit request", func(ctx context.Context, req messages.CommitRequest, n int) error {
+		_, err := h.Commit.Handle(ctx, req, n)
+		return err
+	}), nil
+}
+
+// eachMessage decodes every record as a T and hands it to handle with its
+// delivery count; malformed records and handler errors become batch item
+// failures (a malformed record never succeeds, so it reaches the DLQ).
+func eachMessage[T any](ctx context.Context, log *slog.Logger, ev lambdaevents.SQSEvent, what string, handle func(context.Context, T, int) error) lambdaevents.SQSEventResponse {
 	var resp lambdaevents.SQSEventResponse
 	for _, rec := range ev.Records {
-		var req messages.CommitRequest
-		if err := messages.Decode([]byte(rec.Body), &req); err != nil {
-			log.Error("malformed commit request", "message_id", rec.MessageId, "err", err.Error())
-			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-			continue
+		var msg T
+		err := messages.Decode([]byte(rec.Body), &msg)
+		if err != nil {
+			log.Error("malformed "+what, "message_id", rec.MessageId, "err", err.Error())
+		} else {
+			err = handle(ctx, msg, receiveCount(rec))
 		}
-		if _, err := h.Commit.Handle(ctx, req, receiveCount(rec)); err != nil {
+		if err != nil {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 // Terminal reports whether a planning error cannot be fixed by retrying the

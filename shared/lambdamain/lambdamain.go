@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/apache/iceberg-go/catalog"
+
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -31,6 +33,17 @@ func Init(ctx context.Context, function string, need ...config.Need) (*stages.De
 		Fail(log, "configuration", err)
 	}
 	return deps, log
+}
+
+// InitWithCatalog is Init plus the configured catalog, for the functions
+// that read or commit table metadata (the planner and the committer).
+func InitWithCatalog(ctx context.Context, function string, need ...config.Need) (*stages.Deps, catalog.Catalog, *slog.Logger) {
+	deps, log := Init(ctx, function, need...)
+	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
+	if err != nil {
+		Fail(log, "catalog", err)
+	}
+	return deps, cat, log
 }
 
 // Fail logs why the function cannot start and exits.
