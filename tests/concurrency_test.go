@@ -155,12 +155,7 @@ func TestPipeline_RedeliveredTaskDoesNotDoubleCount(t *testing.T) {
 	}
 	e.drainCommits()
 
-	if j := e.job(r.JobID); j.State != jobs.Committed {
-		t.Fatalf("job %s (%s)", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows %s, want %s", got, want)
-	}
+	e.requireCommitted(r.JobID, want)
 	for p := range e.dataFilesOnDisk() {
 		if !onDisk[p] && !e.isLive(p) {
 			t.Fatalf("file %s is neither an old file nor live", p)
@@ -364,10 +359,5 @@ func TestPipeline_OversizedTasksTravelThroughS3(t *testing.T) {
 	}
 	e.drainTasks()
 	e.drainCommits()
-	if j := e.job(r.JobID); j.State != jobs.Committed {
-		t.Fatalf("job %s (%s)", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows %s, want %s", got, want)
-	}
+	e.requireCommitted(r.JobID, want)
 }

@@ -285,3 +285,15 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 	}
 	return left
 }
+
+// requireCommitted fails the test unless the job committed and the table's
+// live rows are exactly want.
+func (e *env) requireCommitted(jobID string, want fingerprint.Fingerprint) {
+	e.t.Helper()
+	if j := e.job(jobID); j.State != jobs.Committed {
+		e.t.Fatalf("job %s (%s), want committed", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got != want {
+		e.t.Fatalf("rows %s, want %s", got, want)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 )
 
 // TestPipeline_S3Warehouse keeps the table itself in S3 (the emulator's):
@@ -47,12 +46,7 @@ func TestPipeline_S3Warehouse(t *testing.T) {
 	e.drainTasks()
 	e.drainCommits()
 
-	if j := e.job(r.JobID); j.State != jobs.Committed {
-		t.Fatalf("job %s (%s)", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows %s, want %s", got, want)
-	}
+	e.requireCommitted(r.JobID, want)
 	if s := e.stats(); s.DataFiles != r.Groups || s.DeleteFiles() != 0 {
 		t.Fatalf("stats %+v", s)
 	}
