@@ -12,6 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
@@ -101,27 +102,34 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 	}
 }
 
-// TestRewriter_TaskOfAJobThatLostItsLeaseIsDropped: when the job's lease
-// expired before a rewriter got to its task, the task is dropped (not
-// retried, not dead-lettered) and the committer ends the job.
-func TestRewriter_TaskOfAJobThatLostItsLeaseIsDropped(t *testing.T) {
-	e := setup(t, func(c *config.Config) { c.LeaseTTL = time.Millisecond })
+// TestPlanner_TakingOverAnExpiredLeaseEndsTheOldJob: job A's lease expires
+// before its rewriters run (as if the pipeline stalled) and a new planner
+// takes the table over for job B. A's tasks are dropped (not retried, not
+// dead-lettered), the committer ends A and removes what it wrote, and B
+// compacts the table.
+func TestPlanner_TakingOverAnExpiredLeaseEndsTheOldJob(t *testing.T) {
+	e := setup(t, func(c *config.Config) { c.LeaseTTL = 20 * time.Millisecond })
 	e.createTable(smallTable)
 	want := e.fingerprint()
-	r := e.plan()
-	time.Sleep(5 * time.Millisecond)
+	a := e.plan()
+	time.Sleep(50 * time.Millisecond)
+	b := e.plan()
+	if b.Outcome != plan.OutcomePlanned {
+		t.Fatalf("takeover plan: %s (%s)", b.Outcome, b.Reason)
+	}
 	st := e.drainTasks()
 	if st.Failed != 0 {
 		t.Fatalf("stale tasks were failed (would be retried): %+v", st)
 	}
 	e.drainCommits()
-	j := e.job(r.JobID)
-	if j.State != jobs.Failed || !strings.Contains(j.Reason, "lease lost") {
-		t.Fatalf("job %s (%s), want failed: lease lost", j.State, j.Reason)
+	ja := e.job(a.JobID)
+	if ja.State != jobs.Failed || !strings.Contains(ja.Reason, b.JobID) {
+		t.Fatalf("old job %s (%s), want failed, superseded by %s", ja.State, ja.Reason, b.JobID)
 	}
-	if got := e.fingerprint(); got != want || e.jobSnapshots(r.JobID) != 0 {
-		t.Fatalf("rows %s want %s, snapshots %d", got, want, e.jobSnapshots(r.JobID))
+	if e.jobSnapshots(a.JobID) != 0 {
+		t.Fatal("the superseded job committed")
 	}
+	e.requireCommitted(b.JobID, want)
 	if n, _ := e.dlq(e.ctx); n != 0 {
 		t.Fatalf("%d stale tasks dead-lettered", n)
 	}

@@ -15,8 +15,14 @@
 //     The item carries a purge_at attribute (for DynamoDB TTL) set well past
 //     the expiry, so idle tables' items are eventually removed; when that
 //     happens tokens restart, which is why readers also compare the owner.
-//   - A holder stops acting at ExpiresAt minus a safety margin (see
-//     Lease.Valid); when in doubt it steps down.
+//   - Expiry only lets another owner take the table. A term whose expiry
+//     passed but that nobody took over is still the current term: its
+//     owner may renew it (the renewal is conditional on owner and token,
+//     and any takeover increments the token), so a slow job is not thrown
+//     away when nobody wanted the table. Once taken over, the old owner's
+//     renewals, releases and checks fail (ErrLost).
+//   - Acquire reports the owner of an expired term it took over
+//     (Lease.Superseded), so the caller can end that owner's job cleanly.
 package lease
 
 import (
@@ -53,6 +59,9 @@ type Lease struct {
 	Owner     string
 	Token     int64
 	ExpiresAt time.Time
+	// Superseded is the owner of the expired term this Acquire took over
+	// (empty when the previous term was released or there was none).
+	Superseded string
 }
 
 // Valid reports whether the holder may still act at now, keeping margin in
@@ -109,7 +118,7 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 			":now":   num(now.UnixMilli()),
 			":one":   num(1),
 		},
-		ReturnValues: types.ReturnValueAllNew,
+		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
@@ -118,18 +127,17 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 		}
 		return Lease{}, fmt.Errorf("lease: acquire %s: %w", table, err)
 	}
-	l, err := decode(table, out.Attributes)
+	// The update is atomic, so the new term is exactly the old one plus one.
+	old, err := decode(table, out.Attributes)
 	if err != nil {
 		return Lease{}, err
 	}
-	if l.Owner != owner {
-		return Lease{}, fmt.Errorf("%w: table %s", ErrHeld, table)
-	}
-	return l, nil
+	return Lease{Table: table, Owner: owner, Token: old.Token + 1, ExpiresAt: time.UnixMilli(exp.UnixMilli()), Superseded: old.Owner}, nil
 }
 
 // Renew extends the caller's term to now+ttl. It returns ErrLost when the
-// term is over (expired, taken, or released).
+// term is over: released, or taken over by another owner. A term that
+// expired but that nobody took over is renewed.
 func (s *Store) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	now := s.now()
 	exp := now.Add(ttl)
@@ -137,13 +145,12 @@ func (s *Store) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, e
 		TableName:           aws.String(s.tableName),
 		Key:                 s.key(l.Table),
 		UpdateExpression:    aws.String("SET expires_at = :exp, purge_at = :purge"),
-		ConditionExpression: aws.String("lease_owner = :owner AND lease_token = :tok AND expires_at >= :now"),
+		ConditionExpression: aws.String("lease_owner = :owner AND lease_token = :tok"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":owner": &types.AttributeValueMemberS{Value: l.Owner},
 			":tok":   num(l.Token),
 			":exp":   num(exp.UnixMilli()),
 			":purge": num(exp.Add(s.purgeAfter).Unix()),
-			":now":   num(now.UnixMilli()),
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
@@ -202,13 +209,15 @@ func (s *Store) Get(ctx context.Context, table string) (l Lease, ok bool, err er
 	return l, l.Owner != "" && s.now().Before(l.ExpiresAt), nil
 }
 
-// Holds reports whether owner currently holds the term with token.
+// Holds reports whether owner's term with token is still the table's
+// current term: not released and not taken over (it may have expired, see
+// the package comment).
 func (s *Store) Holds(ctx context.Context, table, owner string, token int64) (bool, error) {
-	l, ok, err := s.Get(ctx, table)
+	l, _, err := s.Get(ctx, table)
 	if err != nil {
 		return false, err
 	}
-	return ok && l.Owner == owner && l.Token == token, nil
+	return l.Owner == owner && l.Token == token, nil
 }
 
 func decode(table string, item map[string]types.AttributeValue) (Lease, error) {

@@ -54,6 +54,9 @@ func TestStore_AcquireIsExclusiveUntilExpiry(t *testing.T) {
 	if b.Token <= a.Token {
 		t.Fatalf("token did not grow: %d then %d", a.Token, b.Token)
 	}
+	if b.Superseded != "job-a" {
+		t.Fatalf("superseded %q, want job-a (its term expired and was taken over)", b.Superseded)
+	}
 	// The expired holder can neither renew nor release the new term.
 	if _, err := s.Renew(ctx, a, time.Minute); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("renew by expired holder: %v, want ErrLost", err)
@@ -85,6 +88,12 @@ func TestStore_ReleaseKeepsTheTokenGrowing(t *testing.T) {
 	}
 	if b.Token != a.Token+1 {
 		t.Fatalf("token after release: %d, want %d", b.Token, a.Token+1)
+	}
+	if b.Superseded != "" {
+		t.Fatalf("a released term was reported superseded: %q", b.Superseded)
+	}
+	if got, _, _ := s.Get(ctx, "db.t"); got.Token != b.Token || got.Owner != "job-b" {
+		t.Fatalf("stored lease %+v, acquired %+v", got, b)
 	}
 }
 
@@ -137,5 +146,24 @@ func TestStore_RacingAcquirersGetOneTerm(t *testing.T) {
 	wg.Wait()
 	if won != 1 {
 		t.Fatalf("%d acquirers won, want 1", won)
+	}
+}
+
+func TestStore_AnExpiredTermNobodyTookCanBeRenewed(t *testing.T) {
+	s, c := setup(t)
+	ctx := context.Background()
+	a, err := s.Acquire(ctx, "db.t", "job-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(5 * time.Minute)
+	if ok, _ := s.Holds(ctx, "db.t", "job-a", a.Token); !ok {
+		t.Fatal("an expired term nobody took over is still the current term")
+	}
+	if _, err := s.Renew(ctx, a, time.Minute); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if _, err := s.Acquire(ctx, "db.t", "job-b", time.Minute); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("acquire after renewal: %v, want ErrHeld", err)
 	}
 }

@@ -64,6 +64,11 @@ type Queue interface {
 	SendAll(ctx context.Context, bodies []string) error
 }
 
+// Sender sends one message (the commit queue, for abort requests).
+type Sender interface {
+	Send(ctx context.Context, body string) error
+}
+
 // Settings tune planning.
 type Settings struct {
 	LeaseTTL        time.Duration
@@ -105,15 +110,16 @@ type Planner struct {
 	jobs     Jobs
 	blobs    Blobs
 	tasks    Queue
+	commits  Sender
 	log      *slog.Logger
 	now      func() time.Time
 }
 
 // New validates its dependencies and returns a Planner. log and now may be
 // nil.
-func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Queue, log *slog.Logger, now func() time.Time) (*Planner, error) {
-	if cat == nil || leases == nil || js == nil || blobs == nil || tasks == nil {
-		return nil, errors.New("plan: catalog, leases, jobs, blobs and task queue are required")
+func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Queue, commits Sender, log *slog.Logger, now func() time.Time) (*Planner, error) {
+	if cat == nil || leases == nil || js == nil || blobs == nil || tasks == nil || commits == nil {
+		return nil, errors.New("plan: catalog, leases, jobs, blobs, task queue and commit queue are required")
 	}
 	if s.LeaseTTL <= 0 {
 		return nil, errors.New("plan: LeaseTTL must be positive (ICEKEEPER_LEASE_TTL)")
@@ -130,7 +136,7 @@ func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Que
 	if now == nil {
 		now = time.Now
 	}
-	return &Planner{settings: s, catalog: cat, leases: leases, jobs: js, blobs: blobs, tasks: tasks, log: log, now: now}, nil
+	return &Planner{settings: s, catalog: cat, leases: leases, jobs: js, blobs: blobs, tasks: tasks, commits: commits, log: log, now: now}, nil
 }
 
 // PlanTable plans one compaction job for the named table ("ns.table").
@@ -153,6 +159,12 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 	}
 	if err != nil {
 		return res, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if l.Superseded != "" {
+		// The previous job's term expired without being released (it
+		// crashed or stalled): ask the committer to end it and remove
+		// what it wrote. Its tasks and claims already fail on the token.
+		p.abortSuperseded(ctx, log, l.Superseded, jobID)
 	}
 	release := func(why string) {
 		if rerr := p.leases.Release(context.WithoutCancel(ctx), l); rerr != nil {
@@ -262,6 +274,19 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	res.InputFiles, res.InputBytes = job.InputFiles, job.InputBytes
 	log.Info("planned", "groups", len(groups), "input_files", job.InputFiles, "input_bytes", job.InputBytes, "lease_token", l.Token)
 	return res, created, nil
+}
+
+func (p *Planner) abortSuperseded(ctx context.Context, log *slog.Logger, oldJob, newJob string) {
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: oldJob, Abort: true,
+		Reason: "lease expired and was taken over by job " + newJob})
+	if err == nil {
+		err = p.commits.Send(ctx, string(body))
+	}
+	if err != nil {
+		log.Warn("request abort of superseded job", "superseded_job", oldJob, "err", err.Error())
+		return
+	}
+	log.Warn("took over an expired lease; asked the committer to end the old job", "superseded_job", oldJob)
 }
 
 func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Job, pg messages.PlanGroup, g compaction.Group, target int64) (string, error) {

@@ -238,6 +238,11 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		Version: messages.FormatVersion, JobID: task.JobID, Group: task.Group, Attempt: attempt, SpecID: task.SpecID,
 		Counters: counters.Counters,
 	}
+	if len(written) > 0 {
+		// New files are written with the table's current spec, which can
+		// differ from the group's when the partitioning evolved.
+		desc.SpecID = int(written[0].SpecID())
+	}
 	desc.InputPaths = counters.inputPaths
 	if desc.NewFiles, err = messages.EncodeDataFiles(tbl.Metadata(), written); err != nil {
 		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))

@@ -98,7 +98,7 @@ func OpenCatalog(ctx context.Context, cfg config.Config, clients *awsclients.Cli
 
 // PlannerNeeds, RewriterNeeds and CommitterNeeds list each stage's resources.
 var (
-	PlannerNeeds   = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue}
+	PlannerNeeds   = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
 	RewriterNeeds  = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedCommitQueue}
 	CommitterNeeds = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket}
 	AllNeeds       = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
@@ -109,7 +109,7 @@ func (d *Deps) Planner(cat catalog.Catalog) (*plan.Planner, error) {
 	return plan.New(plan.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
 		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
-	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Log.With("stage", "planner"), d.Now)
+	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
 }
 
 // Rewriter builds the rewriter.
