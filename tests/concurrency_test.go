@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,50 +78,76 @@ func TestPipeline_ConcurrentEqualityDeleteStaysApplied(t *testing.T) {
 }
 
 // TestPipeline_ConcurrentPositionDeleteOnRewrittenFileAborts: a position
-// delete committed while the job runs targets a file the job rewrote; the
-// committer must not commit (that would resurrect the rows), so the job
-// aborts cleanly: rows stay deleted, the job's files are removed, the lease
-// is released and the next job compacts the table.
+// delete (v2) or deletion vector (v3) committed while the job runs targets a
+// file the job rewrote; the committer must not commit (that would resurrect
+// the rows), so the job aborts cleanly: rows stay deleted, the job's files
+// are removed, the lease is released and the next job compacts the table.
 func TestPipeline_ConcurrentPositionDeleteOnRewrittenFileAborts(t *testing.T) {
-	e := setup(t)
-	tbl := e.createTable(smallTable)
-	onDisk := e.dataFilesOnDisk()
-	r := e.plan()
-	e.drainTasks()
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			e := setup(t)
+			opts := smallTable
+			opts.FormatVersion = version
+			tbl := e.createTable(opts)
+			r := e.plan()
+			e.drainTasks()
 
-	if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, 20, 30}); err != nil {
+			if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, 20, 30}); err != nil {
+				t.Fatal(err)
+			}
+			want := e.fingerprint()
+			e.drainCommits()
+
+			j := e.job(r.JobID)
+			if j.State != jobs.Aborted || !strings.Contains(j.Reason, "position delete") {
+				t.Fatalf("job %s (%s), want aborted for the position delete", j.State, j.Reason)
+			}
+			if got := e.fingerprint(); got != want {
+				t.Fatalf("rows %s, want %s", got, want)
+			}
+			if e.jobSnapshots(r.JobID) != 0 {
+				t.Fatal("aborted job committed a snapshot")
+			}
+			if left := e.jobFilesOnDisk(r.JobID); len(left) > 0 {
+				t.Fatalf("aborted job left files %v", left)
+			}
+
+			// The lease was released: the next job runs and commits.
+			r2 := e.plan()
+			if r2.Outcome != plan.OutcomePlanned {
+				t.Fatalf("replan: %s (%s)", r2.Outcome, r2.Reason)
+			}
+			e.drainTasks()
+			e.drainCommits()
+			e.requireCommitted(r2.JobID, want)
+		})
+	}
+}
+
+// TestPipeline_GroupWhoseRowsAreAllDeleted: every row of a partition is
+// deleted; its group writes no file and the commit drops the partition's
+// files and deletes.
+func TestPipeline_GroupWhoseRowsAreAllDeleted(t *testing.T) {
+	e := setup(t)
+	opts := sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 5, RowsPerFile: 20}
+	tbl := e.createTable(opts)
+	regionOf := sampletable.RegionOf(opts.Partitions, opts.RowsPerFile)
+	var ids []int64
+	for id := int64(0); id < int64(opts.Partitions*opts.Files*opts.RowsPerFile); id++ {
+		if regionOf(id) == sampletable.Region(1) {
+			ids = append(ids, id)
+		}
+	}
+	if _, err := sampletable.DeleteByEquality(e.ctx, tbl, ids, regionOf); err != nil {
 		t.Fatal(err)
 	}
 	want := e.fingerprint()
-	e.drainCommits()
-
-	j := e.job(r.JobID)
-	if j.State != jobs.Aborted || !strings.Contains(j.Reason, "position delete") {
-		t.Fatalf("job %s (%s), want aborted for the position delete", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows %s, want %s", got, want)
-	}
-	if e.jobSnapshots(r.JobID) != 0 {
-		t.Fatal("aborted job committed a snapshot")
-	}
-	if left := e.jobFilesOnDisk(r.JobID); len(left) > 0 {
-		t.Fatalf("aborted job left files %v", left)
-	}
-	_ = onDisk
-
-	// The lease was released: the next job runs and commits.
-	r2 := e.plan()
-	if r2.Outcome != plan.OutcomePlanned {
-		t.Fatalf("replan: %s (%s)", r2.Outcome, r2.Reason)
-	}
+	r := e.plan()
 	e.drainTasks()
 	e.drainCommits()
-	if j := e.job(r2.JobID); j.State != jobs.Committed {
-		t.Fatalf("second job %s (%s)", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows after second job %s, want %s", got, want)
+	e.requireCommitted(r.JobID, want)
+	if s := e.stats(); s.DataFiles != 1 || s.DeleteFiles() != 0 {
+		t.Fatalf("stats %+v, want one data file and no deletes", s)
 	}
 }
 
