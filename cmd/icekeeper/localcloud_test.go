@@ -21,8 +21,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestLocalCloud_ServesTheResourcesItPrints starts local-cloud on a free
 // port, reads the export lines it prints, uses them, and stops it.
@@ -30,7 +34,9 @@ func TestLocalCloud_ServesTheResourcesItPrints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"local-cloud", "--addr", "127.0.0.1:0", "--prefix", "lc"}, &out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"local-cloud", "--addr", "127.0.0.1:0", "--prefix", "lc"}, &out, io.Discard)
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "serving until interrupted") {
 		if time.Now().After(deadline) {
