@@ -2,9 +2,17 @@
 // tables to plan and why.
 //
 // Accepted (EventBridge envelopes):
-//   - "Scheduled Event" from aws.events: a sweep over the configured tables.
+//   - "Scheduled Event" from aws.events: a sweep over the granted tables.
 //   - "Glue Data Catalog Table State Change" from aws.glue: detail.databaseName
 //     is the namespace, detail.changedTables the tables.
+//   - "Object Created" from aws.s3 (S3 EventBridge notifications) for a key
+//     ending in /metadata/<name>.metadata.json (or .metadata.json.gz): a
+//     commit through any catalog that writes table metadata to S3. The table
+//     location is the key's prefix before /metadata/; the planner resolves it
+//     to a table.
+//   - "Iceberg Table Committed" from icekeeper (the custom commit event other
+//     catalogs or writers can put on the bus): detail.namespace (a string,
+//     dotted for nested namespaces, or a list of levels) and detail.table.
 //
 // Anything else, or a malformed event, is rejected with ErrRejected and a
 // message saying why; the planner logs and counts it and never retries it.
@@ -16,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -30,6 +39,8 @@ var ErrRejected = errors.New("events: rejected")
 const (
 	KindSchedule = "schedule"
 	KindGlue     = "glue_table_state_change"
+	KindS3       = "s3_metadata_object_created"
+	KindCommit   = "icekeeper_commit"
 )
 
 // Detail types and sources.
@@ -38,6 +49,10 @@ const (
 	SourceSchedule     = "aws.events"
 	DetailTypeGlue     = "Glue Data Catalog Table State Change"
 	SourceGlue         = "aws.glue"
+	DetailTypeS3       = "Object Created"
+	SourceS3           = "aws.s3"
+	DetailTypeCommit   = "Iceberg Table Committed"
+	SourceCommit       = "icekeeper"
 )
 
 // Trigger is a decoded event.
@@ -46,7 +61,10 @@ type Trigger struct {
 	// Tables are dotted table names ("ns.table"). Empty for a sweep, whose
 	// tables come from configuration.
 	Tables []string `json:"tables,omitempty"`
-	// Sweep means: visit every configured table.
+	// Locations are table locations ("s3://bucket/path/table") whose
+	// metadata changed; the planner resolves them to tables.
+	Locations []string `json:"locations,omitempty"`
+	// Sweep means: visit every granted table.
 	Sweep bool `json:"sweep,omitempty"`
 	// ID is the event id, for logs.
 	ID string `json:"id,omitempty"`
@@ -93,9 +111,73 @@ func Decode(raw []byte) (Trigger, error) {
 		}
 		sort.Strings(tables)
 		return Trigger{Kind: KindGlue, Tables: tables, ID: ev.ID}, nil
+	case ev.DetailType == DetailTypeS3 && ev.Source == SourceS3:
+		return decodeS3(ev)
+	case ev.DetailType == DetailTypeCommit && ev.Source == SourceCommit:
+		return decodeCommit(ev)
 	case ev.DetailType == "" && ev.Source == "":
 		return Trigger{}, fmt.Errorf("%w: event has no source or detail-type", ErrRejected)
 	default:
 		return Trigger{}, fmt.Errorf("%w: unsupported event %q from %q", ErrRejected, ev.DetailType, ev.Source)
 	}
+}
+
+type s3Detail struct {
+	Bucket struct {
+		Name string `json:"name"`
+	} `json:"bucket"`
+	Object struct {
+		Key string `json:"key"`
+	} `json:"object"`
+}
+
+func decodeS3(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	var d s3Detail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: s3 event %s: bad detail: %v", ErrRejected, ev.ID, err)
+	}
+	if d.Bucket.Name == "" || d.Object.Key == "" {
+		return Trigger{}, fmt.Errorf("%w: s3 event %s: detail.bucket.name or detail.object.key is empty", ErrRejected, ev.ID)
+	}
+	key := d.Object.Key
+	if k, err := url.QueryUnescape(key); err == nil {
+		key = k // S3 notifications URL-encode keys
+	}
+	i := strings.LastIndex(key, "/metadata/")
+	name := key[i+len("/metadata/"):]
+	if i <= 0 || strings.Contains(name, "/") || !(strings.HasSuffix(name, ".metadata.json") || strings.HasSuffix(name, ".metadata.json.gz") || strings.HasSuffix(name, ".gz.metadata.json")) {
+		return Trigger{}, fmt.Errorf("%w: s3 event %s: s3://%s/%s is not a table metadata file (*/metadata/*.metadata.json)", ErrRejected, ev.ID, d.Bucket.Name, key)
+	}
+	return Trigger{Kind: KindS3, Locations: []string{"s3://" + d.Bucket.Name + "/" + key[:i]}, ID: ev.ID}, nil
+}
+
+type commitDetail struct {
+	Namespace json.RawMessage `json:"namespace"`
+	Table     string          `json:"table"`
+}
+
+func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	var d commitDetail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: commit event %s: bad detail: %v", ErrRejected, ev.ID, err)
+	}
+	var levels []string
+	var single string
+	switch {
+	case len(d.Namespace) == 0:
+	case json.Unmarshal(d.Namespace, &single) == nil:
+		levels = strings.Split(single, ".")
+	case json.Unmarshal(d.Namespace, &levels) == nil:
+	default:
+		return Trigger{}, fmt.Errorf("%w: commit event %s: detail.namespace must be a string or a list of strings", ErrRejected, ev.ID)
+	}
+	if len(levels) == 0 || strings.TrimSpace(d.Table) == "" {
+		return Trigger{}, fmt.Errorf("%w: commit event %s: detail.namespace and detail.table are required", ErrRejected, ev.ID)
+	}
+	for _, l := range append(levels, d.Table) {
+		if strings.TrimSpace(l) == "" || strings.Contains(l, ".") && l == d.Table {
+			return Trigger{}, fmt.Errorf("%w: commit event %s: bad name %q", ErrRejected, ev.ID, l)
+		}
+	}
+	return Trigger{Kind: KindCommit, Tables: []string{strings.Join(levels, ".") + "." + d.Table}, ID: ev.ID}, nil
 }

@@ -15,6 +15,8 @@ func TestDecode_SampleEvents(t *testing.T) {
 	}{
 		{"scheduled.json", Trigger{Kind: KindSchedule, Sweep: true, ID: "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa"}},
 		{"glue-table-state-change.json", Trigger{Kind: KindGlue, Tables: []string{"demo.events"}, ID: "2617428d-715f-edef-70b9-bd2eb6f1c8c7"}},
+		{"s3-metadata-object-created.json", Trigger{Kind: KindS3, Locations: []string{"s3://lakehouse/warehouse/demo.db/events"}, ID: "17793124-05d4-b198-2fde-7ededc63b103"}},
+		{"icekeeper-commit.json", Trigger{Kind: KindCommit, Tables: []string{"demo.events"}, ID: "6a7e8feb-b491-4cf7-a9f1-bf3703467718"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -51,7 +53,13 @@ func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 	for name, raw := range map[string]string{
 		"not json":        `{"detail-type":`,
 		"empty object":    `{}`,
-		"unknown source":  `{"detail-type":"Object Created","source":"aws.s3","detail":{}}`,
+		"unknown source":  `{"detail-type":"Object Deleted","source":"aws.s3","detail":{}}`,
+		"s3 data file":    `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/t/data/x.parquet"}}}`,
+		"s3 no key":       `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"}}}`,
+		"s3 nested meta":  `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/t/metadata/snap/x.metadata.json"}}}`,
+		"commit no table": `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":"db"}}`,
+		"commit bad ns":   `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":7,"table":"t"}}`,
+		"spoofed source":  `{"detail-type":"Iceberg Table Committed","source":"aws.glue","detail":{"namespace":"db","table":"t"}}`,
 		"glue no db":      `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"changedTables":["t"]}}`,
 		"glue no tables":  `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d"}}`,
 		"glue bad detail": `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":[1]}`,
@@ -63,5 +71,23 @@ func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 				t.Fatalf("err = %v, want ErrRejected", err)
 			}
 		})
+	}
+}
+
+func TestDecode_CommitEventAcceptsNestedNamespaces(t *testing.T) {
+	t.Parallel()
+	for _, ns := range []string{`"lake.raw"`, `["lake","raw"]`} {
+		got, err := Decode([]byte(`{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":` + ns + `,"table":"events"}}`))
+		if err != nil || !reflect.DeepEqual(got.Tables, []string{"lake.raw.events"}) {
+			t.Fatalf("namespace %s: %+v %v", ns, got, err)
+		}
+	}
+}
+
+func TestDecode_S3KeysAreURLDecoded(t *testing.T) {
+	t.Parallel()
+	got, err := Decode([]byte(`{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/my+db.db/t%3D1/metadata/00001-x.metadata.json"}}}`))
+	if err != nil || !reflect.DeepEqual(got.Locations, []string{"s3://b/wh/my db.db/t=1"}) {
+		t.Fatalf("%+v %v", got, err)
 	}
 }

@@ -16,10 +16,11 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/jobs"
-	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
 // TestLambda_RealMainsRunThePipeline builds the three functions' real main
@@ -33,10 +34,9 @@ func TestLambda_RealMainsRunThePipeline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds three binaries")
 	}
-	e := setup(t)
-	e.createTable(smallTable)
+	e := setup(t, func(c *config.Config) { c.Mode, c.Grants = config.ModeActive, "demo" })
+	e.createTable(withProps(smallTable, optedIn))
 	want := e.fingerprint()
-	e.cfg.Tables = []string{e.name()}
 
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "./functions/planner", "./functions/rewriter", "./functions/committer")
@@ -142,13 +142,13 @@ func TestLambda_RealMainsRunThePipeline(t *testing.T) {
 	}
 	var presp handler.PlannerResponse
 	invoke(planner, scheduled, &presp)
-	if len(presp.Results) != 1 || presp.Results[0].Outcome != plan.OutcomePlanned {
+	if len(presp.Tables) != 1 || presp.Tables[0].Action != trigger.ActionPlanned || presp.Tables[0].Plan == nil {
 		t.Fatalf("planner response %+v", presp)
 	}
 	drive(rewriter, e.deps.Tasks)
 	drive(committer, e.deps.Commits)
 
-	if j := e.job(presp.Results[0].JobID); j.State != jobs.Committed {
+	if j := e.job(presp.Tables[0].Plan.JobID); j.State != jobs.Committed {
 		t.Fatalf("job %s (%s)", j.State, j.Reason)
 	}
 	if got := e.fingerprint(); got != want {

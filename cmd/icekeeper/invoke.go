@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/apache/iceberg-go/catalog"
 	"io"
 	"os"
 
@@ -47,19 +49,21 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
-		deps, err := stages.NewDeps(cfg, clients, log, stages.PlannerNeeds...)
+		deps, err := stages.NewDeps(cfg, clients, log, stages.PlannerNeedsFor(cfg.Mode)...)
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
-		cat, err := stages.OpenCatalog(ctx, cfg, clients)
-		if err != nil {
-			return err
+		var cat catalog.Catalog
+		if cfg.Mode != config.ModeOff {
+			if cat, err = stages.OpenCatalog(ctx, cfg, clients); err != nil {
+				return err
+			}
 		}
-		p, err := deps.Planner(cat)
+		d, err := deps.Dispatcher(cat)
 		if err != nil {
-			return err
+			return exitError{code: 2, err: err}
 		}
-		resp, herr := handler.Planner{Plan: p, SweepTables: cfg.Tables, Log: log}.Handle(ctx, raw)
+		resp, herr := handler.Planner{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle(ctx, raw)
 		if err := printJSON(stdout, resp); err != nil {
 			return err
 		}

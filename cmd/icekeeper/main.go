@@ -34,6 +34,11 @@ Usage:
       --local starts an in-process emulator for the pipeline's queues,
       tables and bucket; otherwise they come from ICEKEEPER_* variables and
       the AWS endpoint from the standard SDK configuration.
+  icekeeper health TABLE [--json] [--orphans [--orphans-older-than 72h]] [catalog flags]
+      Print TABLE's health from its metadata: files, small files, deletes by
+      kind, snapshots, manifests, per partition; a score (0 = healthy) and
+      the recommended actions with what they would touch. --orphans also
+      lists the table location for files no snapshot references. Read-only.
   icekeeper local-cloud [--addr 127.0.0.1:4566] [--prefix icekeeper]
       Serve the emulator, create the pipeline's resources in it and print
       the environment to use with it. Runs until interrupted.
@@ -81,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return runCompact(ctx, args[1:], stdout, stderr)
+	case "health":
+		return runHealth(ctx, args[1:], stdout, stderr)
 	case "local-cloud":
 		return runLocalCloud(ctx, args[1:], stdout, stderr)
 	case "invoke":

@@ -17,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
@@ -124,6 +125,7 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Defaults()
 	cfg.Catalog = catalogs.Config{Type: "sql", Name: "cli", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}
+	cfg.Mode, cfg.Grants = config.ModeActive, "demo"
 	res.Apply(&cfg)
 	for k, v := range cfg.Env() {
 		t.Setenv(k, v)
@@ -136,7 +138,8 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 		t.Fatal(err)
 	}
 	ident := table.Identifier{"demo", "events"} // the table the sample Glue event names
-	tbl, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 3, Partitions: 1, Files: 6, RowsPerFile: 50, PositionDeletes: true})
+	tbl, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 3, Partitions: 1, Files: 6, RowsPerFile: 50, PositionDeletes: true,
+		Properties: map[string]string{optin.PropertyEnabled: "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +148,7 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 	if err != nil {
 		t.Fatalf("invoke planner: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, `"outcome": "planned"`) {
+	if !strings.Contains(out, `"action": "planned"`) {
 		t.Fatalf("planner output %s", out)
 	}
 	if out, err = runCLI(t, "invoke", "rewriter", "-q"); err != nil || !strings.Contains(out, `"Delivered": 1`) {

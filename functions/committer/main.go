@@ -1,6 +1,6 @@
 // Command committer is the committer Lambda function: commit requests in,
-// one atomic Iceberg commit (or a clean abort) per job out. It only wires
-// configuration and clients; see package commit.
+// one atomic Iceberg commit (or a clean abort) per job out. It works only in
+// mode active. It only wires configuration and clients; see package commit.
 package main
 
 import (
@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -15,7 +16,15 @@ import (
 
 func main() {
 	ctx := context.Background()
-	deps, cat, log := lambdamain.InitWithCatalog(ctx, "committer", stages.CommitterNeeds...)
+	deps, log := lambdamain.Init(ctx, "committer", lambdamain.ActiveOnly(stages.CommitterNeeds))
+	if deps.Config.Mode != config.ModeActive {
+		lambda.Start(handler.Idle{Function: "committer", Mode: string(deps.Config.Mode), Log: log}.Handle)
+		return
+	}
+	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
+	if err != nil {
+		lambdamain.Fail(log, "catalog", err)
+	}
 	c, err := deps.Committer(cat)
 	if err != nil {
 		lambdamain.Fail(log, "committer", err)

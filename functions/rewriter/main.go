@@ -1,6 +1,7 @@
 // Command rewriter is the rewriter Lambda function: one SQS task per file
-// group in, Parquet files and a descriptor out. It never opens the catalog.
-// It only wires configuration and clients; see package rewrite.
+// group in, Parquet files and a descriptor out. It never opens the catalog,
+// and works only in mode active. It only wires configuration and clients;
+// see package rewrite.
 package main
 
 import (
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -15,7 +17,11 @@ import (
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "rewriter", stages.RewriterNeeds...)
+	deps, log := lambdamain.Init(ctx, "rewriter", lambdamain.ActiveOnly(stages.RewriterNeeds))
+	if deps.Config.Mode != config.ModeActive {
+		lambda.Start(handler.Idle{Function: "rewriter", Mode: string(deps.Config.Mode), Log: log}.Handle)
+		return
+	}
 	r, err := deps.Rewriter()
 	if err != nil {
 		lambdamain.Fail(log, "rewriter", err)

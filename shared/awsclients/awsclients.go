@@ -18,6 +18,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -28,6 +29,7 @@ type Clients struct {
 	S3       *s3.Client
 	DynamoDB *dynamodb.Client
 	SQS      *sqs.Client
+	Events   *eventbridge.Client
 }
 
 // Load reads the standard SDK configuration and builds the clients.
@@ -50,6 +52,7 @@ func New(cfg aws.Config) *Clients {
 		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
 		DynamoDB: dynamodb.NewFromConfig(cfg),
 		SQS:      sqs.NewFromConfig(cfg),
+		Events:   eventbridge.NewFromConfig(cfg),
 	}
 }
 
@@ -69,5 +72,6 @@ func ForEndpoint(endpoint, region string) *Clients {
 		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
 		DynamoDB: dynamodb.NewFromConfig(cfg),
 		SQS:      sqs.NewFromConfig(cfg),
+		Events:   eventbridge.NewFromConfig(cfg),
 	}
 }

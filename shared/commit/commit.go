@@ -49,6 +49,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
@@ -80,6 +81,10 @@ type Jobs interface {
 	Get(ctx context.Context, id string) (jobs.Job, error)
 	Groups(ctx context.Context, id string) ([]jobs.Group, error)
 	Transition(ctx context.Context, id string, from []jobs.State, to jobs.State, reason string) error
+	BeginCommit(ctx context.Context, id string, from []jobs.State, committer string) error
+	TakeOver(ctx context.Context, id, committer string, staleBefore time.Time) error
+	Heartbeat(ctx context.Context, id, committer string) error
+	EndCommitting(ctx context.Context, id, committer string, to jobs.State, reason string) error
 	MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error
 }
 
@@ -220,21 +225,17 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	}
 	ident, err := messages.TableIdent(job.Table)
 	if err != nil {
-		return c.abort(ctx, log, job, jobs.Failed, err.Error(), false)
+		return c.abort(ctx, log, job, jobs.Failed, err.Error(), "")
 	}
 	term := lease.Lease{Table: job.Table, Owner: job.ID, Token: job.Token}
 
-	if req.Abort {
-		if job.State == jobs.Committing {
-			// Only the committing committer decides a committing job.
-			res.Outcome, res.Reason = OutcomeAlready, "job is committing; abort request ignored"
-			return res, nil
-		}
-		return c.abort(ctx, log, job, jobs.Failed, req.Reason, false)
-	}
-
+	me := uuid.NewString()
+	log = log.With("committer", me)
 	switch job.State {
 	case jobs.Planned, jobs.Running:
+		if req.Abort {
+			return c.abort(ctx, log, job, jobs.Failed, req.Reason, "")
+		}
 		if len(job.DoneGroups) < job.Groups {
 			res.Outcome = OutcomeWaiting
 			res.Reason = fmt.Sprintf("%d of %d groups done", len(job.DoneGroups), job.Groups)
@@ -242,39 +243,55 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
 			if errors.Is(err, lease.ErrLost) {
-				return c.abort(ctx, log, job, jobs.Aborted, "lease lost before commit", false)
+				return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "")
 			}
 			return res, err
 		}
-		if err := c.jobs.Transition(ctx, job.ID, []jobs.State{jobs.Running, jobs.Planned}, jobs.Committing, "all groups done"); err != nil {
+		if err := c.jobs.BeginCommit(ctx, job.ID, []jobs.State{jobs.Planned, jobs.Running}, me); err != nil {
 			if errors.Is(err, jobs.ErrStateConflict) {
 				return res, fmt.Errorf("%w: job %s changed state concurrently", ErrBusy, job.ID)
 			}
 			return res, err
 		}
 	case jobs.Committing:
-		if c.now().Sub(job.UpdatedAt) < c.settings.CommitTakeover {
+		// Another committer owns the job. It may be working (leave it
+		// alone) or dead (take over once it cannot be alive any more).
+		staleBefore := c.now().Add(-c.settings.CommitTakeover)
+		if !job.UpdatedAt.Before(staleBefore) {
+			if req.Abort {
+				res.Outcome, res.Reason = OutcomeAlready, "job is committing; its committer decides"
+				return res, nil
+			}
 			return res, fmt.Errorf("%w: job %s committing since %s", ErrBusy, job.ID, job.UpdatedAt.UTC().Format(time.RFC3339))
 		}
-		log.Info("taking over a committing job")
+		if err := c.jobs.TakeOver(ctx, job.ID, me, staleBefore); err != nil {
+			if errors.Is(err, jobs.ErrStateConflict) {
+				return res, fmt.Errorf("%w: job %s was taken over concurrently", ErrBusy, job.ID)
+			}
+			return res, err
+		}
+		log.Warn("took over a committing job whose committer went silent", "previous_committer", job.CommitterID)
+		if req.Abort {
+			return c.abort(ctx, log, job, jobs.Failed, req.Reason, me)
+		}
 	}
 
-	res, err = c.commit(ctx, log, job, ident, term)
-	if err == nil {
-		return res, nil
+	res, err = c.commit(ctx, log, job, ident, term, me)
+	if err == nil || errors.Is(err, ErrBusy) {
+		return res, err
 	}
 	if errors.Is(err, ErrAborted) || errors.Is(err, ErrInvariant) || receiveCount >= c.settings.MaxAttempts {
 		state := jobs.Failed
 		if errors.Is(err, ErrAborted) {
 			state = jobs.Aborted
 		}
-		return c.abort(ctx, log, job, state, err.Error(), true)
+		return c.abort(ctx, log, job, state, err.Error(), me)
 	}
 	return res, err
 }
 
 // commit runs steps 2 to 5 for a job in the committing state.
-func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease) (Result, error) {
+func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string) (Result, error) {
 	res := Result{JobID: job.ID, Table: job.Table}
 	cur, err := c.catalog.LoadTable(ctx, ident)
 	if err != nil {
@@ -303,6 +320,12 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
+			if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
+				if errors.Is(err, jobs.ErrStateConflict) {
+					return res, fmt.Errorf("%w: %v", ErrBusy, err)
+				}
+				return res, err
+			}
 			cur, err = c.catalog.LoadTable(ctx, ident)
 			if err != nil {
 				return res, fmt.Errorf("reload table %s: %w", job.Table, err)
@@ -552,10 +575,12 @@ func (c *Committer) removeLosers(ctx context.Context, job jobs.Job) error {
 }
 
 // abort ends a job without committing: it marks the job, deletes every file
-// any of its attempts wrote, and releases the lease. committing says the
-// caller owns the committing state; then the job's snapshot is looked for
-// first, and found means committed, not aborted.
-func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, state jobs.State, reason string, committing bool) (Result, error) {
+// any of its attempts wrote, and releases the lease. owner is the committer
+// that owns the committing state, or "" for a job that is not committing;
+// for a committing job the job's snapshot is looked for first, and found
+// means committed, not aborted.
+func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, state jobs.State, reason string, owner string) (Result, error) {
+	committing := owner != ""
 	ctx = context.WithoutCancel(ctx)
 	res := Result{JobID: job.ID, Table: job.Table, Outcome: OutcomeFailed, Reason: reason}
 	if state == jobs.Aborted {
@@ -565,7 +590,6 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 	term := lease.Lease{Table: job.Table, Owner: job.ID, Token: job.Token}
 	from := []jobs.State{jobs.Planned, jobs.Running}
 	if committing {
-		from = []jobs.State{jobs.Committing}
 		if ierr == nil {
 			cur, err := c.catalog.LoadTable(ctx, ident)
 			if err != nil {
@@ -577,7 +601,11 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 			}
 		}
 	}
-	if err := c.jobs.Transition(ctx, job.ID, from, state, reason); err != nil {
+	end := func() error { return c.jobs.Transition(ctx, job.ID, from, state, reason) }
+	if committing {
+		end = func() error { return c.jobs.EndCommitting(ctx, job.ID, owner, state, reason) }
+	}
+	if err := end(); err != nil {
 		if errors.Is(err, jobs.ErrStateConflict) {
 			res.Outcome, res.Reason = OutcomeAlready, "job already moved on"
 			return res, nil

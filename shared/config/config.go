@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
 // ErrInvalid means a setting is missing or malformed; it is terminal.
@@ -37,7 +38,12 @@ const (
 	EnvCommitQueueURL    = "ICEKEEPER_COMMIT_QUEUE_URL"
 	EnvBucket            = "ICEKEEPER_BUCKET"
 	EnvPrefix            = "ICEKEEPER_PREFIX"
-	EnvTables            = "ICEKEEPER_TABLES"
+	EnvMode              = "ICEKEEPER_MODE"
+	EnvGrants            = "ICEKEEPER_GRANTS"
+	EnvEventBus          = "ICEKEEPER_EVENT_BUS"
+	EnvMinInterval       = "ICEKEEPER_MIN_INTERVAL"
+	EnvSweepMaxJobs      = "ICEKEEPER_SWEEP_MAX_JOBS"
+	EnvSweepMaxBytes     = "ICEKEEPER_SWEEP_MAX_BYTES"
 	EnvLeaseTTL          = "ICEKEEPER_LEASE_TTL"
 	EnvMaxGroupBytes     = "ICEKEEPER_MAX_GROUP_BYTES"
 	EnvInlineTaskBytes   = "ICEKEEPER_INLINE_TASK_BYTES"
@@ -49,8 +55,25 @@ const (
 	EnvCommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
 )
 
+// Mode is what the functions may do.
+type Mode string
+
+// Modes.
+const (
+	// ModeOff: the functions do nothing and need no table permissions.
+	ModeOff Mode = "off"
+	// ModeAdvisory: read metadata and publish health; never write to a
+	// table or its location.
+	ModeAdvisory Mode = "advisory"
+	// ModeActive: advisory plus the compaction pipeline.
+	ModeActive Mode = "active"
+)
+
 // Defaults.
 const (
+	DefaultMinInterval     = time.Hour
+	DefaultSweepMaxJobs    = 10
+	DefaultSweepMaxBytes   = int64(1) << 40
 	DefaultLeaseTTL        = 30 * time.Minute
 	DefaultMaxGroupBytes   = int64(2) << 30
 	DefaultInlineTaskBytes = 192 << 10
@@ -70,8 +93,19 @@ type Config struct {
 	Bucket         string
 	Prefix         string
 
-	// Tables are the tables a scheduled sweep visits ("ns.table").
-	Tables []string
+	// Mode is off (default), advisory or active.
+	Mode Mode
+	// Grants is the operator's grant list (ICEKEEPER_GRANTS, optin.ParseGrants
+	// form): namespaces ("ns" or "ns.*") and tables ("ns.table").
+	Grants string
+	// EventBus receives audit events (opt-in without grant).
+	EventBus string
+	// MinInterval is the default per-table compaction cooldown; the table
+	// property icekeeper.compaction.min-interval overrides it.
+	MinInterval time.Duration
+	// SweepMaxJobs and SweepMaxBytes bound what one scheduled sweep starts.
+	SweepMaxJobs  int
+	SweepMaxBytes int64
 
 	// LeaseTTL is how long a job's lease lasts; it must cover planning,
 	// rewriting and committing (Lambda's 15-minute limit per stage).
@@ -101,6 +135,11 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Catalog:         catalogs.Config{Name: "default"},
+		Mode:            ModeOff,
+		EventBus:        "default",
+		MinInterval:     DefaultMinInterval,
+		SweepMaxJobs:    DefaultSweepMaxJobs,
+		SweepMaxBytes:   DefaultSweepMaxBytes,
 		LeaseTTL:        DefaultLeaseTTL,
 		MaxGroupBytes:   DefaultMaxGroupBytes,
 		InlineTaskBytes: DefaultInlineTaskBytes,
@@ -169,11 +208,24 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setS(&c.CommitQueueURL, EnvCommitQueueURL)
 	setS(&c.Bucket, EnvBucket)
 	setS(&c.Prefix, EnvPrefix)
-	if v := getenv(EnvTables); v != "" {
-		for _, t := range strings.Split(v, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				c.Tables = append(c.Tables, t)
-			}
+	if v := strings.ToLower(strings.TrimSpace(getenv(EnvMode))); v != "" {
+		switch Mode(v) {
+		case ModeOff, ModeAdvisory, ModeActive:
+			c.Mode = Mode(v)
+		default:
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want off, advisory or active", ErrInvalid, EnvMode, v))
+		}
+	}
+	setS(&c.Grants, EnvGrants)
+	setS(&c.EventBus, EnvEventBus)
+	setI(&c.SweepMaxJobs, EnvSweepMaxJobs)
+	setI64(&c.SweepMaxBytes, EnvSweepMaxBytes)
+	if v := strings.TrimSpace(getenv(EnvMinInterval)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 1h", ErrInvalid, EnvMinInterval, v))
+		} else {
+			c.MinInterval = d
 		}
 	}
 	if v := strings.TrimSpace(getenv(EnvLeaseTTL)); v != "" {
@@ -212,7 +264,9 @@ func (c Config) Env() map[string]string {
 		EnvCatalogWarehouse: c.Catalog.Warehouse, EnvCatalogConfig: c.Catalog.ConfigFile,
 		EnvLeaseTable: c.LeaseTable, EnvJobsTable: c.JobsTable, EnvTaskQueueURL: c.TaskQueueURL,
 		EnvCommitQueueURL: c.CommitQueueURL, EnvBucket: c.Bucket, EnvPrefix: c.Prefix,
-		EnvTables: strings.Join(c.Tables, ","), EnvLeaseTTL: c.LeaseTTL.String(),
+		EnvMode: string(c.Mode), EnvGrants: c.Grants, EnvEventBus: c.EventBus, EnvMinInterval: c.MinInterval.String(),
+		EnvSweepMaxJobs: strconv.Itoa(c.SweepMaxJobs), EnvSweepMaxBytes: strconv.FormatInt(c.SweepMaxBytes, 10),
+		EnvLeaseTTL:      c.LeaseTTL.String(),
 		EnvMaxGroupBytes: strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
 		EnvCommitTakeover: c.CommitTakeover.String(),
@@ -271,6 +325,14 @@ func (c Config) Validate(need ...Need) error {
 	}
 	if c.MaxGroupBytes <= 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must be positive", ErrInvalid, EnvMaxGroupBytes))
+	}
+	if c.Mode == ModeActive {
+		g, err := optin.ParseGrants(c.Grants)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, EnvGrants, err))
+		} else if g.Empty() {
+			errs = append(errs, fmt.Errorf("%w: %s=active refuses to start without a grant list (%s)", ErrInvalid, EnvMode, EnvGrants))
+		}
 	}
 	if c.MaxTaskAttempts < 1 {
 		errs = append(errs, fmt.Errorf("%w: %s must be at least 1", ErrInvalid, EnvMaxTaskAttempts))

@@ -15,7 +15,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		EnvCatalogType: "rest", EnvCatalogURI: "https://glue.us-east-1.amazonaws.com/iceberg", EnvCatalogSigV4: "true",
 		EnvCatalogSignName: "glue", EnvCatalogProperties: "s3.region=us-east-1, rest.sigv4-enabled=true",
 		EnvLeaseTable: "leases", EnvJobsTable: "jobs", EnvTaskQueueURL: "q1", EnvCommitQueueURL: "q2",
-		EnvBucket: "b", EnvTables: "db.a, db.b", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
+		EnvBucket: "b", EnvMode: "active", EnvGrants: "db.a, sales", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
 		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m",
 	}
 	c, err := FromLookup(lookup(env))
@@ -28,8 +28,8 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 	if c.LeaseTTL != 45*time.Minute || c.MaxGroupBytes != 1<<30 || c.MaxTaskAttempts != 4 || c.CommitTakeover != 20*time.Minute {
 		t.Fatalf("settings %+v", c)
 	}
-	if len(c.Tables) != 2 || c.Tables[1] != "db.b" {
-		t.Fatalf("tables %v", c.Tables)
+	if c.Mode != ModeActive || c.Grants != "db.a, sales" {
+		t.Fatalf("mode %q grants %q", c.Mode, c.Grants)
 	}
 	if err := c.Validate(NeedCatalog, NeedLeases, NeedJobs, NeedTaskQueue, NeedCommitQueue, NeedBucket); err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 func TestFromLookup_BadValuesNameTheSetting(t *testing.T) {
 	t.Parallel()
 	for k, v := range map[string]string{
-		EnvLeaseTTL: "soon", EnvMaxGroupBytes: "-1", EnvMaxTaskAttempts: "x", EnvCatalogSigV4: "maybe", EnvCatalogProperties: "novalue",
+		EnvLeaseTTL: "soon", EnvMaxGroupBytes: "-1", EnvMode: "on", EnvMinInterval: "later", EnvMaxTaskAttempts: "x", EnvCatalogSigV4: "maybe", EnvCatalogProperties: "novalue",
 	} {
 		_, err := FromLookup(lookup(map[string]string{k: v}))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), k) {
@@ -62,5 +62,21 @@ func TestValidate_NamesEveryMissingResource(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("error %v does not name %s", err, k)
 		}
+	}
+}
+
+func TestValidate_ActiveModeRefusesToStartWithoutGrants(t *testing.T) {
+	t.Parallel()
+	c := Defaults()
+	c.Mode = ModeActive
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), EnvGrants) {
+		t.Fatalf("active without grants: %v", err)
+	}
+	c.Grants = "sales"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("active with grants: %v", err)
+	}
+	if Defaults().Mode != ModeOff {
+		t.Fatal("the default mode must be off")
 	}
 }

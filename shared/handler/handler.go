@@ -9,24 +9,34 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 
-	"github.com/apache/iceberg-go/catalog"
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
+
+// TriggerDispatcher acts on one decoded trigger (package trigger).
+type TriggerDispatcher interface {
+	Dispatch(ctx context.Context, trig events.Trigger) (trigger.Outcome, error)
+}
 
 // TablePlanner plans one table.
 type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+}
+
+// Counter counts rejected events.
+type Counter interface {
+	Emit(dimensions map[string]string, ms ...metrics.Metric) error
 }
 
 // TaskRewriter rewrites one group.
@@ -41,51 +51,36 @@ type JobCommitter interface {
 
 // PlannerResponse is what the planner function returns.
 type PlannerResponse struct {
-	Trigger  events.Trigger `json:"trigger"`
-	Results  []plan.Result  `json:"results,omitempty"`
-	Rejected string         `json:"rejected,omitempty"`
-	Errors   []string       `json:"errors,omitempty"`
+	Trigger  events.Trigger         `json:"trigger"`
+	Tables   []trigger.TableOutcome `json:"tables,omitempty"`
+	Rejected string                 `json:"rejected,omitempty"`
+	Errors   []string               `json:"errors,omitempty"`
 }
 
 // Planner handles EventBridge events for the planner function.
 type Planner struct {
-	Plan TablePlanner
-	// SweepTables are the tables a scheduled sweep visits.
-	SweepTables []string
-	Log         *slog.Logger
+	Dispatch TriggerDispatcher
+	// Metrics counts rejected events (optional).
+	Metrics Counter
+	Log     *slog.Logger
 }
 
-// Handle decodes the event and plans each table it names. A rejected event
-// is logged and answered without error (retrying it cannot help); a table
-// whose planning failed makes the invocation fail after every table was
-// tried, so the asynchronous invoke retries (planning is idempotent).
+// Handle decodes the event and dispatches it. A rejected event is logged,
+// counted and answered without error (retrying it cannot help); a
+// retryable failure makes the invocation fail, so the asynchronous invoke
+// retries it (dispatching is idempotent: leases and cooldowns).
 func (h Planner) Handle(ctx context.Context, raw json.RawMessage) (PlannerResponse, error) {
 	log := logger(h.Log)
 	trig, err := events.Decode(raw)
 	if err != nil {
 		log.Error("event rejected", "err", err.Error(), "metric", "EventsRejected")
+		if h.Metrics != nil {
+			_ = h.Metrics.Emit(nil, metrics.Metric{Name: "EventsRejected", Value: 1, Unit: metrics.Count})
+		}
 		return PlannerResponse{Rejected: err.Error()}, nil
 	}
-	resp := PlannerResponse{Trigger: trig}
-	tables := trig.Tables
-	if trig.Sweep {
-		tables = h.SweepTables
-	}
-	var errs []error
-	for _, t := range tables {
-		r, err := h.Plan.PlanTable(ctx, t, trig.Kind)
-		if err != nil {
-			resp.Errors = append(resp.Errors, err.Error())
-			terminal := Terminal(err)
-			log.Error("planning failed", "table", t, "err", err.Error(), "terminal", terminal)
-			if !terminal {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		resp.Results = append(resp.Results, r)
-	}
-	return resp, errors.Join(errs...)
+	out, err := h.Dispatch.Dispatch(ctx, trig)
+	return PlannerResponse{Trigger: trig, Tables: out.Tables, Errors: out.Errors}, err
 }
 
 // Rewriter handles SQS task batches for the rewriter function.
@@ -136,13 +131,6 @@ func eachMessage[T any](ctx context.Context, log *slog.Logger, ev lambdaevents.S
 	return resp
 }
 
-// Terminal reports whether a planning error cannot be fixed by retrying the
-// same event: the table or namespace does not exist, or its name is
-// malformed.
-func Terminal(err error) bool {
-	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) || errors.Is(err, messages.ErrMalformed)
-}
-
 func receiveCount(rec lambdaevents.SQSMessage) int {
 	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
 	if err != nil || n < 1 {
@@ -162,4 +150,22 @@ func logger(l *slog.Logger) *slog.Logger {
 func (r PlannerResponse) String() string {
 	b, _ := json.Marshal(r)
 	return fmt.Sprint(string(b))
+}
+
+// Idle is the rewriter's and the committer's handler outside mode active:
+// it touches nothing and acknowledges every message, logging it, so that
+// nothing piles up in the queues. A job left behind is ended by the next
+// active planner that takes over its expired lease.
+type Idle struct {
+	Function string
+	Mode     string
+	Log      *slog.Logger
+}
+
+// Handle acknowledges the batch without acting on it.
+func (h Idle) Handle(_ context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+	for _, rec := range ev.Records {
+		logger(h.Log).Warn("not in mode active: message dropped", "function", h.Function, "mode", h.Mode, "message_id", rec.MessageId)
+	}
+	return lambdaevents.SQSEventResponse{}, nil
 }

@@ -3,45 +3,59 @@ package handler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
-	"github.com/apache/iceberg-go/catalog"
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
+	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/messages"
-	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
-type fakePlanner map[string]error
+type fakeDispatcher struct {
+	got []events.Trigger
+	err error
+}
 
-func (f fakePlanner) PlanTable(_ context.Context, table, _ string) (plan.Result, error) {
-	if err := f[table]; err != nil {
-		return plan.Result{Table: table}, err
+func (f *fakeDispatcher) Dispatch(_ context.Context, trig events.Trigger) (trigger.Outcome, error) {
+	f.got = append(f.got, trig)
+	return trigger.Outcome{Trigger: trig, Tables: []trigger.TableOutcome{{Table: "db.t", Action: trigger.ActionAssessed}}}, f.err
+}
+
+type countingMetrics struct{ names []string }
+
+func (c *countingMetrics) Emit(_ map[string]string, ms ...metrics.Metric) error {
+	for _, m := range ms {
+		c.names = append(c.names, m.Name)
 	}
-	return plan.Result{Table: table, Outcome: plan.OutcomePlanned}, nil
+	return nil
 }
 
 func TestPlanner_RejectsMalformedEventsWithoutFailing(t *testing.T) {
 	t.Parallel()
-	resp, err := Planner{Plan: fakePlanner{}}.Handle(context.Background(), []byte(`{"source":"aws.s3","detail-type":"Object Created"}`))
+	d, m := &fakeDispatcher{}, &countingMetrics{}
+	resp, err := Planner{Dispatch: d, Metrics: m}.Handle(context.Background(), []byte(`{"source":"aws.s3","detail-type":"Object Deleted"}`))
 	if err != nil || resp.Rejected == "" {
 		t.Fatalf("resp %+v err %v: want a rejection and no error", resp, err)
 	}
+	if len(d.got) != 0 || len(m.names) != 1 || m.names[0] != "EventsRejected" {
+		t.Fatalf("dispatched %v, counted %v", d.got, m.names)
+	}
 }
 
-func TestPlanner_FailsOnlyForRetryableErrors(t *testing.T) {
+func TestPlanner_DispatchesDecodedEventsAndFailsOnRetryableErrors(t *testing.T) {
 	t.Parallel()
-	glue := []byte(`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"databaseName":"db","changedTables":["gone","ok","flaky"]}}`)
-	p := fakePlanner{"db.gone": fmt.Errorf("load: %w", catalog.ErrNoSuchTable), "db.flaky": errors.New("throttled")}
-	resp, err := Planner{Plan: p}.Handle(context.Background(), glue)
-	if err == nil || len(resp.Results) != 1 || len(resp.Errors) != 2 {
-		t.Fatalf("resp %+v err %v", resp, err)
+	glue := []byte(`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"databaseName":"db","changedTables":["t"]}}`)
+	d := &fakeDispatcher{}
+	resp, err := Planner{Dispatch: d}.Handle(context.Background(), glue)
+	if err != nil || len(resp.Tables) != 1 || len(d.got) != 1 || d.got[0].Tables[0] != "db.t" {
+		t.Fatalf("resp %+v err %v dispatched %+v", resp, err, d.got)
 	}
-	delete(p, "db.flaky")
-	if _, err := (Planner{Plan: p}).Handle(context.Background(), glue); err != nil {
-		t.Fatalf("a missing table must not make the invocation fail: %v", err)
+	d.err = errors.New("throttled")
+	if _, err := (Planner{Dispatch: d}).Handle(context.Background(), glue); err == nil {
+		t.Fatal("a retryable dispatch error must fail the invocation")
 	}
 }
 

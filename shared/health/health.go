@@ -1,6 +1,3 @@
-// Package health measures a table's file layout from its metadata: data
-// files, delete files by kind, sizes. It only reads manifests; it never
-// writes to the table or its location.
 package health
 
 import (

@@ -7,8 +7,18 @@
 // rewriter tasks, a retried committer) agree on one outcome:
 //
 //	planned -> running -> committing -> committed
-//	   \          \            \
-//	    +----------+------------+-> failed | aborted
+//	   |   \__________________^  |
+//	   \          \              \
+//	    +----------+--------------+-> failed | aborted
+//
+// (planned -> committing happens when every group finished before the
+// planner marked the job running.)
+//
+// The committing state has an owner, the committer that entered it
+// (committer_id). Only the owner may end it without a commit, and another
+// committer may take it over only when it has not been touched for longer
+// than a committer can live (TakeOver), so two committers never decide one
+// job.
 //
 // A group goes pending -> done exactly once: the first attempt whose claim
 // succeeds is the group's winner and only its descriptor can reach the
@@ -69,8 +79,9 @@ const (
 	GroupFailed  GroupState = "failed"
 )
 
-// Sentinel errors. ErrNotFound, ErrNotRunning and ErrStateConflict are
-// terminal for the caller's action; wrapped AWS errors are retryable.
+// Sentinel errors. ErrNotFound, ErrNotRunning, ErrGroupSettled and
+// ErrStateConflict are terminal for the caller's action; wrapped AWS errors
+// are retryable.
 var (
 	ErrNotFound      = errors.New("jobs: not found")
 	ErrNotRunning    = errors.New("jobs: job is not running under this lease token")
@@ -113,8 +124,10 @@ type Job struct {
 	PlanKey string
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// CommitterID owns the committing state.
+	CommitterID string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Group is the record of one file group.
@@ -260,6 +273,11 @@ func (s *Store) Transition(ctx context.Context, id string, from []State, to Stat
 	if len(from) == 0 {
 		return fmt.Errorf("jobs: transition %s to %s: no from states", id, to)
 	}
+	for _, f := range from {
+		if f == Committing || to == Committing {
+			return fmt.Errorf("jobs: transition %s: the committing state changes only through BeginCommit, TakeOver, EndCommitting and MarkCommitted", id)
+		}
+	}
 	vals := map[string]types.AttributeValue{
 		":to":     str(string(to)),
 		":reason": str(reason),
@@ -286,6 +304,100 @@ func (s *Store) Transition(ctx context.Context, id string, from []State, to Stat
 			return fmt.Errorf("%w: job %s to %s (expected one of %v)", ErrStateConflict, id, to, from)
 		}
 		return fmt.Errorf("jobs: transition %s to %s: %w", id, to, err)
+	}
+	return nil
+}
+
+// BeginCommit moves a job from one of the from states to committing, owned
+// by committer. It returns ErrStateConflict when the job is in none of them.
+func (s *Store) BeginCommit(ctx context.Context, id string, from []State, committer string) error {
+	return s.setCommitting(ctx, id, committer, "job_state = :planned OR job_state = :running", from, time.Time{})
+}
+
+// TakeOver gives a committing job that nobody touched since staleBefore to
+// committer. It returns ErrStateConflict when the job is not committing or
+// its owner touched it since.
+func (s *Store) TakeOver(ctx context.Context, id, committer string, staleBefore time.Time) error {
+	return s.setCommitting(ctx, id, committer, "job_state = :committing AND updated_at < :stale", nil, staleBefore)
+}
+
+func (s *Store) setCommitting(ctx context.Context, id, committer, cond string, from []State, staleBefore time.Time) error {
+	vals := map[string]types.AttributeValue{
+		":committing": str(string(Committing)), ":c": str(committer), ":now": num(s.now().UnixMilli()),
+	}
+	if from != nil {
+		vals[":planned"], vals[":running"] = str("-"), str("-")
+		for _, f := range from {
+			switch f {
+			case Planned:
+				vals[":planned"] = str(string(Planned))
+			case Running:
+				vals[":running"] = str(string(Running))
+			default:
+				return fmt.Errorf("jobs: begin commit of %s from %s: only planned or running", id, f)
+			}
+		}
+	} else {
+		vals[":stale"] = num(staleBefore.UnixMilli())
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tableName),
+		Key:                       key(id, jobItem),
+		UpdateExpression:          aws.String("SET job_state = :committing, committer_id = :c, updated_at = :now"),
+		ConditionExpression:       aws.String("attribute_exists(job_id) AND (" + cond + ")"),
+		ExpressionAttributeValues: vals,
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: job %s cannot become committing for %s", ErrStateConflict, id, committer)
+		}
+		return fmt.Errorf("jobs: committing %s: %w", id, err)
+	}
+	return nil
+}
+
+// Heartbeat refreshes a committing job's updated_at for its owner; it
+// returns ErrStateConflict when committer no longer owns the job.
+func (s *Store) Heartbeat(ctx context.Context, id, committer string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 key(id, jobItem),
+		UpdateExpression:    aws.String("SET updated_at = :now"),
+		ConditionExpression: aws.String("job_state = :committing AND committer_id = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":committing": str(string(Committing)), ":c": str(committer), ":now": num(s.now().UnixMilli()),
+		},
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: job %s is no longer committing for %s", ErrStateConflict, id, committer)
+		}
+		return fmt.Errorf("jobs: heartbeat %s: %w", id, err)
+	}
+	return nil
+}
+
+// EndCommitting ends a committing job without a commit (to failed or
+// aborted), only for its owner.
+func (s *Store) EndCommitting(ctx context.Context, id, committer string, to State, reason string) error {
+	if to != Failed && to != Aborted {
+		return fmt.Errorf("jobs: end committing %s: %s is not failed or aborted", id, to)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 key(id, jobItem),
+		UpdateExpression:    aws.String("SET job_state = :to, job_reason = :reason, updated_at = :now"),
+		ConditionExpression: aws.String("job_state = :committing AND committer_id = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":committing": str(string(Committing)), ":c": str(committer), ":to": str(string(to)),
+			":reason": str(reason), ":now": num(s.now().UnixMilli()),
+		},
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return fmt.Errorf("%w: job %s is not committing for %s", ErrStateConflict, id, committer)
+		}
+		return fmt.Errorf("jobs: end committing %s: %w", id, err)
 	}
 	return nil
 }
@@ -471,6 +583,7 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		InputRows:           getN(it, "input_rows"),
 		PlanKey:             getS(it, "plan_key"),
 		CommittedSnapshotID: getN(it, "committed_snapshot"),
+		CommitterID:         getS(it, "committer_id"),
 		CreatedAt:           time.UnixMilli(getN(it, "created_at")),
 		UpdatedAt:           time.UnixMilli(getN(it, "updated_at")),
 	}

@@ -10,7 +10,16 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 )
 
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
 func setup(t *testing.T) *jobs.Store {
+	s, _ := setupClock(t)
+	return s
+}
+
+func setupClock(t *testing.T) (*jobs.Store, *clock) {
 	t.Helper()
 	cloud := localcloud.Start()
 	t.Cleanup(cloud.Close)
@@ -18,11 +27,12 @@ func setup(t *testing.T) *jobs.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := jobs.NewStore(cloud.Clients.DynamoDB, res.JobsTable, func() time.Time { return time.Unix(1_800_000_000, 0) })
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s, err := jobs.NewStore(cloud.Clients.DynamoDB, res.JobsTable, c.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, c
 }
 
 func create(t *testing.T, s *jobs.Store, id string, groups int) {
@@ -53,8 +63,11 @@ func TestStore_TransitionsAreConditionalOnTheCurrentState(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
 	create(t, s, "j1", 1)
-	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Running}, jobs.Committing, "x"); !errors.Is(err, jobs.ErrStateConflict) {
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Running}, jobs.Failed, "x"); !errors.Is(err, jobs.ErrStateConflict) {
 		t.Fatalf("transition from the wrong state: %v", err)
+	}
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned}, jobs.Committing, "x"); err == nil {
+		t.Fatal("Transition must not enter the committing state")
 	}
 	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned}, jobs.Running, "sent"); err != nil {
 		t.Fatal(err)
@@ -115,7 +128,7 @@ func TestStore_ClaimsStopWhenTheJobMovesOnOrTheTokenIsStale(t *testing.T) {
 	if err := s.RegisterAttempt(ctx, "j1", 7, 1, "a1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned}, jobs.Committing, "test"); err != nil {
+	if err := s.BeginCommit(ctx, "j1", []jobs.State{jobs.Planned, jobs.Running}, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Claim(ctx, "j1", 7, 1, "a1", "k", 1); !errors.Is(err, jobs.ErrNotRunning) {
@@ -139,5 +152,43 @@ func TestStore_FailGroupSettlesOnlyAPendingGroup(t *testing.T) {
 	groups, err := s.Groups(ctx, "j1")
 	if err != nil || len(groups) != 2 || groups[0].State != jobs.GroupFailed || groups[0].Reason != "cannot read" {
 		t.Fatalf("groups %+v, err %v", groups, err)
+	}
+}
+
+func TestStore_OnlyTheOwnerOfTheCommittingStateDecides(t *testing.T) {
+	s, c := setupClock(t)
+	ctx := context.Background()
+	create(t, s, "j1", 1)
+	if err := s.BeginCommit(ctx, "j1", []jobs.State{jobs.Planned, jobs.Running}, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginCommit(ctx, "j1", []jobs.State{jobs.Planned, jobs.Running}, "B"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("second begin: %v", err)
+	}
+	if err := s.EndCommitting(ctx, "j1", "B", jobs.Aborted, "not mine"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("non-owner ended the job: %v", err)
+	}
+	// A is still working: no takeover.
+	if err := s.TakeOver(ctx, "j1", "B", c.t.Add(-time.Minute)); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("takeover of a live committer: %v", err)
+	}
+	c.t = c.t.Add(time.Hour)
+	if err := s.TakeOver(ctx, "j1", "B", c.t.Add(-time.Minute)); err != nil {
+		t.Fatalf("takeover of a silent committer: %v", err)
+	}
+	if err := s.Heartbeat(ctx, "j1", "A"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("the old owner's heartbeat: %v", err)
+	}
+	if err := s.EndCommitting(ctx, "j1", "A", jobs.Aborted, "stale"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("the old owner ended the job: %v", err)
+	}
+	if err := s.Heartbeat(ctx, "j1", "B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndCommitting(ctx, "j1", "B", jobs.Aborted, "conflict"); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.Get(ctx, "j1"); j.State != jobs.Aborted || j.Reason != "conflict" || j.CommitterID != "B" {
+		t.Fatalf("job %+v", j)
 	}
 }

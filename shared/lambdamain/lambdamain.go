@@ -16,9 +16,10 @@ import (
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
-// Init builds the shared dependencies for a function that needs the given
-// resources, or exits the process with the reason logged.
-func Init(ctx context.Context, function string, need ...config.Need) (*stages.Deps, *slog.Logger) {
+// Init builds the shared dependencies for a function that needs the
+// resources needs returns for the configuration (they depend on the mode),
+// or exits the process with the reason logged.
+func Init(ctx context.Context, function string, needs func(config.Config) []config.Need) (*stages.Deps, *slog.Logger) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", function)
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -28,7 +29,8 @@ func Init(ctx context.Context, function string, need ...config.Need) (*stages.De
 	if err != nil {
 		Fail(log, "AWS configuration", err)
 	}
-	deps, err := stages.NewDeps(cfg, clients, log, need...)
+	log = log.With("mode", string(cfg.Mode))
+	deps, err := stages.NewDeps(cfg, clients, log, needs(cfg)...)
 	if err != nil {
 		Fail(log, "configuration", err)
 	}
@@ -37,13 +39,24 @@ func Init(ctx context.Context, function string, need ...config.Need) (*stages.De
 
 // InitWithCatalog is Init plus the configured catalog, for the functions
 // that read or commit table metadata (the planner and the committer).
-func InitWithCatalog(ctx context.Context, function string, need ...config.Need) (*stages.Deps, catalog.Catalog, *slog.Logger) {
-	deps, log := Init(ctx, function, need...)
+func InitWithCatalog(ctx context.Context, function string, needs func(config.Config) []config.Need) (*stages.Deps, catalog.Catalog, *slog.Logger) {
+	deps, log := Init(ctx, function, needs)
 	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
 	if err != nil {
 		Fail(log, "catalog", err)
 	}
 	return deps, cat, log
+}
+
+// ActiveOnly returns need in mode active and nothing otherwise: the
+// rewriter and the committer only work in mode active.
+func ActiveOnly(need []config.Need) func(config.Config) []config.Need {
+	return func(c config.Config) []config.Need {
+		if c.Mode == config.ModeActive {
+			return need
+		}
+		return nil
+	}
 }
 
 // Fail logs why the function cannot start and exits.

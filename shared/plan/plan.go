@@ -14,8 +14,11 @@
 //     not fit in one message) and marks the job running.
 //
 // Planning itself has no side effect on the table: the planner never writes
-// table files or commits. Any failure after the lease is taken releases it
-// and marks the job failed, so nothing is left half-started.
+// table files or commits. A failure before any task is sent marks the job
+// failed (if its record was written) and releases the lease; a failure
+// after tasks may be out asks the committer to end the job, which removes
+// whatever its rewriters wrote and releases the lease. So nothing is left
+// half-started.
 package plan
 
 import (
@@ -163,8 +166,9 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 	if l.Superseded != "" {
 		// The previous job's term expired without being released (it
 		// crashed or stalled): ask the committer to end it and remove
-		// what it wrote. Its tasks and claims already fail on the token.
-		p.abortSuperseded(ctx, log, l.Superseded, jobID)
+		// what it wrote. Its rewriters drop their tasks once they see the
+		// lease moved on, and it can no longer commit (its renewal fails).
+		p.requestAbort(ctx, log, l.Superseded, "lease expired and was taken over by job "+jobID)
 	}
 	release := func(why string) {
 		if rerr := p.leases.Release(context.WithoutCancel(ctx), l); rerr != nil {
@@ -172,12 +176,19 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		}
 	}
 
-	res, created, err := p.planLeased(ctx, log, ident, name, jobID, trigger, l)
+	res, started, err := p.planLeased(ctx, log, ident, name, jobID, trigger, l)
 	if err != nil {
-		if created {
-			if terr := p.jobs.Transition(context.WithoutCancel(ctx), jobID, []jobs.State{jobs.Planned}, jobs.Failed, err.Error()); terr != nil {
-				log.Warn("mark job failed", "err", terr.Error())
+		if started {
+			// Tasks may be out and groups may have written files: the
+			// committer ends the job, removes them and releases the lease.
+			if p.requestAbort(ctx, log, jobID, "planning failed: "+err.Error()) {
+				return res, err
 			}
+		}
+		// Nothing was sent (or the abort request could not be): end the
+		// job record, if it was written, and free the table.
+		if terr := p.jobs.Transition(context.WithoutCancel(ctx), jobID, []jobs.State{jobs.Planned}, jobs.Failed, err.Error()); terr != nil && !errors.Is(terr, jobs.ErrStateConflict) {
+			log.Warn("mark job failed", "err", terr.Error())
 		}
 		release("planning failed")
 		return res, err
@@ -188,7 +199,9 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 	return res, nil
 }
 
-func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, created bool, err error) {
+// planLeased does the planning under the lease. started reports whether
+// any task may have been sent.
+func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
 	res = Result{Table: name}
 	tbl, err := p.catalog.LoadTable(ctx, ident)
 	if err != nil {
@@ -253,40 +266,46 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	if err := p.jobs.Create(ctx, job, jobGroups); err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
-	created = true
 
 	target := cfg.TargetFileSizeBytes
 	bodies := make([]string, 0, len(groups))
 	for i, g := range groups {
 		body, err := p.taskBody(ctx, tbl.Metadata(), job, planObj.Groups[i], g, target)
 		if err != nil {
-			return res, created, fmt.Errorf("plan %s: group %d: %w", name, i, err)
+			return res, false, fmt.Errorf("plan %s: group %d: %w", name, i, err)
 		}
 		bodies = append(bodies, body)
 	}
 	if err := p.tasks.SendAll(ctx, bodies); err != nil {
-		return res, created, fmt.Errorf("plan %s: send tasks: %w", name, err)
+		return res, true, fmt.Errorf("plan %s: send tasks: %w", name, err)
 	}
 	if err := p.jobs.Transition(ctx, jobID, []jobs.State{jobs.Planned}, jobs.Running, "tasks sent"); err != nil {
-		return res, created, fmt.Errorf("plan %s: %w", name, err)
+		// Every group may already be done and the committer may have taken
+		// the job (planned -> committing): that is success, not failure.
+		if !errors.Is(err, jobs.ErrStateConflict) {
+			return res, true, fmt.Errorf("plan %s: %w", name, err)
+		}
+		log.Info("job moved on before it was marked running", "err", err.Error())
 	}
 	res.Outcome, res.JobID, res.Groups = OutcomePlanned, jobID, len(groups)
 	res.InputFiles, res.InputBytes = job.InputFiles, job.InputBytes
 	log.Info("planned", "groups", len(groups), "input_files", job.InputFiles, "input_bytes", job.InputBytes, "lease_token", l.Token)
-	return res, created, nil
+	return res, true, nil
 }
 
-func (p *Planner) abortSuperseded(ctx context.Context, log *slog.Logger, oldJob, newJob string) {
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: oldJob, Abort: true,
-		Reason: "lease expired and was taken over by job " + newJob})
+// requestAbort asks the committer to end a job; it reports whether the
+// request was sent.
+func (p *Planner) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason string) bool {
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason})
 	if err == nil {
-		err = p.commits.Send(ctx, string(body))
+		err = p.commits.Send(context.WithoutCancel(ctx), string(body))
 	}
 	if err != nil {
-		log.Warn("request abort of superseded job", "superseded_job", oldJob, "err", err.Error())
-		return
+		log.Warn("request abort", "abort_job", jobID, "err", err.Error())
+		return false
 	}
-	log.Warn("took over an expired lease; asked the committer to end the old job", "superseded_job", oldJob)
+	log.Warn("asked the committer to end a job", "abort_job", jobID, "reason", reason)
+	return true
 }
 
 func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Job, pg messages.PlanGroup, g compaction.Group, target int64) (string, error) {

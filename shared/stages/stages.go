@@ -8,10 +8,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 
+	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
@@ -21,6 +23,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
@@ -37,8 +40,13 @@ type Deps struct {
 	Tasks   *queue.Queue
 	Commits *queue.Queue
 	Tables  pin.Opener
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Metrics receives EMF metric lines (stdout in Lambda, where CloudWatch
+	// Logs extracts them).
+	Metrics *metrics.Emitter
+	// Events receives audit events (the EventBridge client by default).
+	Events audit.EventBridge
+	Log    *slog.Logger
+	Now    func() time.Time
 }
 
 // NewDeps validates cfg for the needs given and builds the stores.
@@ -50,6 +58,8 @@ func NewDeps(cfg config.Config, clients *awsclients.Clients, log *slog.Logger, n
 		log = slog.Default()
 	}
 	d := &Deps{Config: cfg, Clients: clients, Log: log, Now: time.Now, Tables: pin.Opener{Properties: cfg.Catalog.Properties}}
+	d.Metrics = metrics.NewEmitter(os.Stdout, metrics.DefaultNamespace, d.Now)
+	d.Events = clients.Events
 	var err error
 	has := func(n config.Need) bool {
 		for _, x := range need {

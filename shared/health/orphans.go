@@ -1,0 +1,167 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"net/url"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// ErrNotListable reports a table FileIO that cannot list files
+// (io.ListableIO), so orphans cannot be looked for. Not retryable.
+var ErrNotListable = errors.New("health: table IO cannot list files")
+
+// FindOrphans lists the table location through the table's FileIO
+// (io.ListableIO.WalkDir) and returns the files under it that nothing in the
+// table's metadata references, with their total size. It is read-only:
+// nothing is removed.
+//
+// Referenced are: the current metadata file and every file of the metadata
+// log; statistics and partition-statistics files; Hadoop tables'
+// metadata/version-hint.text; and, for every snapshot, its manifest list,
+// its manifests and the data and delete files their live entries name
+// (as iceberg-go's own orphan cleanup counts them). Paths are compared
+// after turning file: URIs into local paths and cleaning them; object-store
+// URIs are compared as written.
+//
+// Only files modified before olderThan count, so files that an in-flight
+// writer has not committed yet are not reported. If the FileIO reports no
+// modification time for a file (a zero time), its age is unknown and it is
+// not reported. A zero olderThan disables the age filter.
+//
+// Like Iceberg's DeleteOrphanFiles it assumes the table owns its location:
+// files of another table stored under it would be reported, and files
+// written outside it (write.data.path elsewhere) are not looked for.
+// Listing a large location is slow and, on S3, costs LIST requests; this
+// is why it is an explicit opt-in.
+func FindOrphans(ctx context.Context, tbl *table.Table, olderThan time.Time) ([]string, int64, error) {
+	if tbl == nil {
+		return nil, 0, errors.New("health: find orphans: no table")
+	}
+	name := strings.Join(tbl.Identifier(), ".")
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("health: find orphans in %s: open table IO: %w", name, err)
+	}
+	lister, ok := fsys.(icebergio.ListableIO)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s uses %T", ErrNotListable, name, fsys)
+	}
+	refs, err := referencedFiles(ctx, tbl, fsys)
+	if err != nil {
+		return nil, 0, fmt.Errorf("health: find orphans in %s: %w", name, err)
+	}
+	var (
+		orphans []string
+		bytes   int64
+	)
+	root := tbl.Location()
+	err = lister.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) {
+				return nil // the location (or a folder) is gone: nothing there
+			}
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if d.IsDir() || refs[normalizePath(p)] {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) {
+				return nil // removed while listing
+			}
+			return err
+		}
+		if !olderThan.IsZero() && (info.ModTime().IsZero() || !info.ModTime().Before(olderThan)) {
+			return nil
+		}
+		orphans = append(orphans, p)
+		bytes += info.Size()
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("health: find orphans in %s: list %s: %w", name, root, err)
+	}
+	sort.Strings(orphans)
+	return orphans, bytes, nil
+}
+
+// referencedFiles is every file the table's metadata references, by
+// normalized path.
+func referencedFiles(ctx context.Context, tbl *table.Table, fsys icebergio.IO) (map[string]bool, error) {
+	meta := tbl.Metadata()
+	refs := map[string]bool{}
+	ref := func(p string) {
+		if p != "" {
+			refs[normalizePath(p)] = true
+		}
+	}
+	ref(tbl.MetadataLocation())
+	for e := range meta.PreviousFiles() {
+		ref(e.MetadataFile)
+	}
+	for s := range meta.Statistics() {
+		ref(s.StatisticsPath)
+	}
+	for s := range meta.PartitionStatistics() {
+		ref(s.StatisticsPath)
+	}
+	ref(strings.TrimSuffix(meta.Location(), "/") + "/metadata/version-hint.text")
+
+	seen := map[string]bool{}
+	for _, s := range meta.Snapshots() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ref(s.ManifestList)
+		ms, err := s.Manifests(fsys)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, m := range ms {
+			if seen[m.FilePath()] {
+				continue
+			}
+			seen[m.FilePath()] = true
+			ref(m.FilePath())
+			for e, err := range m.Entries(fsys, true) {
+				if err != nil {
+					return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				ref(e.DataFile().FilePath())
+				if r := e.DataFile().ReferencedDataFile(); r != nil {
+					ref(*r)
+				}
+			}
+		}
+	}
+	return refs, nil
+}
+
+// normalizePath makes a file: URI and a local path of the same file equal,
+// and leaves other URIs as they are (object keys are opaque).
+func normalizePath(p string) string {
+	if len(p) >= 5 && strings.EqualFold(p[:5], "file:") {
+		if u, err := url.Parse(p); err == nil && u.Path != "" {
+			return path.Clean(u.Path)
+		}
+		return path.Clean(strings.TrimPrefix(p[5:], "//"))
+	}
+	if strings.Contains(p, "://") {
+		return p
+	}
+	return path.Clean(filepath.ToSlash(p))
+}

@@ -1,0 +1,226 @@
+package health
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+// Table properties read by ThresholdsFor, besides
+// table.WriteTargetFileSizeBytesKey and table.GCEnabledKey.
+const (
+	// MinSnapshotsToKeepKey is Iceberg's history.expire.min-snapshots-to-keep.
+	MinSnapshotsToKeepKey = table.MinSnapshotsToKeepKey
+	// MaxSnapshotAgeMsKey is Iceberg's history.expire.max-snapshot-age-ms.
+	MaxSnapshotAgeMsKey = table.MaxSnapshotAgeMsKey
+
+	// Older spellings iceberg-go still honours when the keys above are unset.
+	legacyMinSnapshotsToKeepKey = "min-snapshots-to-keep"
+	legacyMaxSnapshotAgeMsKey   = "max-snapshot-age-ms"
+)
+
+// Defaults of the thresholds no table property sets.
+const (
+	// DefaultMinInputFiles is iceberg-go's compaction.DefaultMinInputFiles.
+	DefaultMinInputFiles = int(compaction.DefaultMinInputFiles)
+	// DefaultDeleteRatio is iceberg-go's compaction.DefaultDeleteRatioThreshold.
+	DefaultDeleteRatio = compaction.DefaultDeleteRatioThreshold
+	// DefaultMaxManifests is the number of data manifests in the current
+	// snapshot above which a manifest rewrite is recommended: Iceberg's
+	// commit.manifest.min-count-to-merge default (100), the count at which
+	// Iceberg's own merging appends start to merge manifests. A table kept
+	// below it plans scans from few, large manifests.
+	DefaultMaxManifests = table.ManifestMinMergeCountDefault
+	// DefaultMaxSnapshots is Iceberg's history.expire.min-snapshots-to-keep
+	// default.
+	DefaultMaxSnapshots = table.MinSnapshotsToKeepDefault
+	// DefaultMaxSnapshotAge is Iceberg's history.expire.max-snapshot-age-ms
+	// default (5 days).
+	DefaultMaxSnapshotAge = time.Duration(table.MaxSnapshotAgeMsDefault) * time.Millisecond
+)
+
+// ErrInvalidThresholds reports thresholds or table properties that cannot be
+// used (a malformed property, a non-positive size). Not retryable: the table
+// property must be fixed.
+var ErrInvalidThresholds = errors.New("health: invalid thresholds")
+
+// Thresholds decide what counts as debt and when an action is recommended.
+// Build them with ThresholdsFor (from the table's properties) and adjust
+// fields if needed; Assess validates them.
+type Thresholds struct {
+	// TargetFileSize is the size compaction writes
+	// (write.target-file-size-bytes, or icekeeper's override).
+	TargetFileSize int64 `json:"target_file_size_bytes"`
+	// SmallFileBytes: a data file smaller than this is small. Default 75% of
+	// TargetFileSize, iceberg-go's compaction planner's MinFileSizeBytes.
+	SmallFileBytes int64 `json:"small_file_bytes"`
+	// MinInputFiles: compaction rewrites a partition only if it has at least
+	// this many candidate files (small, or over DeleteRatio).
+	MinInputFiles int `json:"min_input_files"`
+	// DeleteRatio: a data file whose file-scoped deletes (deletion vectors,
+	// position deletes that target only it) cover at least this fraction of
+	// its rows is rewritten regardless of size. 0 disables the rule.
+	DeleteRatio float64 `json:"delete_ratio"`
+	// MaxSnapshots is the number of newest snapshots of each branch that are
+	// kept whatever their age (history.expire.min-snapshots-to-keep): older
+	// ones beyond it count as expirable once older than MaxSnapshotAge.
+	MaxSnapshots int `json:"max_snapshots"`
+	// MaxSnapshotAge is the age beyond which a snapshot may be expired
+	// (history.expire.max-snapshot-age-ms).
+	MaxSnapshotAge time.Duration `json:"-"`
+	// MaxManifests is the number of data manifests in the current snapshot
+	// above which a manifest rewrite is recommended (DefaultMaxManifests).
+	MaxManifests int `json:"max_manifests"`
+	// GCEnabled is the table's gc.enabled: when false, files may be shared
+	// with other tables, so neither expiry nor orphan cleanup is recommended.
+	GCEnabled bool `json:"gc_enabled"`
+}
+
+// thresholdsJSON is Thresholds' JSON form: the age in milliseconds, as the
+// table property.
+type thresholdsJSON struct {
+	thresholdsAlias
+	MaxSnapshotAgeMs int64 `json:"max_snapshot_age_ms"`
+}
+
+type thresholdsAlias Thresholds
+
+// MarshalJSON encodes MaxSnapshotAge as max_snapshot_age_ms.
+func (th Thresholds) MarshalJSON() ([]byte, error) {
+	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds()})
+}
+
+// UnmarshalJSON decodes what MarshalJSON writes.
+func (th *Thresholds) UnmarshalJSON(b []byte) error {
+	var v thresholdsJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*th = Thresholds(v.thresholdsAlias)
+	th.MaxSnapshotAge = time.Duration(v.MaxSnapshotAgeMs) * time.Millisecond
+	return nil
+}
+
+// ThresholdsFor derives the thresholds from a table's properties:
+// write.target-file-size-bytes (default table.WriteTargetFileSizeBytesDefault;
+// targetOverride > 0 replaces it, as ICEKEEPER_TARGET_FILE_SIZE_BYTES does),
+// history.expire.min-snapshots-to-keep and history.expire.max-snapshot-age-ms
+// (Iceberg defaults 1 and 5 days; their legacy unprefixed spellings are
+// honoured as iceberg-go does) and gc.enabled (default true). The other
+// thresholds take their documented defaults. A malformed property is an
+// error wrapping ErrInvalidThresholds that names it.
+func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, error) {
+	th := Thresholds{
+		TargetFileSize: table.WriteTargetFileSizeBytesDefault,
+		MinInputFiles:  DefaultMinInputFiles,
+		DeleteRatio:    DefaultDeleteRatio,
+		MaxSnapshots:   DefaultMaxSnapshots,
+		MaxSnapshotAge: DefaultMaxSnapshotAge,
+		MaxManifests:   DefaultMaxManifests,
+		GCEnabled:      table.GCEnabledDefault,
+	}
+	if targetOverride < 0 {
+		return th, fmt.Errorf("%w: target file size override %d: want a positive number of bytes (0: the table's)", ErrInvalidThresholds, targetOverride)
+	}
+	if v, ok := property(props, table.WriteTargetFileSizeBytesKey); ok {
+		n, err := positiveInt(table.WriteTargetFileSizeBytesKey, v)
+		if err != nil {
+			return th, err
+		}
+		th.TargetFileSize = n
+	}
+	if targetOverride > 0 {
+		th.TargetFileSize = targetOverride
+	}
+	th.SmallFileBytes = th.TargetFileSize * 3 / 4
+	for _, key := range []string{MinSnapshotsToKeepKey, legacyMinSnapshotsToKeepKey} {
+		if v, ok := property(props, key); ok {
+			n, err := positiveInt(key, v)
+			if err != nil {
+				return th, err
+			}
+			if n > int64(^uint32(0)>>1) {
+				return th, fmt.Errorf("%w: table property %s=%q: too large", ErrInvalidThresholds, key, v)
+			}
+			th.MaxSnapshots = int(n)
+			break
+		}
+	}
+	for _, key := range []string{MaxSnapshotAgeMsKey, legacyMaxSnapshotAgeMsKey} {
+		if v, ok := property(props, key); ok {
+			n, err := positiveInt(key, v)
+			if err != nil {
+				return th, err
+			}
+			if n > int64(time.Duration(1<<63-1)/time.Millisecond) {
+				return th, fmt.Errorf("%w: table property %s=%q: too large", ErrInvalidThresholds, key, v)
+			}
+			th.MaxSnapshotAge = time.Duration(n) * time.Millisecond
+			break
+		}
+	}
+	if v, ok := property(props, table.GCEnabledKey); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return th, fmt.Errorf("%w: table property %s=%q: want true or false", ErrInvalidThresholds, table.GCEnabledKey, v)
+		}
+		th.GCEnabled = b
+	}
+	return th, th.Validate()
+}
+
+func property(props map[string]string, key string) (string, bool) {
+	v, ok := props[key]
+	v = strings.TrimSpace(v)
+	return v, ok && v != ""
+}
+
+func positiveInt(key, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: table property %s=%q: want a positive integer", ErrInvalidThresholds, key, v)
+	}
+	return n, nil
+}
+
+// Validate reports the first threshold that cannot be used, naming it.
+func (th Thresholds) Validate() error {
+	switch {
+	case th.TargetFileSize <= 0:
+		return fmt.Errorf("%w: TargetFileSize %d: want > 0", ErrInvalidThresholds, th.TargetFileSize)
+	case th.SmallFileBytes < 0 || th.SmallFileBytes > th.TargetFileSize:
+		return fmt.Errorf("%w: SmallFileBytes %d: want between 0 and TargetFileSize (%d)", ErrInvalidThresholds, th.SmallFileBytes, th.TargetFileSize)
+	case th.MinInputFiles < 1:
+		return fmt.Errorf("%w: MinInputFiles %d: want >= 1", ErrInvalidThresholds, th.MinInputFiles)
+	case th.DeleteRatio < 0 || th.DeleteRatio > 1:
+		return fmt.Errorf("%w: DeleteRatio %g: want within [0,1]", ErrInvalidThresholds, th.DeleteRatio)
+	case th.MaxSnapshots < 1:
+		return fmt.Errorf("%w: MaxSnapshots %d: want >= 1", ErrInvalidThresholds, th.MaxSnapshots)
+	case th.MaxSnapshotAge <= 0:
+		return fmt.Errorf("%w: MaxSnapshotAge %s: want > 0", ErrInvalidThresholds, th.MaxSnapshotAge)
+	case th.MaxManifests < 1:
+		return fmt.Errorf("%w: MaxManifests %d: want >= 1", ErrInvalidThresholds, th.MaxManifests)
+	}
+	return nil
+}
+
+// CompactionConfig is iceberg-go's compaction planner configuration for
+// these thresholds: the target, SmallFileBytes as MinFileSizeBytes, 180% of
+// the target as MaxFileSizeBytes (iceberg-go's default), MinInputFiles and
+// DeleteRatio; the other settings are iceberg-go's defaults. With default
+// thresholds it equals the planner's configuration.
+func (th Thresholds) CompactionConfig() compaction.Config {
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = th.TargetFileSize
+	cfg.MinFileSizeBytes = th.SmallFileBytes
+	cfg.MaxFileSizeBytes = th.TargetFileSize * 9 / 5
+	cfg.MinInputFiles = uint(th.MinInputFiles)
+	cfg.DeleteRatioThreshold = th.DeleteRatio
+	return cfg
+}

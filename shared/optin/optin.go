@@ -1,0 +1,200 @@
+// Package optin decides whether icekeeper may touch a table: the double key.
+//
+//   - The owner's key: the table property icekeeper.maintenance.enabled=true,
+//     visible in the table's history like any property change.
+//   - The operator's key: the table, or its namespace, is in the
+//     deployment's grant list (ICEKEEPER_GRANTS), the same list the CDK
+//     stack scopes the functions' IAM permissions to.
+//
+// Both keys: eligible. A grant without the property: never selected, quietly.
+// The property without a grant: not eligible, and loud every time it is seen
+// (Decision.Loud), because an owner who opted in expects maintenance that
+// will not happen.
+//
+// Table properties under icekeeper. carry non-secret tuning only; a
+// credential-shaped key (secret, password, token, key, credential) is
+// rejected with ErrCredentialProperty.
+package optin
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Table properties.
+const (
+	// PropertyEnabled is the owner's opt-in.
+	PropertyEnabled = "icekeeper.maintenance.enabled"
+	// PropertyMinInterval overrides the compaction cooldown (a Go duration
+	// such as 30m or 6h).
+	PropertyMinInterval = "icekeeper.compaction.min-interval"
+	// Prefix is the namespace of icekeeper's table properties.
+	Prefix = "icekeeper."
+)
+
+// Sentinel errors; both are terminal for the table.
+var (
+	ErrCredentialProperty = errors.New("optin: credential-shaped icekeeper property")
+	ErrBadProperty        = errors.New("optin: malformed icekeeper property")
+	ErrBadGrant           = errors.New("optin: malformed grant")
+)
+
+// Grants is the operator's grant list.
+type Grants struct {
+	namespaces map[string]bool
+	tables     map[string]bool
+}
+
+// ParseGrants parses a comma-separated grant list. "ns" or "ns.*" grants a
+// namespace ("a.b.*" a nested one); "ns.table" grants one table.
+func ParseGrants(s string) (Grants, error) {
+	g := Grants{namespaces: map[string]bool{}, tables: map[string]bool{}}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		for _, part := range strings.Split(strings.TrimSuffix(e, ".*"), ".") {
+			if part == "" || part == "*" {
+				return Grants{}, fmt.Errorf("%w: %q (want ns, ns.* or ns.table)", ErrBadGrant, e)
+			}
+		}
+		switch {
+		case strings.HasSuffix(e, ".*"):
+			g.namespaces[strings.TrimSuffix(e, ".*")] = true
+		case !strings.Contains(e, "."):
+			g.namespaces[e] = true
+		default:
+			g.tables[e] = true
+		}
+	}
+	return g, nil
+}
+
+// Empty reports whether nothing is granted.
+func (g Grants) Empty() bool { return len(g.namespaces) == 0 && len(g.tables) == 0 }
+
+// Granted reports whether the dotted table name is granted, by itself or
+// through its namespace.
+func (g Grants) Granted(table string) bool {
+	if g.tables[table] {
+		return true
+	}
+	i := strings.LastIndex(table, ".")
+	return i > 0 && g.namespaces[table[:i]]
+}
+
+// Namespaces lists the granted namespaces, sorted.
+func (g Grants) Namespaces() []string { return sortedKeys(g.namespaces) }
+
+// Tables lists the individually granted tables, sorted.
+func (g Grants) Tables() []string { return sortedKeys(g.tables) }
+
+// String renders the list in ParseGrants' form.
+func (g Grants) String() string {
+	var out []string
+	for _, n := range g.Namespaces() {
+		out = append(out, n+".*")
+	}
+	return strings.Join(append(out, g.Tables()...), ",")
+}
+
+// Decision is the double-key outcome for one table.
+type Decision struct {
+	Eligible bool
+	// Loud: the owner opted in but the operator did not grant the table.
+	Loud   bool
+	Reason string
+}
+
+// Decide applies the double key. props are the table's properties.
+func Decide(table string, props map[string]string, g Grants) Decision {
+	enabled := Enabled(props)
+	granted := g.Granted(table)
+	switch {
+	case enabled && granted:
+		return Decision{Eligible: true, Reason: "owner opted in and operator granted"}
+	case enabled:
+		return Decision{Loud: true, Reason: "owner set " + PropertyEnabled + "=true but the operator has not granted " + table + " or its namespace (ICEKEEPER_GRANTS)"}
+	case granted:
+		return Decision{Reason: "granted, but the owner has not set " + PropertyEnabled + "=true"}
+	default:
+		return Decision{Reason: "neither opted in nor granted"}
+	}
+}
+
+// Enabled reports whether the owner's property is true.
+func Enabled(props map[string]string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(props[PropertyEnabled]))
+	return err == nil && b
+}
+
+// ValidateProperties checks icekeeper's table properties: credential-shaped
+// keys are rejected (ErrCredentialProperty), known keys must parse
+// (ErrBadProperty).
+func ValidateProperties(props map[string]string) error {
+	var errs []error
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !strings.HasPrefix(strings.ToLower(k), Prefix) {
+			continue
+		}
+		if credentialShaped(k) {
+			errs = append(errs, fmt.Errorf("%w: %q: table properties are readable by anyone who can read the table; put credentials in IAM or Secrets Manager, never in icekeeper.* properties", ErrCredentialProperty, k))
+			continue
+		}
+		v := props[k]
+		switch k {
+		case PropertyEnabled:
+			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
+			}
+		case PropertyMinInterval:
+			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MinInterval returns the table's compaction cooldown, or def.
+func MinInterval(props map[string]string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(strings.TrimSpace(props[PropertyMinInterval])); err == nil && d >= 0 {
+		return d
+	}
+	return def
+}
+
+func credentialShaped(key string) bool {
+	words := strings.FieldsFunc(strings.ToLower(strings.TrimPrefix(strings.ToLower(key), Prefix)), func(r rune) bool {
+		return r == '.' || r == '-' || r == '_'
+	})
+	for _, w := range words {
+		switch {
+		case w == "key" || w == "keys" || strings.HasSuffix(w, "key") && w != "monkey":
+			return true
+		case strings.Contains(w, "secret"), strings.Contains(w, "password"), strings.Contains(w, "passwd"),
+			strings.Contains(w, "token"), strings.Contains(w, "credential"):
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,75 @@
+package optin
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestDecide_TheFourCases(t *testing.T) {
+	t.Parallel()
+	g, err := ParseGrants("sales, ops.audit, lake.raw.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]string{PropertyEnabled: "true"}
+	tests := []struct {
+		name           string
+		table          string
+		props          map[string]string
+		eligible, loud bool
+	}{
+		{"both keys", "sales.orders", on, true, false},
+		{"grant without property", "sales.orders", nil, false, false},
+		{"property without grant", "hr.people", on, false, true},
+		{"neither", "hr.people", nil, false, false},
+		{"table grant", "ops.audit", on, true, false},
+		{"other table of a table grant's namespace", "ops.metrics", on, false, true},
+		{"nested namespace grant", "lake.raw.events", on, true, false},
+		{"property false", "sales.orders", map[string]string{PropertyEnabled: "false"}, false, false},
+	}
+	for _, tc := range tests {
+		d := Decide(tc.table, tc.props, g)
+		if d.Eligible != tc.eligible || d.Loud != tc.loud || d.Reason == "" {
+			t.Errorf("%s: %+v, want eligible=%v loud=%v", tc.name, d, tc.eligible, tc.loud)
+		}
+	}
+}
+
+func TestParseGrants_RejectsMalformedEntries(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"a..b", ".x", "*", "a.*.b"} {
+		if _, err := ParseGrants(s); !errors.Is(err, ErrBadGrant) {
+			t.Errorf("%q: %v, want ErrBadGrant", s, err)
+		}
+	}
+	g, err := ParseGrants(" , sales ,ops.audit")
+	if err != nil || g.String() != "sales.*,ops.audit" || g.Empty() {
+		t.Fatalf("%v %q", err, g.String())
+	}
+	if e, _ := ParseGrants(""); !e.Empty() {
+		t.Fatal("empty list not empty")
+	}
+}
+
+func TestValidateProperties_RejectsCredentialShapedKeys(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"icekeeper.aws.secret", "icekeeper.s3.secret-access-key", "icekeeper.catalog.password",
+		"icekeeper.rest.token", "icekeeper.api-key", "icekeeper.accessKey", "icekeeper.credentials"} {
+		err := ValidateProperties(map[string]string{k: "x"})
+		if !errors.Is(err, ErrCredentialProperty) {
+			t.Errorf("%s: %v, want ErrCredentialProperty", k, err)
+		}
+	}
+	ok := map[string]string{PropertyEnabled: "true", PropertyMinInterval: "30m", "icekeeper.compaction.target": "x",
+		"s3.secret-access-key": "not ours to judge", "write.target-file-size-bytes": "1"}
+	if err := ValidateProperties(ok); err != nil {
+		t.Fatalf("valid properties rejected: %v", err)
+	}
+	if err := ValidateProperties(map[string]string{PropertyMinInterval: "soon"}); !errors.Is(err, ErrBadProperty) {
+		t.Fatalf("bad interval: %v", err)
+	}
+	if MinInterval(map[string]string{PropertyMinInterval: "2h"}, time.Hour) != 2*time.Hour || MinInterval(nil, time.Hour) != time.Hour {
+		t.Fatal("MinInterval")
+	}
+}

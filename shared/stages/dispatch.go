@@ -1,0 +1,95 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/audit"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/trigger"
+)
+
+// PlannerNeedsFor lists the planner function's resources in a mode: none
+// when off; the catalog, the lease table (cooldowns) and the bucket
+// (reports) when advisory; everything the pipeline needs when active.
+func PlannerNeedsFor(mode config.Mode) []config.Need {
+	switch mode {
+	case config.ModeAdvisory:
+		return []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedBucket}
+	case config.ModeActive:
+		return PlannerNeeds
+	}
+	return nil
+}
+
+// Dispatcher builds the planner function's trigger dispatcher for the
+// configured mode. cat may be nil in mode off.
+func (d *Deps) Dispatcher(cat catalog.Catalog) (*trigger.Dispatcher, error) {
+	grants, err := optin.ParseGrants(d.Config.Grants)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.EnvGrants, err)
+	}
+	s := trigger.Settings{Mode: d.Config.Mode, Grants: grants, MinInterval: d.Config.MinInterval,
+		SweepMaxJobs: d.Config.SweepMaxJobs, SweepMaxBytes: d.Config.SweepMaxBytes}
+	deps := trigger.Deps{Metrics: d.Metrics, Log: d.Log.With("stage", "planner"), Now: d.Now}
+	if d.Config.Mode == config.ModeOff {
+		return trigger.New(s, deps)
+	}
+	deps.Catalog = cat
+	if deps.Cooldowns, err = trigger.NewCooldownStore(d.Clients.DynamoDB, d.Config.LeaseTable); err != nil {
+		return nil, err
+	}
+	if deps.Auditor, err = audit.NewPublisher(d.Events, d.Config.EventBus); err != nil {
+		return nil, err
+	}
+	deps.Reports = d.Blobs
+	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now}
+	if d.Config.Mode == config.ModeActive {
+		p, err := d.Planner(cat)
+		if err != nil {
+			return nil, err
+		}
+		deps.Planner = p
+	}
+	return trigger.New(s, deps)
+}
+
+// HealthAssessor adapts package health to the dispatcher.
+type HealthAssessor struct {
+	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
+	TargetFileSize int64
+	Now            func() time.Time
+}
+
+// Assess reads the table's metadata and summarizes its health.
+func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Table) (trigger.Assessment, error) {
+	th, err := health.ThresholdsFor(tbl.Properties(), h.TargetFileSize)
+	if err != nil {
+		return trigger.Assessment{}, err
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	r, err := health.Assess(ctx, tbl, now(), th)
+	if err != nil {
+		return trigger.Assessment{}, err
+	}
+	r.Table = name
+	report, err := json.Marshal(r)
+	if err != nil {
+		return trigger.Assessment{}, fmt.Errorf("encode health report: %w", err)
+	}
+	a := trigger.Assessment{Score: r.Score, Report: report, Gauges: r.Metrics()}
+	if rec, ok := r.Recommends(health.ActionCompaction); ok {
+		a.CompactionBytes = max(rec.EstimatedBytes, 1)
+	}
+	return a, nil
+}

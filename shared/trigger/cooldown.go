@@ -1,0 +1,78 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDB is the subset of the DynamoDB client the cooldown store needs.
+type DynamoDB interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// CooldownStore keeps each table's next allowed planning time in the lease
+// table (attribute next_plan_at on the item keyed by table_id), with
+// conditional writes so that every planner agrees: of all the triggers that
+// arrive for one table within its cooldown, exactly one claims the slot.
+type CooldownStore struct {
+	db        DynamoDB
+	tableName string
+}
+
+// NewCooldownStore validates its arguments and returns a store.
+func NewCooldownStore(db DynamoDB, leaseTable string) (*CooldownStore, error) {
+	if db == nil || leaseTable == "" {
+		return nil, errors.New("trigger: cooldown store needs a DynamoDB client and the lease table (ICEKEEPER_LEASE_TABLE)")
+	}
+	return &CooldownStore{db: db, tableName: leaseTable}, nil
+}
+
+// Claim takes the table's planning slot at now when its cooldown has passed
+// and sets the next one at now+interval. It reports false, without error,
+// when the table is still cooling down.
+func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.tableName),
+		Key:                 map[string]types.AttributeValue{"table_id": &types.AttributeValueMemberS{Value: table}},
+		UpdateExpression:    aws.String("SET next_plan_at = :next, last_trigger_at = :now"),
+		ConditionExpression: aws.String("attribute_not_exists(next_plan_at) OR next_plan_at <= :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":next": num(now.Add(interval).UnixMilli()),
+			":now":  num(now.UnixMilli()),
+		},
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return false, nil
+		}
+		return false, fmt.Errorf("trigger: claim cooldown of %s: %w", table, err)
+	}
+	return true, nil
+}
+
+// SetNext moves the table's next allowed planning time (after the table's
+// own icekeeper.compaction.min-interval was read).
+func (s *CooldownStore) SetNext(ctx context.Context, table string, next time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tableName),
+		Key:                       map[string]types.AttributeValue{"table_id": &types.AttributeValueMemberS{Value: table}},
+		UpdateExpression:          aws.String("SET next_plan_at = :next"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":next": num(next.UnixMilli())},
+	})
+	if err != nil {
+		return fmt.Errorf("trigger: set cooldown of %s: %w", table, err)
+	}
+	return nil
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}

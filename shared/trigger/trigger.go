@@ -1,0 +1,577 @@
+// Package trigger decides when and whether a trigger leads to maintenance.
+//
+// The planner function hands every decoded event (package events) to a
+// Dispatcher. For each table the event names (or, for a scheduled sweep,
+// every table the operator granted) it:
+//
+//  1. applies the double key (package optin): tables that are not both
+//     opted in by their owner and granted by the operator are never
+//     selected; an owner's opt-in without a grant is loud every time it is
+//     seen (an audit event on the event bus, an error log, a metric);
+//     credential-shaped icekeeper.* properties are rejected;
+//  2. coalesces bursts: a per-table cooldown (default ICEKEEPER_MIN_INTERVAL,
+//     overridable by icekeeper.compaction.min-interval) claimed with a
+//     conditional write, so 100 commit events in a cooldown make at most one
+//     planning, whichever planner instance they reach;
+//  3. assesses the table's health from its metadata and publishes it
+//     (advisory and active modes): EMF metric lines and a JSON report in S3;
+//  4. in active mode, starts a compaction job (package plan).
+//
+// A sweep visits every granted table, ranks the opted-in ones by health
+// score and starts jobs in that order within a budget (jobs and bytes per
+// sweep); what it skips, and why, is logged and counted. Events are
+// best-effort (Glue's especially), so the sweep catches what they missed.
+//
+// Mode off does nothing at all; advisory never writes to a table or its
+// location (it only reads metadata and writes reports to icekeeper's own
+// bucket).
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/audit"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
+)
+
+// Catalog loads and lists tables.
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+	ListTables(ctx context.Context, namespace table.Identifier) iter.Seq2[table.Identifier, error]
+}
+
+// Planner starts compaction jobs.
+type Planner interface {
+	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+}
+
+// Cooldowns claims per-table slots (planning in active mode, assessing in
+// advisory mode).
+type Cooldowns interface {
+	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error)
+	SetNext(ctx context.Context, table string, next time.Time) error
+}
+
+// Auditor publishes audit events.
+type Auditor interface {
+	Publish(ctx context.Context, detailType string, detail any) error
+}
+
+// Reports stores health reports.
+type Reports interface {
+	Put(ctx context.Context, name string, data []byte) (string, error)
+}
+
+// Metrics emits metric lines.
+type Metrics interface {
+	Emit(dimensions map[string]string, ms ...metrics.Metric) error
+}
+
+// Assessment is what the dispatcher needs from a health assessment.
+type Assessment struct {
+	// Score ranks tables in a sweep (higher: more debt).
+	Score float64
+	// CompactionBytes is the input a compaction would rewrite; zero when
+	// compaction is not recommended.
+	CompactionBytes int64
+	// Report is the JSON report written to S3.
+	Report []byte
+	// Gauges are the health metrics published per table.
+	Gauges []metrics.Metric
+}
+
+// Assessor assesses one table from its metadata only.
+type Assessor interface {
+	Assess(ctx context.Context, name string, tbl *table.Table) (Assessment, error)
+}
+
+// Settings configure the dispatcher.
+type Settings struct {
+	Mode          config.Mode
+	Grants        optin.Grants
+	MinInterval   time.Duration
+	SweepMaxJobs  int
+	SweepMaxBytes int64
+}
+
+// Action says what the dispatcher did with one table.
+type Action string
+
+// Actions.
+const (
+	ActionPlanned  Action = "planned"
+	ActionAssessed Action = "assessed" // advisory mode, or active with nothing to plan
+	ActionSkipped  Action = "skipped"
+)
+
+// Skip reasons (also the Reason metric dimension).
+const (
+	SkipModeOff           = "mode_off"
+	SkipNotGranted        = "not_granted"
+	SkipOptInWithoutGrant = "opt_in_without_grant"
+	SkipNotOptedIn        = "not_opted_in"
+	SkipInvalidProperties = "invalid_properties"
+	SkipCooldown          = "cooldown"
+	SkipNoSuchTable       = "no_such_table"
+	SkipHealthy           = "healthy"
+	SkipBudgetJobs        = "budget_max_jobs"
+	SkipBudgetBytes       = "budget_max_bytes"
+	SkipUnresolved        = "unresolved_location"
+)
+
+// TableOutcome reports one table.
+type TableOutcome struct {
+	Table     string       `json:"table"`
+	Action    Action       `json:"action"`
+	Skip      string       `json:"skip,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	Score     float64      `json:"score,omitempty"`
+	ReportKey string       `json:"report_key,omitempty"`
+	Plan      *plan.Result `json:"plan,omitempty"`
+}
+
+// Outcome reports one trigger.
+type Outcome struct {
+	Trigger events.Trigger `json:"trigger"`
+	Tables  []TableOutcome `json:"tables,omitempty"`
+	Errors  []string       `json:"errors,omitempty"`
+}
+
+// Dispatcher turns triggers into maintenance.
+type Dispatcher struct {
+	s         Settings
+	catalog   Catalog
+	planner   Planner
+	cooldowns Cooldowns
+	auditor   Auditor
+	reports   Reports
+	assessor  Assessor
+	metrics   Metrics
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// Deps are the dispatcher's collaborators. In mode off only Metrics and Log
+// are used; in advisory mode Planner and Cooldowns may be nil.
+type Deps struct {
+	Catalog   Catalog
+	Planner   Planner
+	Cooldowns Cooldowns
+	Auditor   Auditor
+	Reports   Reports
+	Assessor  Assessor
+	Metrics   Metrics
+	Log       *slog.Logger
+	Now       func() time.Time
+}
+
+// New validates the settings against the mode and returns a Dispatcher.
+func New(s Settings, d Deps) (*Dispatcher, error) {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Metrics == nil {
+		return nil, errors.New("trigger: metrics are required")
+	}
+	switch s.Mode {
+	case config.ModeOff:
+	case config.ModeActive:
+		if s.Grants.Empty() {
+			return nil, fmt.Errorf("trigger: mode active refuses to start without a grant list (%s)", config.EnvGrants)
+		}
+		if d.Planner == nil {
+			return nil, errors.New("trigger: active mode needs a planner")
+		}
+		fallthrough
+	case config.ModeAdvisory:
+		if d.Catalog == nil || d.Auditor == nil || d.Reports == nil || d.Assessor == nil || d.Cooldowns == nil {
+			return nil, errors.New("trigger: advisory and active modes need a catalog, an auditor, a report store, an assessor and cooldowns")
+		}
+	default:
+		return nil, fmt.Errorf("trigger: unknown mode %q", s.Mode)
+	}
+	if s.MinInterval < 0 || s.SweepMaxJobs < 0 || s.SweepMaxBytes < 0 {
+		return nil, errors.New("trigger: intervals and budgets must not be negative")
+	}
+	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
+		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, log: d.Log, now: d.Now}, nil
+}
+
+// Dispatch handles one decoded trigger. The error joins the retryable
+// failures (a catalog or AWS error); everything else is in the outcome.
+func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome, error) {
+	out := Outcome{Trigger: trig}
+	log := d.log.With("trigger", trig.Kind, "event_id", trig.ID)
+	if d.s.Mode == config.ModeOff {
+		d.count("", "TriggersIgnored", SkipModeOff)
+		log.Info("mode off: trigger ignored")
+		out.Tables = append(out.Tables, TableOutcome{Action: ActionSkipped, Skip: SkipModeOff, Reason: "ICEKEEPER_MODE=off"})
+		return out, nil
+	}
+	var errs []error
+	record := func(o TableOutcome, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			out.Errors = append(out.Errors, err.Error())
+		}
+		if o.Table != "" || o.Action != "" {
+			out.Tables = append(out.Tables, o)
+		}
+	}
+	if trig.Sweep {
+		outs, err := d.sweep(ctx, log, trig)
+		for _, o := range outs {
+			record(o, nil)
+		}
+		if err != nil {
+			record(TableOutcome{}, err)
+		}
+		return out, errors.Join(errs...)
+	}
+	names := append([]string(nil), trig.Tables...)
+	for _, loc := range trig.Locations {
+		name, err := d.resolve(ctx, loc)
+		if err != nil {
+			record(TableOutcome{}, err)
+			continue
+		}
+		if name == "" {
+			d.count("", "TriggersSkipped", SkipUnresolved)
+			log.Info("no granted table at location", "location", loc)
+			record(TableOutcome{Table: loc, Action: ActionSkipped, Skip: SkipUnresolved, Reason: "no granted table has this location"}, nil)
+			continue
+		}
+		names = append(names, name)
+	}
+	for _, name := range names {
+		record(d.visit(ctx, log.With("table", name), name, trig.Kind))
+	}
+	return out, errors.Join(errs...)
+}
+
+// visit handles one table named by an event.
+func (d *Dispatcher) visit(ctx context.Context, log *slog.Logger, name, kind string) (TableOutcome, error) {
+	o := TableOutcome{Table: name}
+	ident, err := messages.TableIdent(name)
+	if err != nil {
+		return d.skip(log, o, SkipNoSuchTable, err.Error()), nil
+	}
+	granted := d.s.Grants.Granted(name)
+	if granted {
+		// Coalesce before any read: a claimed slot costs one conditional
+		// write; the rest of a burst costs nothing else.
+		ok, err := d.cooldowns.Claim(ctx, name, d.now(), d.s.MinInterval)
+		if err != nil {
+			return o, err
+		}
+		if !ok {
+			return d.skip(log, o, SkipCooldown, "visited less than the cooldown ago; the event is coalesced"), nil
+		}
+		o, err := d.visitClaimed(ctx, log, o, ident, kind)
+		if err != nil {
+			// Give the slot back so that a retry of this event can run.
+			if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now()); rerr != nil {
+				log.Warn("release cooldown after an error", "err", rerr.Error())
+			}
+		}
+		return o, err
+	}
+	return d.visitClaimed(ctx, log, o, ident, kind)
+}
+
+// visitClaimed reads the table and acts on it; for a granted table the
+// caller holds its cooldown slot.
+func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o TableOutcome, ident table.Identifier, kind string) (TableOutcome, error) {
+	name := o.Table
+	granted := d.s.Grants.Granted(name)
+	tbl, err := d.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable), errors.Is(err, catalog.ErrNoSuchNamespace):
+			return d.skip(log, o, SkipNoSuchTable, err.Error()), nil
+		case !granted:
+			// Without a grant the functions may not be allowed to read the
+			// table at all; that is expected, not an error.
+			return d.skip(log, o, SkipNotGranted, "not granted and not readable: "+err.Error()), nil
+		}
+		return o, fmt.Errorf("trigger: load %s: %w", name, err)
+	}
+	eligible, o := d.decide(ctx, log, o, tbl, kind)
+	if !eligible {
+		return o, nil
+	}
+	if iv := optin.MinInterval(tbl.Properties(), d.s.MinInterval); iv != d.s.MinInterval {
+		if err := d.cooldowns.SetNext(ctx, name, d.now().Add(iv)); err != nil {
+			log.Warn("set table cooldown", "err", err.Error())
+		}
+	}
+	_, o, err = d.assess(ctx, log, o, tbl)
+	if err != nil || d.s.Mode != config.ModeActive {
+		return o, err
+	}
+	return d.plan(ctx, log, o, kind)
+}
+
+// decide applies the double key and the property rules.
+func (d *Dispatcher) decide(ctx context.Context, log *slog.Logger, o TableOutcome, tbl *table.Table, kind string) (bool, TableOutcome) {
+	props := tbl.Properties()
+	if err := optin.ValidateProperties(props); err != nil {
+		d.count(o.Table, "InvalidProperties", "")
+		log.Error("table properties rejected; the table is not maintained", "err", err.Error())
+		if aerr := d.auditor.Publish(ctx, audit.DetailInvalidProperties, audit.TableEvent{Table: o.Table, Reason: err.Error(), Trigger: kind}); aerr != nil {
+			log.Error("audit event not published", "err", aerr.Error())
+		}
+		return false, d.skip(log, o, SkipInvalidProperties, err.Error())
+	}
+	dec := optin.Decide(o.Table, props, d.s.Grants)
+	if dec.Loud {
+		d.count(o.Table, "OptInWithoutGrant", "")
+		log.Error("opt-in without grant: the owner enabled maintenance but the operator has not granted the table", "reason", dec.Reason, "metric", "OptInWithoutGrant")
+		if err := d.auditor.Publish(ctx, audit.DetailOptInWithoutGrant, audit.TableEvent{Table: o.Table, Reason: dec.Reason, Trigger: kind}); err != nil {
+			log.Error("audit event not published", "err", err.Error())
+		}
+		return false, d.skip(log, o, SkipOptInWithoutGrant, dec.Reason)
+	}
+	if !dec.Eligible {
+		skip := SkipNotOptedIn
+		if !d.s.Grants.Granted(o.Table) {
+			skip = SkipNotGranted
+		}
+		return false, d.skip(log, o, skip, dec.Reason)
+	}
+	return true, o
+}
+
+// assess measures the table and publishes its health.
+func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcome, tbl *table.Table) (Assessment, TableOutcome, error) {
+	a, err := d.assessor.Assess(ctx, o.Table, tbl)
+	if err != nil {
+		return a, o, fmt.Errorf("trigger: assess %s: %w", o.Table, err)
+	}
+	o.Score = a.Score
+	o.Action = ActionAssessed
+	if err := d.metrics.Emit(map[string]string{"Table": o.Table}, a.Gauges...); err != nil {
+		log.Warn("emit health metrics", "err", err.Error())
+	}
+	stamp := d.now().UTC().Format("20060102T150405Z")
+	if _, err := d.reports.Put(ctx, "health/"+o.Table+"/"+stamp+".json", a.Report); err != nil {
+		return a, o, fmt.Errorf("trigger: store health report of %s: %w", o.Table, err)
+	}
+	key, err := d.reports.Put(ctx, "health/"+o.Table+"/latest.json", a.Report)
+	if err != nil {
+		return a, o, fmt.Errorf("trigger: store health report of %s: %w", o.Table, err)
+	}
+	o.ReportKey = key
+	log.Info("health assessed", "score", a.Score, "compaction_bytes", a.CompactionBytes, "report", key)
+	return a, o, nil
+}
+
+// plan starts a compaction job for an eligible table.
+func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, kind string) (TableOutcome, error) {
+	res, err := d.planner.PlanTable(ctx, o.Table, kind)
+	if err != nil {
+		return o, err
+	}
+	o.Plan = &res
+	switch res.Outcome {
+	case plan.OutcomePlanned:
+		o.Action = ActionPlanned
+		d.count(o.Table, "JobsPlanned", "")
+	case plan.OutcomeLeaseHeld:
+		d.count(o.Table, "LeaseSkips", "")
+		o.Reason = res.Reason
+	default:
+		o.Reason = res.Reason
+	}
+	return o, nil
+}
+
+type candidate struct {
+	name  string
+	tbl   *table.Table
+	a     Assessment
+	out   TableOutcome
+	order int
+}
+
+// sweep visits every granted table, ranks the eligible ones by score and
+// plans within the budget.
+func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
+	names, err := d.grantedTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var outs []TableOutcome
+	var cands []candidate
+	var errs []error
+	for i, name := range names {
+		tlog := log.With("table", name)
+		o := TableOutcome{Table: name}
+		ident, _ := messages.TableIdent(name)
+		tbl, err := d.catalog.LoadTable(ctx, ident)
+		if err != nil {
+			if errors.Is(err, catalog.ErrNoSuchTable) {
+				outs = append(outs, d.skip(tlog, o, SkipNoSuchTable, err.Error()))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("trigger: load %s: %w", name, err))
+			continue
+		}
+		eligible, o := d.decide(ctx, tlog, o, tbl, trig.Kind)
+		if !eligible {
+			outs = append(outs, o)
+			continue
+		}
+		a, o, err := d.assess(ctx, tlog, o, tbl)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d.s.Mode != config.ModeActive {
+			outs = append(outs, o)
+			continue
+		}
+		if a.CompactionBytes == 0 {
+			outs = append(outs, d.skip(tlog, o, SkipHealthy, "no compaction recommended"))
+			continue
+		}
+		cands = append(cands, candidate{name: name, tbl: tbl, a: a, out: o, order: i})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].a.Score > cands[j].a.Score })
+	jobs, bytes := 0, int64(0)
+	for _, c := range cands {
+		tlog := log.With("table", c.name, "score", c.a.Score)
+		switch {
+		case jobs >= d.s.SweepMaxJobs:
+			outs = append(outs, d.skip(tlog, c.out, SkipBudgetJobs, fmt.Sprintf("sweep budget of %d jobs used", d.s.SweepMaxJobs)))
+			continue
+		case bytes+c.a.CompactionBytes > d.s.SweepMaxBytes:
+			outs = append(outs, d.skip(tlog, c.out, SkipBudgetBytes, fmt.Sprintf("would exceed the sweep budget of %d bytes (%d used, %d needed)", d.s.SweepMaxBytes, bytes, c.a.CompactionBytes)))
+			continue
+		}
+		ok, err := d.cooldowns.Claim(ctx, c.name, d.now(), optin.MinInterval(c.tbl.Properties(), d.s.MinInterval))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
+			continue
+		}
+		o, err := d.plan(ctx, tlog, c.out, trig.Kind)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if o.Action == ActionPlanned {
+			jobs++
+			bytes += o.Plan.InputBytes
+		}
+		outs = append(outs, o)
+	}
+	return outs, errors.Join(errs...)
+}
+
+// grantedTables lists the granted tables: every table of every granted
+// namespace, plus the individually granted ones.
+func (d *Dispatcher) grantedTables(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, ns := range d.s.Grants.Namespaces() {
+		for ident, err := range d.catalog.ListTables(ctx, strings.Split(ns, ".")) {
+			if err != nil {
+				if errors.Is(err, catalog.ErrNoSuchNamespace) {
+					break
+				}
+				return nil, fmt.Errorf("trigger: list tables of %s: %w", ns, err)
+			}
+			name := messages.TableName(ident)
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	for _, t := range d.s.Grants.Tables() {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// resolve finds the granted table whose location is loc: first by the
+// <warehouse>/<namespace>.db/<table> layout that the sql, glue and hive
+// catalogs use, then by comparing the locations of every granted table.
+// It returns "" when no granted table lives there.
+func (d *Dispatcher) resolve(ctx context.Context, loc string) (string, error) {
+	loc = strings.TrimSuffix(loc, "/")
+	parts := strings.Split(loc, "/")
+	if n := len(parts); n >= 2 && strings.HasSuffix(parts[n-2], ".db") {
+		name := strings.TrimSuffix(parts[n-2], ".db") + "." + parts[n-1]
+		if d.s.Grants.Granted(name) {
+			if ident, err := messages.TableIdent(name); err == nil {
+				if tbl, err := d.catalog.LoadTable(ctx, ident); err == nil && strings.TrimSuffix(tbl.Location(), "/") == loc {
+					return name, nil
+				}
+			}
+		}
+	}
+	names, err := d.grantedTables(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		ident, _ := messages.TableIdent(name)
+		tbl, err := d.catalog.LoadTable(ctx, ident)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSuffix(tbl.Location(), "/") == loc {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+func (d *Dispatcher) skip(log *slog.Logger, o TableOutcome, reason, detail string) TableOutcome {
+	o.Action, o.Skip, o.Reason = ActionSkipped, reason, detail
+	d.count(o.Table, "TablesSkipped", reason)
+	log.Info("table skipped", "skip", reason, "reason", detail)
+	return o
+}
+
+// count emits a count of one, with the table and reason as dimensions
+// when given.
+func (d *Dispatcher) count(tableName, name, reason string) {
+	dims := map[string]string{}
+	if tableName != "" {
+		dims["Table"] = tableName
+	}
+	if reason != "" {
+		dims["Reason"] = reason
+	}
+	if err := d.metrics.Emit(dims, metrics.Metric{Name: name, Value: 1, Unit: metrics.Count}); err != nil {
+		d.log.Warn("emit metric", "metric", name, "err", err.Error())
+	}
+}

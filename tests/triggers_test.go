@@ -1,0 +1,445 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/icekeeper/icekeeper/shared/audit"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/trigger"
+)
+
+// recordingEventBridge forwards to the emulator's EventBridge and records
+// what was put. The emulator delivers EventBridge targets only to
+// localhost:4566, so a test cannot route the audit event to a queue and
+// read it back; it checks what the real client sent and that the emulator
+// accepted it.
+type recordingEventBridge struct {
+	mu      sync.Mutex
+	next    audit.EventBridge
+	entries []map[string]string
+}
+
+func (r *recordingEventBridge) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	out, err := r.next.PutEvents(ctx, in, opts...)
+	if err == nil {
+		r.mu.Lock()
+		for _, e := range in.Entries {
+			r.entries = append(r.entries, map[string]string{"source": aws.ToString(e.Source), "detail-type": aws.ToString(e.DetailType), "detail": aws.ToString(e.Detail)})
+		}
+		r.mu.Unlock()
+	}
+	return out, err
+}
+
+func (r *recordingEventBridge) detailTypes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.entries {
+		out = append(out, e["detail-type"]+" "+e["detail"])
+	}
+	return out
+}
+
+// syncBuffer collects EMF lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// metricTotals sums each metric over every EMF line, by name and, when
+// present, the Table dimension ("name" and "name/table").
+func (s *syncBuffer) metricTotals(t *testing.T) map[string]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("EMF line is not JSON: %q", line)
+		}
+		aws := m["_aws"].(map[string]any)
+		for _, d := range aws["CloudWatchMetrics"].([]any) {
+			for _, md := range d.(map[string]any)["Metrics"].([]any) {
+				name := md.(map[string]any)["Name"].(string)
+				v, _ := m[name].(float64)
+				out[name] += v
+				if tbl, ok := m["Table"].(string); ok {
+					out[name+"/"+tbl] += v
+				}
+			}
+		}
+	}
+	return out
+}
+
+type dispatchEnv struct {
+	*env
+	events  *recordingEventBridge
+	metrics *syncBuffer
+	planner handler.Planner
+}
+
+func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func(*config.Config)) *dispatchEnv {
+	t.Helper()
+	e := setup(t, append([]func(*config.Config){func(c *config.Config) { c.Mode, c.Grants = mode, grants }}, mutate...)...)
+	d := &dispatchEnv{env: e, events: &recordingEventBridge{next: cloud.Clients.Events}, metrics: &syncBuffer{}}
+	e.deps.Events = d.events
+	e.deps.Metrics = metrics.NewEmitter(d.metrics, metrics.DefaultNamespace, time.Now)
+	disp, err := e.deps.Dispatcher(e.cat)
+	if err != nil {
+		t.Fatalf("dispatcher: %v", err)
+	}
+	d.planner = handler.Planner{Dispatch: disp, Metrics: e.deps.Metrics, Log: e.deps.Log}
+	return d
+}
+
+var optedIn = map[string]string{optin.PropertyEnabled: "true"}
+
+func (d *dispatchEnv) createNamed(name string, o sampletable.Options) *table.Table {
+	d.t.Helper()
+	ident := strings.Split(name, ".")
+	tbl, err := sampletable.Create(d.ctx, d.cat, ident, o)
+	if err != nil {
+		d.t.Fatalf("create %s: %v", name, err)
+	}
+	return tbl
+}
+
+func commitEvent(table string) []byte {
+	ns, name, _ := strings.Cut(table, ".")
+	b, _ := json.Marshal(map[string]any{"version": "0", "id": "e-" + table, "source": "icekeeper", "detail-type": "Iceberg Table Committed",
+		"detail": map[string]string{"namespace": ns, "table": name}})
+	return b
+}
+
+func (d *dispatchEnv) handle(raw []byte) handler.PlannerResponse {
+	d.t.Helper()
+	resp, err := d.planner.Handle(d.ctx, raw)
+	if err != nil {
+		d.t.Fatalf("planner: %v (%+v)", err, resp)
+	}
+	return resp
+}
+
+func outcomeOf(t *testing.T, resp handler.PlannerResponse, table string) trigger.TableOutcome {
+	t.Helper()
+	for _, o := range resp.Tables {
+		if o.Table == table {
+			return o
+		}
+	}
+	t.Fatalf("no outcome for %s in %+v", table, resp)
+	return trigger.TableOutcome{}
+}
+
+func withProps(o sampletable.Options, props map[string]string) sampletable.Options {
+	o.Properties = props
+	return o
+}
+
+// TestTriggers_SampleEventsReachTheirTable: each sample event in events/
+// leads to its table (demo.events) being planned.
+func TestTriggers_SampleEventsReachTheirTable(t *testing.T) {
+	// The S3 sample names an s3:// location: see
+	// TestTriggers_S3EventResolvesTheTableByLocation.
+	for _, file := range []string{"glue-table-state-change.json", "icekeeper-commit.json"} {
+		t.Run(file, func(t *testing.T) {
+			d := setupDispatch(t, config.ModeActive, "demo")
+			d.createNamed("demo.events", withProps(smallTable, optedIn))
+			raw := mustRead(t, filepath.Join("..", "events", file))
+			resp := d.handle(raw)
+			o := outcomeOf(t, resp, "demo.events")
+			if o.Action != trigger.ActionPlanned || o.Plan == nil || o.Plan.JobID == "" {
+				t.Fatalf("outcome %+v", o)
+			}
+		})
+	}
+}
+
+// TestTriggers_S3EventResolvesTheTableByLocation keeps the table in the
+// emulator's S3 and sends the S3 notification its commit would cause.
+func TestTriggers_S3EventResolvesTheTableByLocation(t *testing.T) {
+	bucket := "lake-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) {
+		c.Catalog.Warehouse = "s3://" + bucket + "/warehouse"
+		c.Catalog.Properties = map[string]string{"s3.endpoint": cloud.URL, "s3.region": "us-east-1", "s3.access-key-id": "test", "s3.secret-access-key": "test", "s3.force-virtual-addressing": "false"}
+	})
+	tbl := d.createNamed("demo.events", withProps(smallTable, optedIn))
+	raw, err := os.ReadFile("../events/s3-metadata-object-created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimPrefix(tbl.Location(), "s3://"+bucket+"/") + "/metadata/00009-abc.metadata.json"
+	var ev map[string]any
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	detail := ev["detail"].(map[string]any)
+	detail["bucket"] = map[string]any{"name": bucket}
+	detail["object"].(map[string]any)["key"] = key
+	raw, _ = json.Marshal(ev)
+	o := outcomeOf(t, d.handle(raw), "demo.events")
+	if o.Action != trigger.ActionPlanned {
+		t.Fatalf("outcome %+v", o)
+	}
+}
+
+// TestTriggers_MalformedEventIsRejectedAndCounted.
+func TestTriggers_MalformedEventIsRejectedAndCounted(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo")
+	resp := d.handle([]byte(`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"changedTables":["t"]}}`))
+	if resp.Rejected == "" || len(resp.Tables) != 0 {
+		t.Fatalf("resp %+v", resp)
+	}
+	if got := d.metrics.metricTotals(t)["EventsRejected"]; got != 1 {
+		t.Fatalf("EventsRejected = %v, want 1", got)
+	}
+}
+
+// TestTriggers_BurstOfCommitEventsCoalescesIntoOnePlanning: 100 commit
+// events for one table, delivered concurrently to two planner instances,
+// make exactly one planning; the rest are counted as coalesced.
+func TestTriggers_BurstOfCommitEventsCoalescesIntoOnePlanning(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo")
+	d.createNamed("demo.events", withProps(smallTable, optedIn))
+	other, err := d.deps.Dispatcher(d.cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planners := []handler.Planner{d.planner, {Dispatch: other, Metrics: d.deps.Metrics}}
+	var mu sync.Mutex
+	actions := map[string]int{}
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := planners[i%2].Handle(d.ctx, commitEvent("demo.events"))
+			if err != nil {
+				t.Errorf("event %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			for _, o := range resp.Tables {
+				actions[string(o.Action)+":"+o.Skip]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if actions["planned:"] != 1 || actions["skipped:cooldown"] != 99 {
+		t.Fatalf("actions %v, want 1 planned and 99 coalesced", actions)
+	}
+	if got := d.metrics.metricTotals(t)["JobsPlanned"]; got != 1 {
+		t.Fatalf("JobsPlanned = %v", got)
+	}
+}
+
+// TestTriggers_DoubleKeyOptIn covers the four cases of the two keys; the
+// property without a grant is loud: an audit event and a metric.
+func TestTriggers_DoubleKeyOptIn(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "sales, ops.audit")
+	d.createNamed("sales.orders", withProps(smallTable, optedIn)) // both keys
+	d.createNamed("sales.quiet", smallTable)                      // grant only
+	d.createNamed("hr.people", withProps(smallTable, optedIn))    // property only
+	d.createNamed("hr.salaries", smallTable)                      // neither
+	tests := map[string]struct {
+		action trigger.Action
+		skip   string
+	}{
+		"sales.orders": {trigger.ActionPlanned, ""},
+		"sales.quiet":  {trigger.ActionSkipped, trigger.SkipNotOptedIn},
+		"hr.people":    {trigger.ActionSkipped, trigger.SkipOptInWithoutGrant},
+		"hr.salaries":  {trigger.ActionSkipped, trigger.SkipNotGranted},
+	}
+	for name, want := range tests {
+		o := outcomeOf(t, d.handle(commitEvent(name)), name)
+		if o.Action != want.action || o.Skip != want.skip {
+			t.Errorf("%s: %+v, want %s %s", name, o, want.action, want.skip)
+		}
+	}
+	// Loud every time it is seen.
+	d.handle(commitEvent("hr.people"))
+	put := d.events.detailTypes()
+	if len(put) != 2 || !strings.HasPrefix(put[0], audit.DetailOptInWithoutGrant) || !strings.Contains(put[0], `"table":"hr.people"`) {
+		t.Fatalf("audit events %v, want two opt-in-without-grant events for hr.people", put)
+	}
+	m := d.metrics.metricTotals(t)
+	if m["OptInWithoutGrant/hr.people"] != 2 || m["OptInWithoutGrant"] != 2 {
+		t.Fatalf("OptInWithoutGrant metrics %v", m)
+	}
+}
+
+// TestTriggers_CredentialShapedPropertyIsRejected.
+func TestTriggers_CredentialShapedPropertyIsRejected(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "sales")
+	d.createNamed("sales.orders", withProps(smallTable, map[string]string{optin.PropertyEnabled: "true", "icekeeper.s3.secret-access-key": "hunter2"}))
+	o := outcomeOf(t, d.handle(commitEvent("sales.orders")), "sales.orders")
+	if o.Skip != trigger.SkipInvalidProperties || !strings.Contains(o.Reason, "icekeeper.s3.secret-access-key") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if put := d.events.detailTypes(); len(put) != 1 || !strings.HasPrefix(put[0], audit.DetailInvalidProperties) || strings.Contains(put[0], "hunter2") {
+		t.Fatalf("audit events %v (and the value must never be echoed)", put)
+	}
+}
+
+// TestTriggers_AdvisoryModeWritesNothingToTheTable: advisory mode reads
+// metadata and publishes health (EMF gauges, a report in icekeeper's
+// bucket) but makes no snapshot and writes no object under the table's
+// location.
+func TestTriggers_AdvisoryModeWritesNothingToTheTable(t *testing.T) {
+	d := setupDispatch(t, config.ModeAdvisory, "demo")
+	tbl := d.createNamed("demo.events", withProps(smallTable, optedIn))
+	snap := tbl.CurrentSnapshot().SnapshotID
+	before := filesUnder(t, strings.TrimPrefix(tbl.Location(), "file://"))
+
+	for _, raw := range [][]byte{commitEvent("demo.events"), mustRead(t, "../events/scheduled.json")} {
+		o := outcomeOf(t, d.handle(raw), "demo.events")
+		if o.Action != trigger.ActionAssessed || o.ReportKey == "" || o.Plan != nil {
+			t.Fatalf("outcome %+v", o)
+		}
+		report, err := d.deps.Blobs.Get(d.ctx, o.ReportKey)
+		if err != nil || !strings.Contains(string(report), `"recommendations"`) {
+			t.Fatalf("report %s: %v", report, err)
+		}
+	}
+	after := filesUnder(t, strings.TrimPrefix(tbl.Location(), "file://"))
+	if strings.Join(before, "\n") != strings.Join(after, "\n") {
+		t.Fatalf("advisory mode wrote under the table location:\nbefore %v\nafter  %v", before, after)
+	}
+	if got := d.load().CurrentSnapshot().SnapshotID; got != snap {
+		t.Fatalf("advisory mode committed: %d -> %d", snap, got)
+	}
+	if m := d.metrics.metricTotals(t); m["HealthScore/demo.events"] == 0 || m["DataFiles/demo.events"] == 0 {
+		t.Fatalf("health gauges missing: %v", m)
+	}
+}
+
+// TestTriggers_ModeOffDoesNothing: no catalog, no table access at all.
+func TestTriggers_ModeOffDoesNothing(t *testing.T) {
+	e := setup(t)
+	deps := e.deps
+	deps.Config.Mode = config.ModeOff
+	deps.Metrics = metrics.NewEmitter(io.Discard, metrics.DefaultNamespace, time.Now)
+	disp, err := deps.Dispatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := handler.Planner{Dispatch: disp, Log: e.deps.Log}.Handle(e.ctx, commitEvent("demo.events"))
+	if err != nil || len(resp.Tables) != 1 || resp.Tables[0].Skip != trigger.SkipModeOff {
+		t.Fatalf("resp %+v err %v", resp, err)
+	}
+}
+
+// TestTriggers_SweepRanksByScoreWithinItsBudget: a sweep over three
+// opted-in tables with different debt plans the two worst (the job budget
+// is two) and skips the third, saying why; a byte budget smaller than any
+// table's compaction skips them all.
+func TestTriggers_SweepRanksByScoreWithinItsBudget(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) { c.SweepMaxJobs = 2 })
+	d.createNamed("lake.mild", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 50}, optedIn))
+	d.createNamed("lake.bad", withProps(sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 12, RowsPerFile: 50, PositionDeletes: true, EqualityDeletes: true}, optedIn))
+	d.createNamed("lake.worse", withProps(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 20, RowsPerFile: 50, PositionDeletes: true, EqualityDeletes: true}, optedIn))
+	d.createNamed("lake.private", sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 30, RowsPerFile: 10})
+
+	resp := d.handle(mustRead(t, "../events/scheduled.json"))
+	// The two highest scores are planned; the lowest is over the budget.
+	var eligible []trigger.TableOutcome
+	for _, o := range resp.Tables {
+		if o.Table != "lake.private" {
+			eligible = append(eligible, o)
+		}
+	}
+	sort.Slice(eligible, func(i, j int) bool { return eligible[i].Score > eligible[j].Score })
+	if len(eligible) != 3 || eligible[0].Score == eligible[2].Score || eligible[1].Score == eligible[2].Score {
+		t.Fatalf("want three eligible tables with the lowest score distinct: %+v", eligible)
+	}
+	for i, o := range eligible {
+		if i < 2 && o.Action != trigger.ActionPlanned {
+			t.Errorf("rank %d %s (score %v): %+v, want planned", i, o.Table, o.Score, o)
+		}
+		if i == 2 && o.Skip != trigger.SkipBudgetJobs {
+			t.Errorf("rank 3 %s (score %v): %+v, want skipped for the job budget", o.Table, o.Score, o)
+		}
+	}
+	if o := outcomeOf(t, resp, "lake.private"); o.Skip != trigger.SkipNotOptedIn {
+		t.Errorf("lake.private: %+v", o)
+	}
+	if m := d.metrics.metricTotals(t); m["TablesSkipped"] != 2 {
+		t.Errorf("TablesSkipped = %v, want 2", m["TablesSkipped"])
+	}
+	names := make([]string, 0, len(resp.Tables))
+	for _, o := range resp.Tables {
+		names = append(names, o.Table)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "lake.bad,lake.mild,lake.private,lake.worse" {
+		t.Fatalf("sweep visited %v", names)
+	}
+
+	tight := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) { c.SweepMaxBytes = 1 })
+	tight.createNamed("lake.bad", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 12, RowsPerFile: 50}, optedIn))
+	if o := outcomeOf(t, tight.handle(mustRead(t, "../events/scheduled.json")), "lake.bad"); o.Skip != trigger.SkipBudgetBytes {
+		t.Fatalf("byte budget: %+v", o)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func filesUnder(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !info.IsDir() {
+			out = append(out, p+" "+info.ModTime().String())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
