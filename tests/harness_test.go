@@ -29,6 +29,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
@@ -58,6 +59,8 @@ type env struct {
 	rewriter  *rewrite.Rewriter
 	committer *commit.Committer
 	ident     table.Identifier
+	// metrics collects the EMF lines every stage emits.
+	metrics *syncBuffer
 }
 
 func setup(t *testing.T, mutate ...func(*config.Config)) *env {
@@ -83,11 +86,13 @@ func setup(t *testing.T, mutate ...func(*config.Config)) *env {
 	if err != nil {
 		t.Fatalf("deps: %v", err)
 	}
+	emf := &syncBuffer{}
+	deps.Metrics = metrics.NewEmitter(emf, metrics.DefaultNamespace, time.Now)
 	cat, err := stages.OpenCatalog(ctx, cfg, cloud.Clients)
 	if err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, cfg: cfg, deps: deps, cat: cat, ident: table.Identifier{"demo", "events"}}
+	e := &env{t: t, ctx: ctx, cfg: cfg, deps: deps, cat: cat, ident: table.Identifier{"demo", "events"}, metrics: emf}
 	if e.planner, err = deps.Planner(cat); err != nil {
 		t.Fatal(err)
 	}

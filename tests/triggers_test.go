@@ -104,16 +104,14 @@ func (s *syncBuffer) metricTotals(t *testing.T) map[string]float64 {
 type dispatchEnv struct {
 	*env
 	events  *recordingEventBridge
-	metrics *syncBuffer
 	planner handler.Planner
 }
 
 func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func(*config.Config)) *dispatchEnv {
 	t.Helper()
 	e := setup(t, append([]func(*config.Config){func(c *config.Config) { c.Mode, c.Grants = mode, grants }}, mutate...)...)
-	d := &dispatchEnv{env: e, events: &recordingEventBridge{next: cloud.Clients.Events}, metrics: &syncBuffer{}}
+	d := &dispatchEnv{env: e, events: &recordingEventBridge{next: cloud.Clients.Events}}
 	e.deps.Events = d.events
-	e.deps.Metrics = metrics.NewEmitter(d.metrics, metrics.DefaultNamespace, time.Now)
 	disp, err := e.deps.Dispatcher(e.cat)
 	if err != nil {
 		t.Fatalf("dispatcher: %v", err)

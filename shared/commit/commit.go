@@ -54,6 +54,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
@@ -97,6 +98,11 @@ type Leases interface {
 // Blobs reads plans and descriptors.
 type Blobs interface {
 	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Metrics receives the committer's metrics (EMF lines).
+type Metrics interface {
+	Emit(dimensions map[string]string, ms ...metrics.Metric) error
 }
 
 // TableOpener opens a table at a pinned snapshot.
@@ -158,6 +164,7 @@ type Committer struct {
 	tables   TableOpener
 	log      *slog.Logger
 	now      func() time.Time
+	metrics  Metrics
 	// afterCatalogCommit runs right after the catalog accepted the commit
 	// (tests use it to simulate a crash before the bookkeeping).
 	afterCatalogCommit func(jobID string) error
@@ -194,12 +201,43 @@ func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables Ta
 // committer there, as a crash would. For tests.
 func (c *Committer) SetAfterCatalogCommit(f func(jobID string) error) { c.afterCatalogCommit = f }
 
+// SetMetrics sends the committer's metrics to m (none by default).
+func (c *Committer) SetMetrics(m Metrics) { c.metrics = m }
+
+func (c *Committer) emit(res Result, took time.Duration) {
+	if c.metrics == nil || res.Table == "" {
+		return
+	}
+	dims := map[string]string{"Table": res.Table, "Function": "committer"}
+	ms := []metrics.Metric{{Name: "CommitDuration", Value: float64(took.Milliseconds()), Unit: metrics.Milliseconds}}
+	if res.Retries > 0 {
+		ms = append(ms, metrics.Metric{Name: "CommitConflicts", Value: float64(res.Retries), Unit: metrics.Count},
+			metrics.Metric{Name: "CommitRetries", Value: float64(res.Retries), Unit: metrics.Count})
+	}
+	switch res.Outcome {
+	case OutcomeCommitted:
+		ms = append(ms, metrics.Metric{Name: "JobsCommitted", Value: 1, Unit: metrics.Count},
+			metrics.Metric{Name: "DataFilesRemoved", Value: float64(res.FilesRemoved), Unit: metrics.Count},
+			metrics.Metric{Name: "DataFilesAdded", Value: float64(res.FilesAdded), Unit: metrics.Count},
+			metrics.Metric{Name: "DeleteFilesRemoved", Value: float64(res.DeletesRemoved), Unit: metrics.Count})
+	case OutcomeFailed:
+		ms = append(ms, metrics.Metric{Name: "JobsFailed", Value: 1, Unit: metrics.Count})
+	case OutcomeAborted:
+		ms = append(ms, metrics.Metric{Name: "JobsAborted", Value: 1, Unit: metrics.Count})
+	}
+	if err := c.metrics.Emit(dims, ms...); err != nil {
+		c.log.Warn("emit metrics", "err", err.Error())
+	}
+}
+
 // Handle processes one commit request delivered for the receiveCount-th
 // time. A nil error means the message can be deleted; an error means it must
 // be redelivered.
 func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, receiveCount int) (Result, error) {
 	log := c.log.With("job_id", req.JobID)
+	start := c.now()
 	res, err := c.handle(ctx, log, req, receiveCount)
+	c.emit(res, c.now().Sub(start))
 	if err != nil {
 		log.Error("commit request failed", "err", err.Error(), "receive_count", receiveCount)
 	} else {

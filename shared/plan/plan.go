@@ -29,12 +29,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -344,25 +344,16 @@ func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Jo
 }
 
 // CompactionConfig derives iceberg-go's compaction planner settings from the
-// table's properties: write.target-file-size-bytes sets the target (unless
-// override is positive), and the min/max bounds follow iceberg-go's defaults
-// (75% and 180% of the target).
+// table's properties, through the same thresholds the health report uses
+// (package health), so that what health recommends is what the planner
+// plans: write.target-file-size-bytes sets the target (unless override is
+// positive), small files are below 75% of it, large ones above 180%.
 func CompactionConfig(props map[string]string, override int64) (compaction.Config, error) {
-	cfg := compaction.DefaultConfig()
-	target := cfg.TargetFileSizeBytes
-	if v, ok := props[table.WriteTargetFileSizeBytesKey]; ok && v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return cfg, fmt.Errorf("table property %s=%q: want a positive integer", table.WriteTargetFileSizeBytesKey, v)
-		}
-		target = n
+	th, err := health.ThresholdsFor(props, override)
+	if err != nil {
+		return compaction.Config{}, err
 	}
-	if override > 0 {
-		target = override
-	}
-	cfg.TargetFileSizeBytes = target
-	cfg.MinFileSizeBytes = target * 3 / 4
-	cfg.MaxFileSizeBytes = target * 9 / 5
+	cfg := th.CompactionConfig()
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("compaction config: %w", err)
 	}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/pin"
 )
@@ -76,6 +77,11 @@ type Blobs interface {
 // Queue sends commit requests.
 type Queue interface {
 	Send(ctx context.Context, body string) error
+}
+
+// Metrics receives the rewriter's metrics (EMF lines).
+type Metrics interface {
+	Emit(dimensions map[string]string, ms ...metrics.Metric) error
 }
 
 // TableOpener opens a table at a pinned snapshot.
@@ -122,6 +128,7 @@ type Rewriter struct {
 	tables   TableOpener
 	log      *slog.Logger
 	now      func() time.Time
+	metrics  Metrics
 	// newAttempt makes attempt ids (replaceable in tests).
 	newAttempt func() string
 }
@@ -144,6 +151,40 @@ func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables 
 		newAttempt: func() string { return uuid.NewString() }}, nil
 }
 
+// SetMetrics sends the rewriter's metrics to m (none by default).
+func (r *Rewriter) SetMetrics(m Metrics) { r.metrics = m }
+
+func (r *Rewriter) emit(table string, outcome Outcome, c messages.Counters, err error) {
+	if r.metrics == nil {
+		return
+	}
+	dims := map[string]string{"Table": table, "Function": "rewriter"}
+	var ms []metrics.Metric
+	switch {
+	case err != nil:
+		ms = append(ms, metrics.Metric{Name: "GroupsFailed", Value: 1, Unit: metrics.Count})
+	case outcome == OutcomeRewritten:
+		ms = append(ms,
+			metrics.Metric{Name: "GroupsRewritten", Value: 1, Unit: metrics.Count},
+			metrics.Metric{Name: "BytesIn", Value: float64(c.BytesIn), Unit: metrics.Bytes},
+			metrics.Metric{Name: "BytesOut", Value: float64(c.BytesOut), Unit: metrics.Bytes},
+			metrics.Metric{Name: "FilesIn", Value: float64(c.FilesIn), Unit: metrics.Count},
+			metrics.Metric{Name: "FilesOut", Value: float64(c.FilesOut), Unit: metrics.Count},
+			metrics.Metric{Name: "RowsRewritten", Value: float64(c.RowsWritten), Unit: metrics.Count},
+			metrics.Metric{Name: "DeleteFilesApplied", Value: float64(c.DeleteFilesApplied), Unit: metrics.Count},
+			metrics.Metric{Name: "RewriteDuration", Value: float64(c.DurationMillis), Unit: metrics.Milliseconds})
+	case outcome == OutcomeDuplicate:
+		ms = append(ms, metrics.Metric{Name: "TasksDuplicate", Value: 1, Unit: metrics.Count})
+	case outcome == OutcomeDropped:
+		ms = append(ms, metrics.Metric{Name: "TasksDropped", Value: 1, Unit: metrics.Count})
+	}
+	if len(ms) > 0 {
+		if eerr := r.metrics.Emit(dims, ms...); eerr != nil {
+			r.log.Warn("emit metrics", "err", eerr.Error())
+		}
+	}
+}
+
 // Handle processes one task delivered for the receiveCount-th time. A nil
 // error means the message can be deleted (including dropped stale tasks); an
 // error means it must be redelivered, and errors.Is(err, ErrTerminal) means
@@ -154,12 +195,14 @@ func (r *Rewriter) Handle(ctx context.Context, task messages.Task, receiveCount 
 	switch {
 	case errors.Is(err, ErrStale):
 		log.Info("dropped stale task", "reason", err.Error())
+		r.emit(task.Table, OutcomeDropped, messages.Counters{}, nil)
 		return Result{Outcome: OutcomeDropped}, nil
 	case err != nil:
 		log.Error("rewrite failed", "err", err.Error(), "terminal", errors.Is(err, ErrTerminal))
 	default:
 		log.Info("task done", "outcome", res.Outcome, "attempt", res.Attempt, "rows_written", res.Counters.RowsWritten, "files_out", res.Counters.FilesOut, "handed_off", res.HandedOff)
 	}
+	r.emit(task.Table, res.Outcome, res.Counters, err)
 	return res, err
 }
 

@@ -124,16 +124,24 @@ func (d *Deps) Planner(cat catalog.Catalog) (*plan.Planner, error) {
 
 // Rewriter builds the rewriter.
 func (d *Deps) Rewriter() (*rewrite.Rewriter, error) {
-	return rewrite.New(rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency},
+	r, err := rewrite.New(rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency},
 		d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now)
+	if err == nil {
+		r.SetMetrics(d.Metrics)
+	}
+	return r, err
 }
 
 // Committer builds the committer.
 func (d *Deps) Committer(cat catalog.Catalog) (*commit.Committer, error) {
-	return commit.New(commit.Settings{
+	c, err := commit.New(commit.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxRetries: d.Config.CommitRetries,
 		CommitTakeover: d.Config.CommitTakeover, MaxAttempts: d.Config.MaxTaskAttempts,
 	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now)
+	if err == nil {
+		c.SetMetrics(d.Metrics)
+	}
+	return c, err
 }
 
 // Describe names the resources, for errors and logs.
