@@ -6,7 +6,7 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test test-short build lambdas vet fmt clean
+.PHONY: demo test test-short build lambdas bench bench-smoke vet fmt clean
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -20,6 +20,16 @@ test:
 ## test-short: skip the tests that build the Lambda binaries
 test-short:
 	$(GO) test -count=1 -short ./...
+
+## bench: the benchmark (1 GB per table; see docs/PERFORMANCE.md). BENCH_FLAGS adds flags.
+bench:
+	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
+	$(BIN)/icekeeper-bench --out $(BIN)/PERFORMANCE-latest.md $(BENCH_FLAGS)
+
+## bench-smoke: a 16 MB run of the benchmark, to check the harness
+bench-smoke:
+	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
+	$(BIN)/icekeeper-bench --size-mb 16 --file-kb 128 --target-mb 8
 
 ## build: the operator CLI in bin/icekeeper
 build:

@@ -40,6 +40,9 @@ type Options struct {
 	EqualityDeletes bool
 	// Properties are extra table properties.
 	Properties map[string]string
+	// PayloadBytes adds that many bytes of incompressible text to every row
+	// (for benchmarks that need realistic file sizes).
+	PayloadBytes int
 }
 
 // Schema is the sample tables' schema.
@@ -72,8 +75,8 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o 
 	if o.FormatVersion < 2 || o.FormatVersion > 3 {
 		return nil, fmt.Errorf("sampletable: format version %d: want 2 or 3", o.FormatVersion)
 	}
-	if o.Files < 1 || o.RowsPerFile < 1 {
-		return nil, errors.New("sampletable: Files and RowsPerFile must be positive")
+	if o.Files < 0 || o.Files > 0 && o.RowsPerFile < 1 {
+		return nil, errors.New("sampletable: Files must not be negative and RowsPerFile must be positive")
 	}
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
@@ -98,10 +101,13 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o 
 	if err != nil {
 		return nil, fmt.Errorf("sampletable: create table %v: %w", ident, err)
 	}
+	if o.Files == 0 {
+		return tbl, nil // an empty table, for CreateBulk
+	}
 	parts := max(o.Partitions, 1)
 	var id int64
 	for f := 0; f < o.Files; f++ {
-		if tbl, err = AppendRows(ctx, tbl, id, parts, o.RowsPerFile); err != nil {
+		if tbl, err = appendRows(ctx, tbl, id, parts, o.RowsPerFile, o.PayloadBytes); err != nil {
 			return nil, err
 		}
 		id += int64(parts * o.RowsPerFile)
@@ -131,7 +137,11 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o 
 // AppendRows appends rowsPerPartition rows to each of parts partitions, ids
 // from firstID on, as one commit (one new file per partition).
 func AppendRows(ctx context.Context, tbl *table.Table, firstID int64, parts, rowsPerPartition int) (*table.Table, error) {
-	rec := buildRows(firstID, parts, rowsPerPartition)
+	return appendRows(ctx, tbl, firstID, parts, rowsPerPartition, 0)
+}
+
+func appendRows(ctx context.Context, tbl *table.Table, firstID int64, parts, rowsPerPartition, payload int) (*table.Table, error) {
+	rec := buildRows(firstID, parts, rowsPerPartition, payload)
 	defer rec.Release()
 	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	if err != nil {
@@ -145,16 +155,22 @@ func AppendRows(ctx context.Context, tbl *table.Table, firstID int64, parts, row
 	return out, nil
 }
 
-func buildRows(firstID int64, parts, rowsPerPartition int) arrow.RecordBatch {
+func buildRows(firstID int64, parts, rowsPerPartition, payload int) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, arrowSchema())
 	defer b.Release()
 	id := firstID
+	pad := make([]byte, 0, payload)
 	for p := 0; p < parts; p++ {
 		for r := 0; r < rowsPerPartition; r++ {
 			b.Field(0).(*array.Int64Builder).Append(id)
 			b.Field(1).(*array.StringBuilder).Append(Region(p))
 			b.Field(2).(*array.Float64Builder).Append(float64(id%1000) * 1.25)
-			b.Field(3).(*array.StringBuilder).Append("row " + strconv.FormatInt(id, 10) + " of a small file that compaction merges")
+			note := "row " + strconv.FormatInt(id, 10) + " of a small file that compaction merges"
+			if payload > 0 {
+				pad = pseudoRandomHex(pad[:0], uint64(id), payload)
+				note += " " + string(pad)
+			}
+			b.Field(3).(*array.StringBuilder).Append(note)
 			id++
 		}
 	}
@@ -220,4 +236,135 @@ func DeleteByEquality(ctx context.Context, tbl *table.Table, ids []int64, region
 		return nil, fmt.Errorf("sampletable: commit equality delete: %w", err)
 	}
 	return out, nil
+}
+
+// pseudoRandomHex appends n hex digits derived from seed (splitmix64), so
+// rows are reproducible but do not compress.
+func pseudoRandomHex(dst []byte, seed uint64, n int) []byte {
+	const digits = "0123456789abcdef"
+	x := seed
+	for len(dst) < n {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		for i := 0; i < 16 && len(dst) < n; i++ {
+			dst = append(dst, digits[z&15])
+			z >>= 4
+		}
+	}
+	return dst
+}
+
+// BulkOptions shape a large benchmark table written in few commits.
+type BulkOptions struct {
+	FormatVersion int
+	Partitions    int
+	// Rows is the number of rows; BatchRows the rows of each partition in
+	// one arrow batch.
+	Rows      int64
+	BatchRows int
+	// FileBytes is the size at which data files roll while writing (the
+	// small files compaction will merge).
+	FileBytes int64
+	// PayloadBytes of incompressible text per row.
+	PayloadBytes int
+	// DeleteFraction of the rows is deleted, by DeleteKind "position"
+	// (merge-on-read delete: position deletes on v2, deletion vectors on v3)
+	// or "equality".
+	DeleteFraction float64
+	DeleteKind     string
+}
+
+// CreateBulk creates a table of many small files in one append, then
+// applies one delete commit.
+func CreateBulk(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o BulkOptions) (*table.Table, error) {
+	if o.BatchRows <= 0 || o.Rows <= 0 || o.FileBytes <= 0 {
+		return nil, errors.New("sampletable: bulk needs Rows, BatchRows and FileBytes")
+	}
+	parts := max(o.Partitions, 1)
+	// Small row groups let the rolling writer cut files near FileBytes (it
+	// checks the size as row groups are flushed).
+	tbl, err := Create(ctx, cat, ident, Options{FormatVersion: o.FormatVersion, Partitions: o.Partitions,
+		Properties: map[string]string{table.WriteTargetFileSizeBytesKey: strconv.FormatInt(o.FileBytes, 10),
+			table.ParquetRowGroupLimitKey: strconv.Itoa(max(1000, o.BatchRows/4))}})
+	if err != nil {
+		return nil, err
+	}
+	per := int64(parts * o.BatchRows)
+	batches := (o.Rows + per - 1) / per
+	schema := arrowSchema()
+	var next int64
+	stream := &batchStream{schema: schema, n: batches, make: func() arrow.RecordBatch {
+		rec := buildRows(next, parts, o.BatchRows, o.PayloadBytes)
+		next += per
+		return rec
+	}}
+	if tbl, err = tbl.Append(ctx, stream, nil); err != nil {
+		return nil, fmt.Errorf("sampletable: bulk append: %w", err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.RemoveProperties([]string{table.WriteTargetFileSizeBytesKey, table.ParquetRowGroupLimitKey}); err != nil {
+		return nil, err
+	}
+	if tbl, err = txn.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("sampletable: reset target size: %w", err)
+	}
+	if o.DeleteFraction <= 0 {
+		return tbl, nil
+	}
+	total := batches * per
+	switch o.DeleteKind {
+	case "position":
+		// amount = (id % 1000) * 1.25, so amount < 1250*f deletes f of the rows.
+		cut := 1250 * o.DeleteFraction
+		out, err := tbl.Delete(ctx, iceberg.LessThan(iceberg.Reference("amount"), cut), nil)
+		if err != nil {
+			return nil, fmt.Errorf("sampletable: bulk position delete: %w", err)
+		}
+		return out, nil
+	case "equality":
+		step := int64(1 / o.DeleteFraction)
+		var ids []int64
+		for id := int64(0); id < total; id += step {
+			ids = append(ids, id)
+		}
+		return DeleteByEquality(ctx, tbl, ids, RegionOf(o.Partitions, o.BatchRows))
+	}
+	return nil, fmt.Errorf("sampletable: delete kind %q: want position or equality", o.DeleteKind)
+}
+
+// batchStream is an array.RecordReader that makes its batches on demand,
+// so a large table is written without holding it in memory.
+type batchStream struct {
+	schema *arrow.Schema
+	n      int64
+	make   func() arrow.RecordBatch
+	cur    arrow.RecordBatch
+	refs   int64
+}
+
+func (s *batchStream) Retain()                        { s.refs++ }
+func (s *batchStream) Release()                       { s.release() }
+func (s *batchStream) Schema() *arrow.Schema          { return s.schema }
+func (s *batchStream) Err() error                     { return nil }
+func (s *batchStream) RecordBatch() arrow.RecordBatch { return s.cur }
+func (s *batchStream) Record() arrow.RecordBatch      { return s.cur }
+
+func (s *batchStream) Next() bool {
+	s.release()
+	if s.n <= 0 {
+		return false
+	}
+	s.n--
+	s.cur = s.make()
+	return true
+}
+
+func (s *batchStream) release() {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
 }

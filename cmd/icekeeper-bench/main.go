@@ -1,0 +1,82 @@
+// Command icekeeper-bench measures icekeeper against the physical limit of
+// the machine and iceberg-go's own compaction, side by side, in one run
+// (see package bench). `make bench` runs it.
+//
+//	icekeeper-bench [--size-mb 1024] [--file-kb 1024] [--kinds position,equality] [--memory] [--out FILE] [--json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/icekeeper/icekeeper/shared/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(os.Args) > 3 && os.Args[1] == "child" {
+		out, err := bench.Child(ctx, os.Args[2], []byte(os.Args[3]))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "icekeeper-bench child:", err)
+			os.Exit(1)
+		}
+		_ = json.NewEncoder(os.Stdout).Encode(bench.ChildOutput{Result: out, PeakRSS: bench.SelfPeakRSS()})
+		return
+	}
+	fs := flag.NewFlagSet("icekeeper-bench", flag.ExitOnError)
+	var o bench.Options
+	fs.StringVar(&o.Dir, "dir", "", "work folder for the catalog and warehouse (default: a temporary folder, removed)")
+	fs.IntVar(&o.SizeMB, "size-mb", 1024, "input size of each table, in MB of Parquet")
+	fs.IntVar(&o.FileKB, "file-kb", 1024, "size of the small input files, in KB")
+	fs.IntVar(&o.TargetMB, "target-mb", 256, "output file size (write.target-file-size-bytes), in MB")
+	fs.IntVar(&o.Partitions, "partitions", 4, "partitions per table")
+	fs.Float64Var(&o.DeleteFraction, "deleted", 0.05, "fraction of rows deleted")
+	kinds := fs.String("kinds", "position,equality", "delete kinds to measure")
+	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
+	outFile := fs.String("out", "", "also write the Markdown report to this file")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	_ = fs.Parse(os.Args[1:])
+	o.Kinds = strings.Split(*kinds, ",")
+	o.Progress = os.Stderr
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	o.Self = self
+	if o.Dir == "" {
+		tmp, err := os.MkdirTemp("", "icekeeper-bench-")
+		if err != nil {
+			fail(err)
+		}
+		defer os.RemoveAll(tmp)
+		o.Dir = tmp
+	}
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		fail(err)
+	}
+	md := rep.Markdown()
+	if *outFile != "" {
+		if err := os.WriteFile(*outFile, []byte(md), 0o644); err != nil {
+			fail(err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+		return
+	}
+	fmt.Print(md)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "icekeeper-bench:", err)
+	os.Exit(1)
+}

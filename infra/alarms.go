@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// MetricNamespace is the CloudWatch namespace of icekeeper's metrics
+// (shared/metrics.DefaultNamespace).
+const MetricNamespace = "Icekeeper"
+
+// Metric names. The first group is what the code emits today (as EMF, with
+// the dimension Table, plus Reason on some); the second is the names the
+// pipeline's job-outcome metrics are expected under. Alarms and graphs on a
+// metric nobody emits stay at "no data" (treated as not breaching).
+const (
+	MetricJobsPlanned       = "JobsPlanned"
+	MetricOptInWithoutGrant = "OptInWithoutGrant"
+	MetricInvalidProperties = "InvalidProperties"
+	MetricTablesSkipped     = "TablesSkipped"
+	MetricEventsRejected    = "EventsRejected"
+	MetricLeaseSkips        = "LeaseSkips"
+	MetricHealthScore       = "HealthScore"
+	MetricSmallFiles        = "SmallFiles"
+	MetricDeleteFiles       = "DeleteFiles"
+
+	MetricJobsCommitted   = "JobsCommitted"
+	MetricJobsFailed      = "JobsFailed"
+	MetricJobsAborted     = "JobsAborted"
+	MetricCommitConflicts = "CommitConflicts"
+	MetricCommitRetries   = "CommitRetries"
+	MetricBytesRewritten  = "BytesRewritten"
+	MetricRowsRewritten   = "RowsRewritten"
+)
+
+// Alarms are the stack's alarms and the topic they notify.
+type Alarms struct {
+	Topic awssns.Topic
+	All   []awscloudwatch.Alarm
+}
+
+// icekeeperSum is the sum of one icekeeper metric over every dimension set
+// it is emitted with (per table, per reason), as a CloudWatch Metrics
+// Insights query: alarms cannot use SEARCH, and the code emits its counts
+// per table, so an alarm on the dimensionless metric would never see them.
+func icekeeperSum(name string, period time.Duration) awscloudwatch.MathExpression {
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(fmt.Sprintf("SELECT SUM(%s) FROM %s", name, MetricNamespace)),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{},
+		Period:       seconds(period),
+		Label:        jsii.String(name),
+	})
+}
+
+// newAlarms creates the SNS topic (with an optional e-mail subscription) and
+// the alarms:
+//
+//   - each dead-letter queue holds a message;
+//   - OptInWithoutGrant and InvalidProperties: a table owner asked for
+//     something the deployment will not do;
+//   - JobsFailed, JobsAborted, CommitConflicts and CommitRetries per hour at
+//     or above their thresholds;
+//   - per function: any error, any throttle, p99 duration above the
+//     configured share of the timeout.
+func newAlarms(scope constructs.Construct, s Settings, q Queues, fns Lambdas) Alarms {
+	topic := awssns.NewTopic(scope, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		DisplayName: jsii.String("icekeeper alarms"),
+		EnforceSSL:  jsii.Bool(true),
+	})
+	if s.AlarmEmail != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(s.AlarmEmail), nil))
+	}
+	a := Alarms{Topic: topic}
+	action := awscloudwatchactions.NewSnsAction(topic)
+	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator) {
+		al := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String(description),
+			Metric:             metric,
+			Threshold:          jsii.Number(threshold),
+			ComparisonOperator: op,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		al.AddAlarmAction(action)
+		a.All = append(a.All, al)
+	}
+	above := awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD
+	atLeast := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+
+	for _, d := range []struct {
+		id, what string
+		queue    awssqs.Queue
+	}{{"TasksDLQNotEmpty", "rewriter tasks", q.TasksDLQ}, {"CommitsDLQNotEmpty", "commit requests", q.CommitsDLQ}} {
+		alarm(d.id, fmt.Sprintf("icekeeper: %s reached the dead-letter queue after %d attempts; see the failed job's reason in the jobs table and redrive or purge", d.what, s.MaxTaskAttempts),
+			d.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(5))}),
+			0, above)
+	}
+
+	alarm("OptInWithoutGrant", "icekeeper: a table owner set icekeeper.maintenance.enabled=true but the table is not granted (ICEKEEPER_GRANTS); grant it or tell the owner (audit event \"Icekeeper Opt-in Without Grant\" has the table)",
+		icekeeperSum(MetricOptInWithoutGrant, 5*time.Minute), 0, above)
+	alarm("InvalidProperties", "icekeeper: a table carries rejected icekeeper.* properties (e.g. credential-shaped) and is not maintained",
+		icekeeperSum(MetricInvalidProperties, 5*time.Minute), 0, above)
+	th := s.Thresholds
+	alarm("JobsFailed", fmt.Sprintf("icekeeper: %d or more compaction jobs failed in an hour", th.JobsFailed),
+		icekeeperSum(MetricJobsFailed, time.Hour), float64(th.JobsFailed), atLeast)
+	alarm("JobsAborted", fmt.Sprintf("icekeeper: %d or more compaction jobs aborted in an hour (concurrent deletes or conflicts)", th.JobsAborted),
+		icekeeperSum(MetricJobsAborted, time.Hour), float64(th.JobsAborted), atLeast)
+	alarm("CommitConflictRate", fmt.Sprintf("icekeeper: %d or more catalog commit conflicts in an hour", th.CommitConflictsPerHour),
+		icekeeperSum(MetricCommitConflicts, time.Hour), float64(th.CommitConflictsPerHour), atLeast)
+	alarm("CommitRetryRate", fmt.Sprintf("icekeeper: %d or more commit retries in an hour", th.CommitRetriesPerHour),
+		icekeeperSum(MetricCommitRetries, time.Hour), float64(th.CommitRetriesPerHour), atLeast)
+
+	for _, name := range Functions() {
+		fn := fns.ByName(name)
+		id := capitalize(name)
+		five := awscdk.Duration_Minutes(jsii.Number(5))
+		alarm(id+"Errors", "icekeeper: the "+name+" function failed (see its log group)",
+			fn.MetricErrors(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five}), 0, above)
+		alarm(id+"Throttles", "icekeeper: the "+name+" function was throttled",
+			fn.MetricThrottles(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five}), 0, above)
+		timeout := s.FunctionSettings(name).Timeout
+		limit := float64(timeout.Milliseconds()) * float64(th.DurationPercent) / 100
+		alarm(id+"DurationNearTimeout", fmt.Sprintf("icekeeper: the %s function's p99 duration is above %d%% of its %s timeout", name, th.DurationPercent, timeout),
+			fn.MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("p99"), Period: awscdk.Duration_Minutes(jsii.Number(15))}), limit, above)
+	}
+	return a
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

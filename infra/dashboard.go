@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// perTable is every table's series of one health gauge: a SEARCH over the
+// Table dimension the planner emits it with.
+func perTable(name, stat string) awscloudwatch.SearchExpression {
+	return awscloudwatch.NewSearchExpression(&awscloudwatch.SearchExpressionProps{
+		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Table} MetricName="%s"', '%s', 3600)`, MetricNamespace, name, stat)),
+		Label:      jsii.String(""),
+		Period:     awscdk.Duration_Hours(jsii.Number(1)),
+	})
+}
+
+// newDashboard lays out one dashboard in three rows: backlog (queue depths,
+// age of the oldest task, dead-letter queues), throughput (jobs planned,
+// committed, failed and aborted, bytes and rows rewritten, commit
+// conflicts, function invocations and errors) and per-table health
+// (HealthScore, SmallFiles, DeleteFiles, one line per table).
+func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alarms) awscloudwatch.Dashboard {
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	peak := &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}
+	sum := &awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five}
+	graph := func(title string, width float64, left ...awscloudwatch.IMetric) awscloudwatch.GraphWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String(title), Width: jsii.Number(width), Height: jsii.Number(6), Left: &left,
+		})
+	}
+	withLabel := func(m awscloudwatch.Metric, label string) awscloudwatch.IMetric {
+		return m.With(&awscloudwatch.MetricOptions{Label: jsii.String(label)})
+	}
+	d := awscloudwatch.NewDashboard(scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DefaultInterval: awscdk.Duration_Days(jsii.Number(1)),
+	})
+	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+		Markdown: jsii.String("## Backlog"), Width: jsii.Number(24), Height: jsii.Number(1),
+	}))
+	d.AddWidgets(
+		graph("Queue depth", 8,
+			withLabel(q.Tasks.MetricApproximateNumberOfMessagesVisible(peak), "tasks waiting"),
+			withLabel(q.Tasks.MetricApproximateNumberOfMessagesNotVisible(peak), "tasks in flight"),
+			withLabel(q.Commits.MetricApproximateNumberOfMessagesVisible(peak), "commits waiting"),
+			withLabel(q.Commits.MetricApproximateNumberOfMessagesNotVisible(peak), "commits in flight")),
+		graph("Oldest message age (s)", 8,
+			withLabel(q.Tasks.MetricApproximateAgeOfOldestMessage(peak), "tasks"),
+			withLabel(q.Commits.MetricApproximateAgeOfOldestMessage(peak), "commits")),
+		graph("Dead-letter queues", 8,
+			withLabel(q.TasksDLQ.MetricApproximateNumberOfMessagesVisible(peak), "task DLQ"),
+			withLabel(q.CommitsDLQ.MetricApproximateNumberOfMessagesVisible(peak), "commit DLQ")),
+	)
+	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+		Markdown: jsii.String("## Throughput"), Width: jsii.Number(24), Height: jsii.Number(1),
+	}))
+	d.AddWidgets(
+		graph("Jobs", 8,
+			icekeeperSum(MetricJobsPlanned, 5*time.Minute), icekeeperSum(MetricJobsCommitted, 5*time.Minute),
+			icekeeperSum(MetricJobsFailed, 5*time.Minute), icekeeperSum(MetricJobsAborted, 5*time.Minute),
+			icekeeperSum(MetricLeaseSkips, 5*time.Minute)),
+		graph("Rewritten", 8, icekeeperSum(MetricBytesRewritten, 5*time.Minute), icekeeperSum(MetricRowsRewritten, 5*time.Minute)),
+		graph("Commit conflicts, skips and rejections", 8,
+			icekeeperSum(MetricCommitConflicts, 5*time.Minute), icekeeperSum(MetricCommitRetries, 5*time.Minute),
+			icekeeperSum(MetricTablesSkipped, 5*time.Minute), icekeeperSum(MetricEventsRejected, 5*time.Minute),
+			icekeeperSum(MetricOptInWithoutGrant, 5*time.Minute)),
+	)
+	var invocations, errs []awscloudwatch.IMetric
+	for _, name := range Functions() {
+		fn := fns.ByName(name)
+		invocations = append(invocations, withLabel(fn.MetricInvocations(sum), name))
+		errs = append(errs, withLabel(fn.MetricErrors(sum), name+" errors"), withLabel(fn.MetricThrottles(sum), name+" throttles"))
+	}
+	d.AddWidgets(graph("Invocations", 12, invocations...), graph("Errors and throttles", 12, errs...))
+	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+		Markdown: jsii.String("## Per-table health (one line per table)"), Width: jsii.Number(24), Height: jsii.Number(1),
+	}))
+	d.AddWidgets(
+		graph("HealthScore (100 = healthy)", 8, perTable(MetricHealthScore, "Minimum")),
+		graph("SmallFiles", 8, perTable(MetricSmallFiles, "Maximum")),
+		graph("DeleteFiles", 8, perTable(MetricDeleteFiles, "Maximum")),
+	)
+	if len(alarms.All) > 0 {
+		all := make([]awscloudwatch.IAlarm, 0, len(alarms.All))
+		for _, a := range alarms.All {
+			all = append(all, a)
+		}
+		d.AddWidgets(awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
+			Title: jsii.String("Alarms"), Alarms: &all, Width: jsii.Number(24),
+		}))
+	}
+	return d
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Event sources and detail types, as the planner accepts them
+// (events/events.go).
+const (
+	SourceSchedule     = "aws.events"
+	DetailTypeSchedule = "Scheduled Event"
+	SourceGlue         = "aws.glue"
+	DetailTypeGlue     = "Glue Data Catalog Table State Change"
+	SourceS3           = "aws.s3"
+	DetailTypeS3       = "Object Created"
+	SourceCommit       = "icekeeper"
+	DetailTypeCommit   = "Iceberg Table Committed"
+)
+
+// Rules are the EventBridge rules that wake the planner. Glue and S3 are
+// nil when they would match nothing (see newRules).
+type Rules struct {
+	Sweep, Glue, S3, Commit awsevents.Rule
+}
+
+// newRules creates the rules that target the planner:
+//
+//   - the sweep schedule (a "Scheduled Event" from aws.events), always;
+//   - Glue table state changes, for a Glue catalog, filtered to the granted
+//     databases (not in mode off, where nothing is granted to look at);
+//   - S3 "Object Created" for table metadata files (*/metadata/*.metadata.json)
+//     under the granted locations, not in mode off. The warehouse buckets
+//     must send events to EventBridge (a bucket setting this stack does not
+//     own; see infra/README.md);
+//   - the custom commit event (source icekeeper, detail-type "Iceberg Table
+//     Committed") on ICEKEEPER_EVENT_BUS, always.
+//
+// Mode off keeps the schedule and the commit rule so the wiring is visible
+// (the planner counts each trigger as TriggersIgnored) without waking it on
+// every warehouse write.
+func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents.IEventBus) (Rules, error) {
+	target := awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
+	})
+	var r Rules
+	r.Sweep = awsevents.NewRule(scope, jsii.String("SweepSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("icekeeper: sweep the granted tables"),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(s.SweepSchedule)),
+		Targets:     &[]awsevents.IRuleTarget{target},
+	})
+	r.Commit = awsevents.NewRule(scope, jsii.String("CommitEvents"), &awsevents.RuleProps{
+		Description: jsii.String("icekeeper: a writer announced an Iceberg commit"),
+		EventBus:    bus,
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings(SourceCommit),
+			DetailType: jsii.Strings(DetailTypeCommit),
+		},
+		Targets: &[]awsevents.IRuleTarget{target},
+	})
+	if !s.TableAccess() {
+		return r, nil
+	}
+	if dbs := s.Grants.Databases(); s.GlueCatalog() && len(dbs) > 0 {
+		r.Glue = awsevents.NewRule(scope, jsii.String("GlueTableChanges"), &awsevents.RuleProps{
+			Description: jsii.String("icekeeper: a granted Glue table changed"),
+			EventPattern: &awsevents.EventPattern{
+				Source:     jsii.Strings(SourceGlue),
+				DetailType: jsii.Strings(DetailTypeGlue),
+				Detail:     &map[string]any{"databaseName": dbs},
+			},
+			Targets: &[]awsevents.IRuleTarget{target},
+		})
+	}
+	locs, err := s.Locations()
+	if err != nil {
+		return r, err
+	}
+	if len(locs) > 0 {
+		keys := make([]any, 0, len(locs))
+		for _, l := range locs {
+			keys = append(keys, map[string]string{"wildcard": l.MetadataKeyPattern()})
+		}
+		r.S3 = awsevents.NewRule(scope, jsii.String("TableMetadataWritten"), &awsevents.RuleProps{
+			Description: jsii.String("icekeeper: a new metadata file under a granted table location"),
+			EventPattern: &awsevents.EventPattern{
+				Source:     jsii.Strings(SourceS3),
+				DetailType: jsii.Strings(DetailTypeS3),
+				Detail: &map[string]any{
+					"bucket": map[string]any{"name": Buckets(locs)},
+					"object": map[string]any{"key": keys},
+				},
+			},
+			Targets: &[]awsevents.IRuleTarget{target},
+		})
+	}
+	return r, nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ErrBadGrant means a grant list entry is malformed.
+var ErrBadGrant = errors.New("malformed grant")
+
+// Grants is the operator's grant list, parsed exactly as the functions
+// parse ICEKEEPER_GRANTS (shared/optin.ParseGrants): "ns" or "ns.*" grants a
+// namespace ("a.b.*" a nested one), "ns.table" one table. The stack scopes
+// every table permission to it and passes it to the functions unchanged in
+// meaning (String renders the normal form).
+type Grants struct {
+	namespaces map[string]bool
+	tables     map[string]bool
+}
+
+// ParseGrants parses a comma-separated grant list.
+func ParseGrants(s string) (Grants, error) {
+	g := Grants{namespaces: map[string]bool{}, tables: map[string]bool{}}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		for _, part := range strings.Split(strings.TrimSuffix(e, ".*"), ".") {
+			if part == "" || part == "*" {
+				return Grants{}, fmt.Errorf("%w: %q (want ns, ns.* or ns.table)", ErrBadGrant, e)
+			}
+		}
+		switch {
+		case strings.HasSuffix(e, ".*"):
+			g.namespaces[strings.TrimSuffix(e, ".*")] = true
+		case !strings.Contains(e, "."):
+			g.namespaces[e] = true
+		default:
+			g.tables[e] = true
+		}
+	}
+	return g, nil
+}
+
+// Empty reports whether nothing is granted.
+func (g Grants) Empty() bool { return len(g.namespaces) == 0 && len(g.tables) == 0 }
+
+// Namespaces lists the granted namespaces, sorted.
+func (g Grants) Namespaces() []string { return sortedKeys(g.namespaces) }
+
+// Tables lists the individually granted tables ("ns.table"), sorted.
+func (g Grants) Tables() []string { return sortedKeys(g.tables) }
+
+// Databases lists every namespace that holds a granted table: the granted
+// namespaces and the namespaces of granted tables, sorted. These are the
+// Glue databases the functions may read.
+func (g Grants) Databases() []string {
+	set := map[string]bool{}
+	for n := range g.namespaces {
+		set[n] = true
+	}
+	for t := range g.tables {
+		ns, _ := splitTable(t)
+		set[ns] = true
+	}
+	return sortedKeys(set)
+}
+
+// Entries lists the grant list in its normal form: "ns.*" for each
+// namespace, then "ns.table" for each table.
+func (g Grants) Entries() []string {
+	var out []string
+	for _, n := range g.Namespaces() {
+		out = append(out, n+".*")
+	}
+	return append(out, g.Tables()...)
+}
+
+// String renders the list in ParseGrants' form (ICEKEEPER_GRANTS).
+func (g Grants) String() string { return strings.Join(g.Entries(), ",") }
+
+// HasEntry reports whether entry ("ns", "ns.*" or "ns.table") is one of
+// the list's entries.
+func (g Grants) HasEntry(entry string) bool {
+	if g.namespaces[strings.TrimSuffix(entry, ".*")] && (strings.HasSuffix(entry, ".*") || !strings.Contains(entry, ".")) {
+		return true
+	}
+	return g.tables[entry]
+}
+
+// splitTable splits "a.b.table" into namespace "a.b" and table "table".
+func splitTable(name string) (string, string) {
+	i := strings.LastIndex(name, ".")
+	return name[:i], name[i+1:]
+}
+
+// Location is where the tables of one grant entry live in S3. Key is the
+// key of the table location without a trailing slash; for a namespace
+// entry it ends in "*" and matches every table of the namespace.
+type Location struct {
+	Grant  string
+	Bucket string
+	Key    string
+}
+
+// Objects is the S3 object ARN pattern of sub under the location(s):
+// Objects(p, "*") is every object, Objects(p, "data/*") the data files.
+func (l Location) Objects(partition, sub string) string {
+	return fmt.Sprintf("arn:%s:s3:::%s/%s/%s", partition, l.Bucket, l.Key, sub)
+}
+
+// ListPrefixes are the s3:prefix values a listing of the location may use.
+func (l Location) ListPrefixes() []string {
+	return []string{l.Key, l.Key + "/*"}
+}
+
+// MetadataKeyPattern is the EventBridge wildcard that matches the table
+// metadata files written under the location.
+func (l Location) MetadataKeyPattern() string { return l.Key + "/metadata/*.metadata.json" }
+
+// Locations resolves every grant entry to its S3 location: the explicit
+// tableLocations entry when there is one, otherwise the location template
+// over the warehouse (a namespace entry puts "*" for the table). It fails,
+// naming the grant, when an entry has no S3 location.
+func (s Settings) Locations() ([]Location, error) {
+	var out []Location
+	var errs []error
+	resolve := func(entry, ns, table string) {
+		loc, explicit := s.TableLocations[entry]
+		if !explicit && table == "*" {
+			loc, explicit = s.TableLocations[ns]
+		}
+		switch {
+		case explicit && table == "*":
+			loc = strings.TrimSuffix(loc, "/") + "/*"
+		case explicit:
+		case strings.Contains(s.TableLocationTemplate, "{warehouse}") && s.WarehouseLocation == "":
+			errs = append(errs, fmt.Errorf("%w: %s: grant %q has no S3 location: set %s (or an s3:// %s) or %s[%q]",
+				ErrSettings, CtxTableLocations, entry, CtxWarehouseLocation, CtxCatalogWarehouse, CtxTableLocations, entry))
+			return
+		default:
+			loc = strings.NewReplacer(
+				"{warehouse}", strings.TrimSuffix(s.WarehouseLocation, "/"),
+				"{namespace}", ns,
+				"{namespacePath}", strings.ReplaceAll(ns, ".", "/"),
+				"{table}", table,
+			).Replace(s.TableLocationTemplate)
+		}
+		bucket, key, err := splitS3(loc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: grant %q: %v", ErrSettings, entry, err))
+			return
+		}
+		out = append(out, Location{Grant: entry, Bucket: bucket, Key: key})
+	}
+	for _, ns := range s.Grants.Namespaces() {
+		resolve(ns+".*", ns, "*")
+	}
+	for _, t := range s.Grants.Tables() {
+		ns, table := splitTable(t)
+		resolve(t, ns, table)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Buckets lists the distinct buckets of locs, sorted.
+func Buckets(locs []Location) []string {
+	set := map[string]bool{}
+	for _, l := range locs {
+		set[l.Bucket] = true
+	}
+	out := sortedKeys(set)
+	sort.Strings(out)
+	return out
+}
+
+// splitS3 splits s3://bucket/key/path into its bucket and key (no
+// surrounding slashes).
+func splitS3(uri string) (string, string, error) {
+	rest := uri
+	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
+		rest = strings.TrimPrefix(rest, scheme)
+	}
+	if rest == uri {
+		return "", "", fmt.Errorf("%q is not an s3:// location", uri)
+	}
+	bucket, key, _ := strings.Cut(rest, "/")
+	key = strings.Trim(key, "/")
+	if bucket == "" || key == "" || strings.Contains(bucket, "*") {
+		return "", "", fmt.Errorf("%q: want s3://bucket/path/to/table (a table location, not a bucket)", uri)
+	}
+	return bucket, key, nil
+}

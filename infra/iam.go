@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The IAM model (infra/README.md, "Who may do what"):
+//
+//   - icekeeper's own resources, in every mode: the planner writes plans,
+//     task payloads and health reports to the bucket, sends to both queues,
+//     reads and writes both tables and puts audit events on the bus; a
+//     rewriter reads task payloads, writes and removes its descriptors,
+//     reads and writes both tables and sends to the commit queue; the
+//     committer reads plans and descriptors and reads and writes both
+//     tables. The event sources add receive/delete on each consumer's queue.
+//   - tables, never in mode off, and only within the granted namespaces and
+//     tables: the planner (advisory and active) reads catalog metadata and
+//     the objects under the granted locations; in mode active a rewriter
+//     also writes under the locations' data/ folder (and has no catalog
+//     permission at all), and the committer reads, writes table metadata
+//     under metadata/, deletes under data/ (losing and failed attempts'
+//     files) and is the only function that may update the catalog.
+//   - nobody gets a query service (Athena, Redshift Data) or a resource "*"
+//     for Glue or S3.
+
+// Glue actions.
+var (
+	glueRead   = []string{"glue:GetDatabase", "glue:GetTable", "glue:GetTables"}
+	glueUpdate = []string{"glue:UpdateTable"}
+)
+
+// access builds and attaches the policy statements of the three functions.
+type access struct {
+	stack     awscdk.Stack
+	s         Settings
+	locs      []Location
+	partition string
+}
+
+func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambdas, bus string) error {
+	a := access{stack: stack, s: s, partition: *stack.Partition()}
+	if s.TableAccess() {
+		locs, err := s.Locations()
+		if err != nil {
+			return err
+		}
+		a.locs = locs
+	}
+	a.ownResources(st, q, fns, bus)
+	if !s.TableAccess() {
+		return nil
+	}
+	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
+	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
+	add(fns.Planner, a.tableListing("TableList")...)
+	if s.Mode != ModeActive {
+		return nil
+	}
+	add(fns.Rewriter, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
+	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "data/*")...)
+	add(fns.Rewriter, a.tableListing("TableList")...)
+	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
+	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
+	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
+	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
+	add(fns.Committer, a.tableObjects("TableDataDelete", []string{"s3:DeleteObject"}, "data/*")...)
+	add(fns.Committer, a.tableListing("TableList")...)
+	return nil
+}
+
+func add(fn awslambda.Function, stmts ...awsiam.PolicyStatement) {
+	for _, st := range stmts {
+		fn.AddToRolePolicy(st)
+	}
+}
+
+func statement(sid string, actions, resources []string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String(sid),
+		Effect:    awsiam.Effect_ALLOW,
+		Actions:   jsii.Strings(actions...),
+		Resources: jsii.Strings(resources...),
+	})
+}
+
+// ownResources grants what each function needs of icekeeper's own bucket,
+// tables, queues and bus.
+func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
+	bucket := *st.Bucket.BucketArn()
+	jobs := bucket + "/" + a.s.key(JobsPrefix) + "*"
+	health := bucket + "/" + a.s.key(HealthPrefix) + "*"
+	descriptors := bucket + "/" + a.s.key(JobsPrefix) + "*/descriptors/*"
+	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
+		st.LeaseTable.GrantReadWriteData(fn)
+		st.JobsTable.GrantReadWriteData(fn)
+	}
+	add(fns.Planner,
+		statement("PlansAndReportsWrite", []string{"s3:PutObject"}, []string{jobs, health}),
+		statement("AuditEvents", []string{"events:PutEvents"}, []string{a.busARN(bus)}),
+	)
+	q.Tasks.GrantSendMessages(fns.Planner)
+	q.Commits.GrantSendMessages(fns.Planner)
+	add(fns.Rewriter,
+		statement("TasksRead", []string{"s3:GetObject"}, []string{jobs}),
+		statement("DescriptorsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{descriptors}),
+	)
+	q.Commits.GrantSendMessages(fns.Rewriter)
+	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
+}
+
+// glue returns a statement allowing actions on the catalog, the granted
+// databases and the granted tables (a namespace grant: every table of its
+// database), or nothing when the catalog is not Glue.
+func (a access) glue(sid string, actions []string) []awsiam.PolicyStatement {
+	if !a.s.GlueCatalog() {
+		return nil
+	}
+	region, account := *a.stack.Region(), *a.stack.Account()
+	if r := a.s.CatalogProperties["glue.region"]; r != "" {
+		region = r
+	}
+	if id := a.s.CatalogProperties["glue.id"]; id != "" {
+		account = id
+	}
+	arn := func(resource string) string {
+		return fmt.Sprintf("arn:%s:glue:%s:%s:%s", a.partition, region, account, resource)
+	}
+	resources := []string{arn("catalog")}
+	for _, db := range a.s.Grants.Databases() {
+		resources = append(resources, arn("database/"+db))
+	}
+	for _, ns := range a.s.Grants.Namespaces() {
+		resources = append(resources, arn("table/"+ns+"/*"))
+	}
+	for _, t := range a.s.Grants.Tables() {
+		ns, name := splitTable(t)
+		resources = append(resources, arn("table/"+ns+"/"+name))
+	}
+	return []awsiam.PolicyStatement{statement(sid, actions, resources)}
+}
+
+// tableObjects allows actions on sub (an object pattern such as "*" or
+// "data/*") under every granted location.
+func (a access) tableObjects(sid string, actions []string, sub string) []awsiam.PolicyStatement {
+	if len(a.locs) == 0 {
+		return nil
+	}
+	resources := make([]string, 0, len(a.locs))
+	for _, l := range a.locs {
+		resources = append(resources, l.Objects(a.partition, sub))
+	}
+	return []awsiam.PolicyStatement{statement(sid, actions, resources)}
+}
+
+// tableListing allows listing each warehouse bucket, only under the granted
+// locations (s3:prefix).
+func (a access) tableListing(sid string) []awsiam.PolicyStatement {
+	var out []awsiam.PolicyStatement
+	for i, b := range Buckets(a.locs) {
+		var prefixes []string
+		for _, l := range a.locs {
+			if l.Bucket == b {
+				prefixes = append(prefixes, l.ListPrefixes()...)
+			}
+		}
+		st := statement(fmt.Sprintf("%s%d", sid, i), []string{"s3:ListBucket"}, []string{fmt.Sprintf("arn:%s:s3:::%s", a.partition, b)})
+		st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
+		out = append(out, st)
+	}
+	return out
+}
+
+// busARN is the ARN of ICEKEEPER_EVENT_BUS (a name or an ARN).
+func (a access) busARN(bus string) string {
+	if strings.HasPrefix(bus, "arn:") {
+		return bus
+	}
+	return fmt.Sprintf("arn:%s:events:%s:%s:event-bus/%s", a.partition, *a.stack.Region(), *a.stack.Account(), bus)
+}

@@ -1,0 +1,625 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// ErrSettings means a context setting is missing, malformed or unsafe; the
+// app refuses to synthesize. Fix the setting named in the message.
+var ErrSettings = errors.New("icekeeper stack: invalid setting")
+
+// Modes, as ICEKEEPER_MODE names them.
+const (
+	ModeOff      = "off"
+	ModeAdvisory = "advisory"
+	ModeActive   = "active"
+)
+
+// Function names, which are also the asset directory names under AssetDir
+// (bin/lambda/<function>/bootstrap, built by `make lambdas`).
+const (
+	Planner   = "planner"
+	Rewriter  = "rewriter"
+	Committer = "committer"
+)
+
+// Functions lists the three functions in pipeline order.
+func Functions() []string { return []string{Planner, Rewriter, Committer} }
+
+// FunctionSettings sizes one Lambda function.
+type FunctionSettings struct {
+	MemoryMB int
+	Timeout  time.Duration
+}
+
+// Thresholds are the alarm thresholds that are not fixed at "more than
+// zero".
+type Thresholds struct {
+	// JobsFailed alarms when at least this many jobs fail in an hour.
+	JobsFailed int
+	// JobsAborted alarms when at least this many jobs abort in an hour
+	// (aborts are expected under concurrent position deletes; many mean a
+	// table whose writers and icekeeper keep colliding).
+	JobsAborted int
+	// CommitConflictsPerHour and CommitRetriesPerHour bound the commit
+	// conflict rate.
+	CommitConflictsPerHour int
+	CommitRetriesPerHour   int
+	// DurationPercent alarms when a function's p99 duration exceeds this
+	// share of its timeout.
+	DurationPercent int
+}
+
+// Settings are everything the stack is built from. They come from the CDK
+// context (cdk.json or `cdk -c key=value`); infra/README.md documents each
+// key. DefaultSettings gives the defaults; Validate checks a whole set.
+type Settings struct {
+	// Mode is ICEKEEPER_MODE: off, advisory or active.
+	Mode string
+	// Grants is the operator's key (ICEKEEPER_GRANTS).
+	Grants Grants
+
+	CatalogType          string
+	CatalogName          string
+	CatalogURI           string
+	CatalogWarehouse     string
+	CatalogSigV4         bool
+	CatalogSigningName   string
+	CatalogSigningRegion string
+	CatalogProperties    map[string]string
+
+	// WarehouseLocation is the S3 location under which granted tables live
+	// (default: CatalogWarehouse when it is an s3:// URI).
+	WarehouseLocation string
+	// TableLocationTemplate derives a granted table's location from the
+	// warehouse: {warehouse}, {namespace} (dotted), {namespacePath}
+	// (slash-separated) and {table}.
+	TableLocationTemplate string
+	// TableLocations gives explicit locations by grant ("ns.table" or
+	// "ns.*"), overriding the template.
+	TableLocations map[string]string
+
+	// Prefix is ICEKEEPER_PREFIX, the key prefix in icekeeper's bucket.
+	Prefix string
+	// EventBus is ICEKEEPER_EVENT_BUS (audit events and the custom commit
+	// rule).
+	EventBus string
+	// SweepSchedule is the EventBridge schedule expression of the sweep.
+	SweepSchedule string
+
+	Planner, Rewriter, Committer FunctionSettings
+	// RewriterConcurrency is the rewriter's reserved concurrency (and the
+	// task queue event source's maximum concurrency): the fan-out throttle.
+	RewriterConcurrency int
+	// MaxTaskAttempts is ICEKEEPER_MAX_TASK_ATTEMPTS and both queues'
+	// maxReceiveCount.
+	MaxTaskAttempts int
+	// CommitTakeover is ICEKEEPER_COMMIT_TAKEOVER; the commit queue's
+	// visibility timeout spans more than it.
+	CommitTakeover time.Duration
+
+	JobsExpirationDays   int
+	HealthExpirationDays int
+	LogRetentionDays     int
+
+	// Alarms turns the alarms and the dashboard on (default true).
+	Alarms     bool
+	AlarmEmail string
+	Thresholds Thresholds
+
+	// RemovalPolicy of the bucket and tables: retain or destroy.
+	RemovalPolicy string
+	// Environment holds extra ICEKEEPER_* variables (tuning such as
+	// ICEKEEPER_LEASE_TTL), set on every function.
+	Environment map[string]string
+
+	// AssetDir holds <function>/bootstrap for each function.
+	AssetDir string
+	// Architecture is arm64 (default) or x86_64.
+	Architecture string
+}
+
+// DefaultSettings returns the defaults documented in infra/README.md.
+func DefaultSettings() Settings {
+	return Settings{
+		Mode:                  ModeOff,
+		CatalogType:           "glue",
+		CatalogName:           "default",
+		TableLocationTemplate: "{warehouse}/{namespace}.db/{table}",
+		TableLocations:        map[string]string{},
+		CatalogProperties:     map[string]string{},
+		EventBus:              "default",
+		SweepSchedule:         "rate(1 hour)",
+		Planner:               FunctionSettings{MemoryMB: 1024, Timeout: 5 * time.Minute},
+		Rewriter:              FunctionSettings{MemoryMB: 3008, Timeout: 15 * time.Minute},
+		Committer:             FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
+		RewriterConcurrency:   10,
+		MaxTaskAttempts:       3,
+		CommitTakeover:        16 * time.Minute,
+		JobsExpirationDays:    14,
+		HealthExpirationDays:  90,
+		LogRetentionDays:      30,
+		Alarms:                true,
+		Thresholds: Thresholds{
+			JobsFailed: 1, JobsAborted: 5, CommitConflictsPerHour: 10, CommitRetriesPerHour: 20, DurationPercent: 80,
+		},
+		RemovalPolicy: "retain",
+		Environment:   map[string]string{},
+		AssetDir:      filepath.Join("..", "bin", "lambda"),
+		Architecture:  "arm64",
+	}
+}
+
+// Context keys, as written in cdk.json or passed with `cdk -c key=value`.
+const (
+	CtxMode                  = "mode"
+	CtxGrants                = "grants"
+	CtxCatalogType           = "catalogType"
+	CtxCatalogName           = "catalogName"
+	CtxCatalogURI            = "catalogUri"
+	CtxCatalogWarehouse      = "catalogWarehouse"
+	CtxCatalogSigV4          = "catalogSigV4"
+	CtxCatalogSigningName    = "catalogSigningName"
+	CtxCatalogSigningRegion  = "catalogSigningRegion"
+	CtxCatalogProperties     = "catalogProperties"
+	CtxWarehouseLocation     = "warehouseLocation"
+	CtxTableLocationTemplate = "tableLocationTemplate"
+	CtxTableLocations        = "tableLocations"
+	CtxPrefix                = "prefix"
+	CtxEventBus              = "eventBus"
+	CtxSweepSchedule         = "sweepSchedule"
+	CtxPlannerMemory         = "plannerMemoryMb"
+	CtxPlannerTimeout        = "plannerTimeout"
+	CtxRewriterMemory        = "rewriterMemoryMb"
+	CtxRewriterTimeout       = "rewriterTimeout"
+	CtxCommitterMemory       = "committerMemoryMb"
+	CtxCommitterTimeout      = "committerTimeout"
+	CtxRewriterConcurrency   = "rewriterReservedConcurrency"
+	CtxMaxTaskAttempts       = "maxTaskAttempts"
+	CtxCommitTakeover        = "commitTakeover"
+	CtxJobsExpirationDays    = "jobsExpirationDays"
+	CtxHealthExpirationDays  = "healthExpirationDays"
+	CtxLogRetentionDays      = "logRetentionDays"
+	CtxAlarms                = "alarms"
+	CtxAlarmEmail            = "alarmEmail"
+	CtxJobsFailedThreshold   = "alarmJobsFailed"
+	CtxJobsAbortedThreshold  = "alarmJobsAborted"
+	CtxCommitConflicts       = "alarmCommitConflictsPerHour"
+	CtxCommitRetries         = "alarmCommitRetriesPerHour"
+	CtxDurationPercent       = "alarmDurationPercent"
+	CtxRemovalPolicy         = "removalPolicy"
+	CtxEnvironment           = "environment"
+	CtxAssetDir              = "assetDir"
+	CtxArchitecture          = "architecture"
+)
+
+// SettingsFromContext reads the settings from a construct's context over
+// the defaults, then validates them. Values may be JSON-typed (cdk.json) or
+// strings (`-c key=value`): numbers, booleans and durations parse from
+// strings, and objects from a JSON string.
+func SettingsFromContext(node constructs.Node) (Settings, error) {
+	s := DefaultSettings()
+	r := contextReader{node: node}
+	r.str(CtxMode, &s.Mode)
+	var grants string
+	r.list(CtxGrants, &grants)
+	r.str(CtxCatalogType, &s.CatalogType)
+	r.str(CtxCatalogName, &s.CatalogName)
+	r.str(CtxCatalogURI, &s.CatalogURI)
+	r.str(CtxCatalogWarehouse, &s.CatalogWarehouse)
+	r.boolean(CtxCatalogSigV4, &s.CatalogSigV4)
+	r.str(CtxCatalogSigningName, &s.CatalogSigningName)
+	r.str(CtxCatalogSigningRegion, &s.CatalogSigningRegion)
+	r.properties(CtxCatalogProperties, s.CatalogProperties)
+	r.str(CtxWarehouseLocation, &s.WarehouseLocation)
+	r.str(CtxTableLocationTemplate, &s.TableLocationTemplate)
+	r.object(CtxTableLocations, s.TableLocations)
+	r.str(CtxPrefix, &s.Prefix)
+	r.str(CtxEventBus, &s.EventBus)
+	r.str(CtxSweepSchedule, &s.SweepSchedule)
+	r.integer(CtxPlannerMemory, &s.Planner.MemoryMB)
+	r.duration(CtxPlannerTimeout, &s.Planner.Timeout)
+	r.integer(CtxRewriterMemory, &s.Rewriter.MemoryMB)
+	r.duration(CtxRewriterTimeout, &s.Rewriter.Timeout)
+	r.integer(CtxCommitterMemory, &s.Committer.MemoryMB)
+	r.duration(CtxCommitterTimeout, &s.Committer.Timeout)
+	r.integer(CtxRewriterConcurrency, &s.RewriterConcurrency)
+	r.integer(CtxMaxTaskAttempts, &s.MaxTaskAttempts)
+	r.duration(CtxCommitTakeover, &s.CommitTakeover)
+	r.integer(CtxJobsExpirationDays, &s.JobsExpirationDays)
+	r.integer(CtxHealthExpirationDays, &s.HealthExpirationDays)
+	r.integer(CtxLogRetentionDays, &s.LogRetentionDays)
+	r.boolean(CtxAlarms, &s.Alarms)
+	r.str(CtxAlarmEmail, &s.AlarmEmail)
+	r.integer(CtxJobsFailedThreshold, &s.Thresholds.JobsFailed)
+	r.integer(CtxJobsAbortedThreshold, &s.Thresholds.JobsAborted)
+	r.integer(CtxCommitConflicts, &s.Thresholds.CommitConflictsPerHour)
+	r.integer(CtxCommitRetries, &s.Thresholds.CommitRetriesPerHour)
+	r.integer(CtxDurationPercent, &s.Thresholds.DurationPercent)
+	r.str(CtxRemovalPolicy, &s.RemovalPolicy)
+	r.object(CtxEnvironment, s.Environment)
+	r.str(CtxAssetDir, &s.AssetDir)
+	r.str(CtxArchitecture, &s.Architecture)
+	if len(r.errs) > 0 {
+		return s, errors.Join(r.errs...)
+	}
+	g, err := ParseGrants(grants)
+	if err != nil {
+		return s, fmt.Errorf("%w: %s: %v", ErrSettings, CtxGrants, err)
+	}
+	s.Grants = g
+	s.Mode = strings.ToLower(strings.TrimSpace(s.Mode))
+	if s.WarehouseLocation == "" && isS3URI(s.CatalogWarehouse) {
+		s.WarehouseLocation = s.CatalogWarehouse
+	}
+	return s, s.Validate()
+}
+
+// Validate checks the settings as a whole and fails with a message naming
+// the setting. It also checks that the function bootstraps exist.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrSettings, key, fmt.Sprintf(format, args...)))
+	}
+	switch s.Mode {
+	case ModeOff, ModeAdvisory:
+	case ModeActive:
+		if s.Grants.Empty() {
+			bad(CtxGrants, "mode=active needs a non-empty grant list (the functions refuse to start in mode active without ICEKEEPER_GRANTS); grant namespaces or tables, e.g. -c grants=analytics.*,sales.orders")
+		}
+	default:
+		bad(CtxMode, "%q: want off, advisory or active", s.Mode)
+	}
+	switch s.CatalogType {
+	case "glue", "rest", "hive", "sql":
+	default:
+		bad(CtxCatalogType, "%q: want glue, rest, hive or sql", s.CatalogType)
+	}
+	if s.CatalogType == "rest" && s.CatalogURI == "" && s.Mode != ModeOff {
+		bad(CtxCatalogURI, "a rest catalog needs its endpoint")
+	}
+	for _, k := range sortedKeys(s.CatalogProperties) {
+		if credentialShaped(k) {
+			bad(CtxCatalogProperties, "%q looks like a credential; Lambda environment variables are readable by anyone who can read the function's configuration: use IAM (SigV4) instead", k)
+		}
+		if strings.ContainsAny(k, ",=") || strings.Contains(s.CatalogProperties[k], ",") {
+			bad(CtxCatalogProperties, "%q: keys cannot contain commas or '=', values cannot contain commas (ICEKEEPER_CATALOG_PROPERTIES is k=v,k=v)", k)
+		}
+	}
+	if s.WarehouseLocation != "" && !isS3URI(s.WarehouseLocation) {
+		bad(CtxWarehouseLocation, "%q: want an s3:// location", s.WarehouseLocation)
+	}
+	for _, k := range sortedKeys(s.TableLocations) {
+		if !isS3URI(s.TableLocations[k]) {
+			bad(CtxTableLocations, "%s=%q: want an s3:// location", k, s.TableLocations[k])
+		}
+		if !s.Grants.HasEntry(k) {
+			bad(CtxTableLocations, "%q is not an entry of the grant list (%s)", k, s.Grants)
+		}
+	}
+	if s.Mode != ModeOff {
+		if _, err := s.Locations(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.EventBus == "" {
+		bad(CtxEventBus, "must not be empty (use default)")
+	}
+	if !strings.HasPrefix(s.SweepSchedule, "rate(") && !strings.HasPrefix(s.SweepSchedule, "cron(") {
+		bad(CtxSweepSchedule, "%q: want rate(...) or cron(...)", s.SweepSchedule)
+	}
+	for _, f := range []struct {
+		key, tkey string
+		fs        FunctionSettings
+	}{{CtxPlannerMemory, CtxPlannerTimeout, s.Planner}, {CtxRewriterMemory, CtxRewriterTimeout, s.Rewriter}, {CtxCommitterMemory, CtxCommitterTimeout, s.Committer}} {
+		if f.fs.MemoryMB < 128 || f.fs.MemoryMB > 10240 {
+			bad(f.key, "%d: want 128 to 10240 MB", f.fs.MemoryMB)
+		}
+		if f.fs.Timeout < time.Second || f.fs.Timeout > 15*time.Minute || f.fs.Timeout%time.Second != 0 {
+			bad(f.tkey, "%s: want whole seconds between 1s and 15m (Lambda's limit)", f.fs.Timeout)
+		}
+	}
+	if s.CommitTakeover <= s.Committer.Timeout {
+		bad(CtxCommitTakeover, "%s must exceed %s (%s): a committer still running must never be taken over", s.CommitTakeover, CtxCommitterTimeout, s.Committer.Timeout)
+	}
+	if v := s.CommitVisibility(); v > 12*time.Hour {
+		bad(CtxCommitTakeover, "the commit queue's visibility timeout would be %s, beyond SQS's 12h", v)
+	}
+	if s.RewriterConcurrency < 1 {
+		bad(CtxRewriterConcurrency, "%d: want at least 1", s.RewriterConcurrency)
+	}
+	if s.MaxTaskAttempts < 1 || s.MaxTaskAttempts > 1000 {
+		bad(CtxMaxTaskAttempts, "%d: want 1 to 1000 (SQS maxReceiveCount)", s.MaxTaskAttempts)
+	}
+	if s.JobsExpirationDays < 1 {
+		bad(CtxJobsExpirationDays, "%d: want at least 1", s.JobsExpirationDays)
+	}
+	if s.HealthExpirationDays < 1 {
+		bad(CtxHealthExpirationDays, "%d: want at least 1", s.HealthExpirationDays)
+	}
+	if retention(s.LogRetentionDays) == "" {
+		bad(CtxLogRetentionDays, "%d: want one of CloudWatch Logs' retention periods (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)", s.LogRetentionDays)
+	}
+	th := s.Thresholds
+	for key, v := range map[string]int{CtxJobsFailedThreshold: th.JobsFailed, CtxJobsAbortedThreshold: th.JobsAborted, CtxCommitConflicts: th.CommitConflictsPerHour, CtxCommitRetries: th.CommitRetriesPerHour} {
+		if v < 1 {
+			bad(key, "%d: want at least 1", v)
+		}
+	}
+	if th.DurationPercent < 1 || th.DurationPercent > 100 {
+		bad(CtxDurationPercent, "%d: want 1 to 100", th.DurationPercent)
+	}
+	switch s.RemovalPolicy {
+	case "retain", "destroy":
+	default:
+		bad(CtxRemovalPolicy, "%q: want retain or destroy", s.RemovalPolicy)
+	}
+	for _, k := range sortedKeys(s.Environment) {
+		switch {
+		case !knownEnv(k):
+			bad(CtxEnvironment, "%s is not a variable icekeeper reads (see shared/config/config.go)", k)
+		case managedEnv(k):
+			bad(CtxEnvironment, "%s is set by the stack from its own setting; set that instead", k)
+		}
+	}
+	switch s.Architecture {
+	case "arm64", "x86_64":
+	default:
+		bad(CtxArchitecture, "%q: want arm64 or x86_64", s.Architecture)
+	}
+	for _, fn := range Functions() {
+		p := filepath.Join(s.AssetDir, fn, "bootstrap")
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			bad(CtxAssetDir, "%s not found: run `make lambdas` first (or point assetDir at a directory holding <function>/bootstrap)", p)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TaskVisibility is the task queue's visibility timeout: six times the
+// rewriter's timeout (AWS's guidance for SQS event sources).
+func (s Settings) TaskVisibility() time.Duration { return 6 * s.Rewriter.Timeout }
+
+// CommitVisibility is the commit queue's visibility timeout: six times the
+// committer's timeout, and always longer than the commit takeover plus one
+// committer run, so a redelivered commit request finds a silent job old
+// enough to take over.
+func (s Settings) CommitVisibility() time.Duration {
+	return max(6*s.Committer.Timeout, s.CommitTakeover+s.Committer.Timeout)
+}
+
+// TableAccess reports whether the mode gives the functions any access to
+// tables at all.
+func (s Settings) TableAccess() bool { return s.Mode != ModeOff }
+
+// GlueCatalog reports whether the catalog is AWS Glue, natively or through
+// its Iceberg REST endpoint (SigV4 signing name glue): the functions then
+// need Glue permissions and Glue table state change events exist.
+func (s Settings) GlueCatalog() bool {
+	return s.CatalogType == "glue" || s.CatalogType == "rest" && s.CatalogSigV4 && s.CatalogSigningName == "glue"
+}
+
+
+// credentialShaped mirrors the rule icekeeper applies to table properties:
+// keys naming a secret, password, token, key or credential are refused.
+func credentialShaped(key string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(key), func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
+		switch {
+		case w == "key" || w == "keys" || strings.HasSuffix(w, "key") && w != "monkey":
+			return true
+		case strings.Contains(w, "secret"), strings.Contains(w, "password"), strings.Contains(w, "passwd"),
+			strings.Contains(w, "token"), strings.Contains(w, "credential"):
+			return true
+		}
+	}
+	return false
+}
+
+func isS3URI(s string) bool {
+	return strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, "s3a://") || strings.HasPrefix(s, "s3n://")
+}
+
+// contextReader reads typed values from the CDK context and collects
+// errors naming the key.
+type contextReader struct {
+	node constructs.Node
+	errs []error
+}
+
+func (r *contextReader) get(key string) (any, bool) {
+	v := r.node.TryGetContext(jsii.String(key))
+	if v == nil {
+		return nil, false
+	}
+	if s, ok := v.(string); ok && strings.TrimSpace(s) == "" {
+		return nil, false
+	}
+	return v, true
+}
+
+func (r *contextReader) fail(key string, v any, want string) {
+	r.errs = append(r.errs, fmt.Errorf("%w: %s=%v: want %s", ErrSettings, key, v, want))
+}
+
+func (r *contextReader) str(key string, dst *string) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		r.fail(key, v, "a string")
+		return
+	}
+	*dst = strings.TrimSpace(s)
+}
+
+// list reads a comma-separated string or a JSON list of strings.
+func (r *contextReader) list(key string, dst *string) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	switch t := v.(type) {
+	case string:
+		*dst = t
+	case []any:
+		parts := make([]string, 0, len(t))
+		for _, e := range t {
+			s, isStr := e.(string)
+			if !isStr {
+				r.fail(key, v, "a list of strings")
+				return
+			}
+			parts = append(parts, s)
+		}
+		*dst = strings.Join(parts, ",")
+	default:
+		r.fail(key, v, "a comma-separated string or a list of strings")
+	}
+}
+
+func (r *contextReader) integer(key string, dst *int) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	switch t := v.(type) {
+	case float64:
+		if t != float64(int(t)) {
+			r.fail(key, v, "an integer")
+			return
+		}
+		*dst = int(t)
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(t))
+		if err != nil {
+			r.fail(key, v, "an integer")
+			return
+		}
+		*dst = n
+	default:
+		r.fail(key, v, "an integer")
+	}
+}
+
+func (r *contextReader) boolean(key string, dst *bool) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	switch t := v.(type) {
+	case bool:
+		*dst = t
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(t))
+		if err != nil {
+			r.fail(key, v, "true or false")
+			return
+		}
+		*dst = b
+	default:
+		r.fail(key, v, "true or false")
+	}
+}
+
+// duration reads a Go duration ("15m") or a number of seconds.
+func (r *contextReader) duration(key string, dst *time.Duration) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	switch t := v.(type) {
+	case float64:
+		*dst = time.Duration(t * float64(time.Second))
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(t))
+		if err != nil {
+			r.fail(key, v, "a duration such as 15m or a number of seconds")
+			return
+		}
+		*dst = d
+	default:
+		r.fail(key, v, "a duration such as 15m or a number of seconds")
+	}
+}
+
+// object reads a JSON object of strings (or a JSON string holding one).
+func (r *contextReader) object(key string, dst map[string]string) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	if s, isStr := v.(string); isStr {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			r.fail(key, v, "a JSON object of strings")
+			return
+		}
+		v = m
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		r.fail(key, v, "a JSON object of strings")
+		return
+	}
+	for k, e := range m {
+		switch t := e.(type) {
+		case string:
+			dst[k] = t
+		case float64:
+			dst[k] = strconv.FormatFloat(t, 'f', -1, 64)
+		case bool:
+			dst[k] = strconv.FormatBool(t)
+		default:
+			r.fail(key, v, "a JSON object of strings")
+			return
+		}
+	}
+}
+
+// properties reads "k=v,k=v" (ICEKEEPER_CATALOG_PROPERTIES' form) or an
+// object.
+func (r *contextReader) properties(key string, dst map[string]string) {
+	v, ok := r.get(key)
+	if !ok {
+		return
+	}
+	if s, isStr := v.(string); isStr && !strings.HasPrefix(strings.TrimSpace(s), "{") {
+		for _, kv := range strings.Split(s, ",") {
+			kv = strings.TrimSpace(kv)
+			if kv == "" {
+				continue
+			}
+			k, val, found := strings.Cut(kv, "=")
+			if !found || strings.TrimSpace(k) == "" {
+				r.fail(key, v, "k=v,k=v or a JSON object")
+				return
+			}
+			dst[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+		return
+	}
+	r.object(key, dst)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// IcekeeperStackProps are the stack's settings plus the usual stack
+// properties (name, environment).
+type IcekeeperStackProps struct {
+	awscdk.StackProps
+	Settings Settings
+}
+
+// IcekeeperStack is one icekeeper deployment: its storage, queues,
+// functions, the rules that wake the planner, alarms and a dashboard.
+type IcekeeperStack struct {
+	awscdk.Stack
+	Storage   Storage
+	Queues    Queues
+	Functions Lambdas
+	Rules     Rules
+	Alarms    Alarms
+	Dashboard awscloudwatch.Dashboard
+}
+
+// NewIcekeeperStack validates props.Settings and builds the stack. It
+// returns an error, creating nothing, when a setting is invalid: for
+// example mode active without grants (the functions would refuse to start),
+// a grant without an S3 location, or a missing function bootstrap.
+//
+//	settings, err := SettingsFromContext(app.Node())
+//	stack, err := NewIcekeeperStack(app, "Icekeeper", &IcekeeperStackProps{Settings: settings})
+func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperStackProps) (*IcekeeperStack, error) {
+	if props == nil {
+		props = &IcekeeperStackProps{Settings: DefaultSettings()}
+	}
+	s := props.Settings
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	sprops := props.StackProps
+	if sprops.Description == nil {
+		sprops.Description = jsii.String("icekeeper: autonomous maintenance for Apache Iceberg tables (mode " + s.Mode + ")")
+	}
+	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
+	out := &IcekeeperStack{Stack: stack}
+	out.Storage = newStorage(stack, s)
+	out.Queues = newQueues(stack, s)
+	bus := awsevents.EventBus_FromEventBusName(stack, jsii.String("Bus"), jsii.String(busName(s.EventBus)))
+	out.Functions = newFunctions(stack, s, out.Storage, out.Queues, s.EventBus)
+	if err := grantAccess(stack, s, out.Storage, out.Queues, out.Functions, s.EventBus); err != nil {
+		return nil, err
+	}
+	rules, err := newRules(stack, s, out.Functions, bus)
+	if err != nil {
+		return nil, err
+	}
+	out.Rules = rules
+	if s.Alarms {
+		out.Alarms = newAlarms(stack, s, out.Queues, out.Functions)
+		out.Dashboard = newDashboard(stack, out.Queues, out.Functions, out.Alarms)
+	}
+	awscdk.Tags_Of(stack).Add(jsii.String("icekeeper:mode"), jsii.String(s.Mode), nil)
+	return out, nil
+}
+
+// busName is the bus name of ICEKEEPER_EVENT_BUS, which may be an ARN.
+func busName(bus string) string {
+	for i := len(bus) - 1; i >= 0; i-- {
+		if bus[i] == '/' {
+			return bus[i+1:]
+		}
+	}
+	return bus
+}

@@ -1,0 +1,477 @@
+// Package bench measures icekeeper against the physical limit of this
+// machine and against iceberg-go's own compaction, side by side, in one run,
+// on the same tables and the same storage. Every measured engine runs in
+// child processes of the benchmark binary so that CPU time and peak
+// resident memory are per process (getrusage), not blurred by the harness.
+//
+// For each table (position deletes, equality deletes) it measures:
+//  1. raw: arrow-go reading and decoding the input Parquet and encoding and
+//     writing the same rows with iceberg-go's writer settings, no Iceberg
+//     (the physical limit), on 1 and 2 processes of one core each;
+//  2. iceberg-go: Table.RewriteDataFiles in one process, on 1 and 2 cores;
+//  3. icekeeper: the whole pipeline (planner, rewriters, committer, over the
+//     in-process AWS emulator) with 1 and 2 rewriter processes of one core.
+//
+// and, for the rewriter, peak memory on groups of 1x and 4x the size. Every
+// engine starts from the same snapshot (the table is rolled back after each
+// run). Timings are reported, never asserted.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+// Options shape a benchmark run.
+type Options struct {
+	// Dir holds the catalog and the warehouse.
+	Dir string
+	// SizeMB is the input size of each table (compressed Parquet).
+	SizeMB int
+	// FileKB is the size of the small input files.
+	FileKB int
+	// TargetMB is the output file size (write.target-file-size-bytes).
+	TargetMB   int
+	Partitions int
+	// DeleteFraction of the rows is deleted.
+	DeleteFraction float64
+	// Kinds of delete tables: "position", "equality".
+	Kinds []string
+	// Memory runs the rewriter memory check (groups of 1x and 4x).
+	Memory bool
+	// Self is the benchmark executable (re-run as children).
+	Self string
+	// Progress receives progress lines.
+	Progress io.Writer
+}
+
+// Measurement is one engine's run on one table.
+type Measurement struct {
+	Engine    string        `json:"engine"`
+	Procs     int           `json:"procs"`
+	Wall      time.Duration `json:"wall_ns"`
+	CPU       time.Duration `json:"cpu_ns"`
+	PeakRSS   int64         `json:"peak_rss_bytes"`
+	InputB    int64         `json:"input_bytes"`
+	RowsOut   int64         `json:"rows_out"`
+	FilesOut  int           `json:"files_out"`
+	CoordCPU  time.Duration `json:"coordinator_cpu_ns,omitempty"`
+	Committed bool          `json:"committed,omitempty"`
+}
+
+// MBps is input megabytes (10^6) per wall second.
+func (m Measurement) MBps() float64 { return float64(m.InputB) / 1e6 / m.Wall.Seconds() }
+
+// RowsPerSec is output rows per wall second.
+func (m Measurement) RowsPerSec() float64 { return float64(m.RowsOut) / m.Wall.Seconds() }
+
+// TableResult is every measurement on one table.
+type TableResult struct {
+	Kind         string        `json:"kind"`
+	InputFiles   int           `json:"input_files"`
+	InputBytes   int64         `json:"input_bytes"`
+	DeleteFiles  int           `json:"delete_files"`
+	LiveRows     int64         `json:"live_rows"`
+	Generate     time.Duration `json:"generate_ns"`
+	Measurements []Measurement `json:"measurements"`
+}
+
+// MemoryResult is the rewriter's peak memory on two group sizes.
+type MemoryResult struct {
+	GroupBytes []int64 `json:"group_bytes"`
+	PeakRSS    []int64 `json:"peak_rss_bytes"`
+}
+
+// Report is a whole run.
+type Report struct {
+	Started time.Time     `json:"started"`
+	Machine string        `json:"machine"`
+	Options Options       `json:"-"`
+	Tables  []TableResult `json:"tables"`
+	Memory  *MemoryResult `json:"memory,omitempty"`
+}
+
+func (o *Options) defaults() {
+	if o.SizeMB <= 0 {
+		o.SizeMB = 1024
+	}
+	if o.FileKB <= 0 {
+		o.FileKB = 1024
+	}
+	if o.TargetMB <= 0 {
+		o.TargetMB = 256
+	}
+	if o.Partitions <= 0 {
+		o.Partitions = 4
+	}
+	if o.DeleteFraction <= 0 {
+		o.DeleteFraction = 0.05
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = []string{"position", "equality"}
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+const payloadBytes = 160
+
+// Run runs the benchmark.
+func Run(ctx context.Context, o Options) (Report, error) {
+	o.defaults()
+	rep := Report{Started: time.Now().UTC(), Machine: machine(), Options: o}
+	cat, catCfg, err := openCatalog(ctx, o.Dir)
+	if err != nil {
+		return rep, err
+	}
+	cloud, err := localcloud.Listen("127.0.0.1:0")
+	if err != nil {
+		return rep, err
+	}
+	defer cloud.Close()
+
+	rowsPerMB, err := calibrate(ctx, cat, o)
+	if err != nil {
+		return rep, err
+	}
+	for _, kind := range o.Kinds {
+		tr, err := runTable(ctx, o, cat, catCfg, cloud, kind, rowsPerMB)
+		if err != nil {
+			return rep, fmt.Errorf("bench %s: %w", kind, err)
+		}
+		rep.Tables = append(rep.Tables, tr)
+	}
+	if o.Memory {
+		mr, err := runMemory(ctx, o, cat, catCfg, cloud, rowsPerMB)
+		if err != nil {
+			return rep, fmt.Errorf("bench memory: %w", err)
+		}
+		rep.Memory = &mr
+	}
+	return rep, nil
+}
+
+func openCatalog(ctx context.Context, dir string) (catalog.Catalog, catalogs.Config, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, catalogs.Config{}, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, catalogs.Config{}, err
+	}
+	cc := catalogs.Config{Type: "sql", Name: "bench", URI: "file:" + filepath.Join(abs, "catalog.db"), Warehouse: "file://" + filepath.Join(abs, "warehouse")}
+	cat, err := catalogs.Open(ctx, cc, aws.Config{})
+	return cat, cc, err
+}
+
+// calibrate measures compressed bytes per row of the benchmark rows.
+func calibrate(ctx context.Context, cat catalog.Catalog, o Options) (float64, error) {
+	ident := table.Identifier{"bench", fmt.Sprintf("calibrate_%d", time.Now().UnixNano())}
+	tbl, err := sampletable.CreateBulk(ctx, cat, ident, sampletable.BulkOptions{FormatVersion: 2, Partitions: 1, Rows: 100_000, BatchRows: 10_000, FileBytes: 64 << 20, PayloadBytes: payloadBytes})
+	if err != nil {
+		return 0, err
+	}
+	st, err := health.Measure(ctx, tbl)
+	if err != nil {
+		return 0, err
+	}
+	return float64(st.DataRecords) / (float64(st.DataBytes) / 1e6), nil
+}
+
+func (o Options) progress(format string, args ...any) {
+	fmt.Fprintf(o.Progress, time.Now().Format("15:04:05")+" "+format+"\n", args...)
+}
+
+func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, kind string, rowsPerMB float64) (TableResult, error) {
+	tr := TableResult{Kind: kind}
+	name := "bench." + kind
+	ident := table.Identifier{"bench", kind}
+	rows := int64(float64(o.SizeMB) * rowsPerMB * 1.02)
+	o.progress("generating %s: %d MB, %d rows, files of %d KB, %d partitions", name, o.SizeMB, rows, o.FileKB, o.Partitions)
+	start := time.Now()
+	tbl, err := sampletable.CreateBulk(ctx, cat, ident, sampletable.BulkOptions{
+		FormatVersion: 2, Partitions: o.Partitions, Rows: rows, BatchRows: batchRows(o, rowsPerMB), FileBytes: int64(o.FileKB) << 10,
+		PayloadBytes: payloadBytes, DeleteFraction: o.DeleteFraction, DeleteKind: kind,
+	})
+	if err != nil {
+		return tr, err
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(map[string]string{table.WriteTargetFileSizeBytesKey: strconv.Itoa(o.TargetMB << 20)}); err != nil {
+		return tr, err
+	}
+	if tbl, err = txn.Commit(ctx); err != nil {
+		return tr, err
+	}
+	tr.Generate = time.Since(start)
+	st, err := health.Measure(ctx, tbl)
+	if err != nil {
+		return tr, err
+	}
+	tr.InputFiles, tr.InputBytes, tr.DeleteFiles = st.DataFiles, st.DataBytes, st.DeleteFiles()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return tr, err
+	}
+	var paths []string
+	for _, t := range tasks {
+		paths = append(paths, t.File.FilePath())
+	}
+	pinned := tbl.CurrentSnapshot().SnapshotID
+	o.progress("%s: %d data files, %.0f MB, %d delete files, generated in %s", name, tr.InputFiles, float64(tr.InputBytes)/1e6, tr.DeleteFiles, tr.Generate.Round(time.Second))
+
+	rollback := func() error {
+		cur, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return err
+		}
+		if cur.CurrentSnapshot().SnapshotID == pinned {
+			return nil
+		}
+		txn := cur.NewTransaction()
+		if err := txn.RollbackToSnapshot(pinned); err != nil {
+			return err
+		}
+		_, err = txn.Commit(ctx)
+		return err
+	}
+	gomax := func(n int) []string { return []string{"GOMAXPROCS=" + strconv.Itoa(n)} }
+
+	// 1. The physical limit: one and two processes of one core.
+	for _, n := range []int{1, 2} {
+		o.progress("%s: raw arrow-go rewrite, %d process(es)", name, n)
+		m, err := runRaw(ctx, o, paths, n, gomax(1))
+		if err != nil {
+			return tr, err
+		}
+		tr.Measurements = append(tr.Measurements, m)
+	}
+	// 2. iceberg-go's own compaction in one process, on one and two cores.
+	for _, n := range []int{1, 2} {
+		o.progress("%s: iceberg-go RewriteDataFiles, %d core(s)", name, n)
+		p, err := runChild(ctx, o.Self, gomax(n), "iceberg", IcebergArgs{Catalog: cc, Table: name})
+		if err != nil {
+			return tr, err
+		}
+		var out IcebergOut
+		if err := decodeOut(p, &out); err != nil {
+			return tr, err
+		}
+		tr.Measurements = append(tr.Measurements, Measurement{Engine: "iceberg-go", Procs: n, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS,
+			InputB: tr.InputBytes, RowsOut: out.Rows, FilesOut: out.FilesOut, Committed: true})
+		if err := rollback(); err != nil {
+			return tr, err
+		}
+	}
+	// 3. The icekeeper pipeline with one and two rewriters of one core.
+	for _, n := range []int{1, 2} {
+		o.progress("%s: icekeeper pipeline, %d rewriter(s)", name, n)
+		m, err := runPipeline(ctx, o, cat, cc, cloud, name, n, 0)
+		if err != nil {
+			return tr, err
+		}
+		m.InputB = tr.InputBytes
+		tr.Measurements = append(tr.Measurements, m)
+		if err := rollback(); err != nil {
+			return tr, err
+		}
+	}
+	for _, m := range tr.Measurements {
+		if m.Engine == "icekeeper" {
+			tr.LiveRows = m.RowsOut
+		}
+	}
+	return tr, nil
+}
+
+// batchRows sizes the generator's batches at about half a small file per
+// partition, since the writer rolls files between batches.
+func batchRows(o Options, rowsPerMB float64) int {
+	return max(200, int(float64(o.FileKB)/1024*rowsPerMB/2))
+}
+
+func runRaw(ctx context.Context, o Options, paths []string, procs int, env []string) (Measurement, error) {
+	m := Measurement{Engine: "raw arrow-go", Procs: procs}
+	outDir := filepath.Join(o.Dir, "raw-out", strconv.FormatInt(time.Now().UnixNano(), 10))
+	defer os.RemoveAll(outDir)
+	type running struct {
+		wait func() (Proc, error)
+	}
+	start := time.Now()
+	var rs []running
+	for i := 0; i < procs; i++ {
+		var part []string
+		for j := i; j < len(paths); j += procs {
+			part = append(part, paths[j])
+		}
+		_, wait, err := child(ctx, o.Self, env, "raw", RawArgs{Paths: part, OutDir: filepath.Join(outDir, strconv.Itoa(i)), Target: int64(o.TargetMB) << 20})
+		if err != nil {
+			return m, err
+		}
+		rs = append(rs, running{wait})
+	}
+	for _, r := range rs {
+		p, err := r.wait()
+		if err != nil {
+			return m, err
+		}
+		var out RawResult
+		if err := decodeOut(p, &out); err != nil {
+			return m, err
+		}
+		m.CPU += p.CPU
+		m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
+		m.InputB += out.BytesIn
+		m.RowsOut += out.Rows
+		m.FilesOut += out.FilesOut
+	}
+	m.Wall = time.Since(start)
+	return m, nil
+}
+
+// runPipeline runs one complete cycle: plan here, rewriters in n child
+// processes, commit here. targetOverride (bytes) sizes the groups; with
+// maxGroups > 0 only that many groups are rewritten and nothing is
+// committed (the memory check).
+func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64) (Measurement, error) {
+	m, _, err := pipeline(ctx, o, cat, cc, cloud, name, n, targetOverride, 0)
+	return m, err
+}
+
+func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, maxGroups int) (Measurement, int64, error) {
+	m := Measurement{Engine: "icekeeper", Procs: n}
+	cfg := config.Defaults()
+	cfg.Catalog = cc
+	cfg.TargetFileSize = targetOverride
+	cfg.LeaseTTL = time.Hour
+	res, err := cloud.Provision(ctx, "bench", "", cfg.MaxTaskAttempts)
+	if err != nil {
+		return m, 0, err
+	}
+	res.Apply(&cfg)
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	deps, err := stages.NewDeps(cfg, cloud.Clients, log, stages.AllNeeds...)
+	if err != nil {
+		return m, 0, err
+	}
+	deps.Metrics = metrics.NewEmitter(io.Discard, "", nil)
+	st, _, err := deps.LocalStages(cat)
+	if err != nil {
+		return m, 0, err
+	}
+	env := []string{"GOMAXPROCS=1", "AWS_ENDPOINT_URL=" + cloud.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
+	cfg.Mode, cfg.Grants = config.ModeActive, strings.SplitN(name, ".", 2)[0]
+	for k, v := range cfg.Env() {
+		env = append(env, k+"="+v)
+	}
+	cpu0 := selfCPU()
+	start := time.Now()
+	pr, err := st.Plan.PlanTable(ctx, name, "bench")
+	if err != nil {
+		return m, 0, err
+	}
+	if pr.JobID == "" {
+		return m, 0, fmt.Errorf("planner did not plan %s: %s (%s)", name, pr.Outcome, pr.Reason)
+	}
+	var waits []func() (Proc, error)
+	for i := 0; i < n; i++ {
+		_, wait, err := child(ctx, o.Self, env, "rewriter", RewriterArgs{MaxGroups: maxGroups})
+		if err != nil {
+			return m, 0, err
+		}
+		waits = append(waits, wait)
+	}
+	for _, w := range waits {
+		p, err := w()
+		if err != nil {
+			return m, 0, err
+		}
+		var out localrun.Stats
+		if err := decodeOut(p, &out); err != nil {
+			return m, 0, err
+		}
+		m.CPU += p.CPU
+		m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
+	}
+	groupBytes := pr.InputBytes / int64(max(pr.Groups, 1))
+	if maxGroups > 0 {
+		m.Wall = time.Since(start)
+		return m, groupBytes, nil // the memory check commits nothing
+	}
+	if _, err := localrun.Drain(ctx, deps.Commits, st.Committer, 1, 0); err != nil {
+		return m, 0, err
+	}
+	m.Wall = time.Since(start)
+	m.CoordCPU = selfCPU() - cpu0
+	j, err := deps.Jobs.Get(ctx, pr.JobID)
+	if err != nil {
+		return m, 0, err
+	}
+	m.Committed = j.State == "committed"
+	if !m.Committed {
+		return m, 0, fmt.Errorf("pipeline job %s: %s (%s)", j.ID, j.State, j.Reason)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"bench", strings.SplitN(name, ".", 2)[1]})
+	if err != nil {
+		return m, 0, err
+	}
+	after, err := health.Measure(ctx, tbl)
+	if err != nil {
+		return m, 0, err
+	}
+	m.RowsOut, m.FilesOut = after.DataRecords, after.DataFiles
+	return m, groupBytes, nil
+}
+
+// runMemory runs one rewriter on one group of 1x and one of 4x the size,
+// from the first benchmark table, and commits nothing.
+func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, _ float64) (MemoryResult, error) {
+	var r MemoryResult
+	name := "bench." + o.Kinds[0]
+	big := (int64(o.SizeMB) << 20) / 2
+	for _, target := range []int64{big / 4, big} {
+		o.progress("%s: rewriter memory on a group of about %d MB", name, target>>20)
+		m, groupBytes, err := pipeline(ctx, o, cat, cc, cloud, name, 1, target, 1)
+		if err != nil {
+			return r, err
+		}
+		r.GroupBytes = append(r.GroupBytes, groupBytes)
+		r.PeakRSS = append(r.PeakRSS, m.PeakRSS)
+	}
+	return r, nil
+}
+
+func machine() string {
+	host, _ := os.Hostname()
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %s", host, cpu)
+}

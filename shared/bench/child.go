@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/icekeeper/icekeeper/shared/awsclients"
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+// RawArgs are the raw child's arguments.
+type RawArgs struct {
+	Paths  []string `json:"paths"`
+	OutDir string   `json:"out_dir"`
+	Target int64    `json:"target"`
+}
+
+// IcebergArgs are the iceberg-go child's arguments.
+type IcebergArgs struct {
+	Catalog catalogs.Config `json:"catalog"`
+	Table   string          `json:"table"`
+}
+
+// IcebergOut is what the iceberg-go child did.
+type IcebergOut struct {
+	Groups   int   `json:"groups"`
+	Rows     int64 `json:"rows"`
+	FilesOut int   `json:"files_out"`
+}
+
+// RewriterArgs are the rewriter child's arguments (the rest comes from
+// the ICEKEEPER_* environment, as for the Lambda function).
+type RewriterArgs struct {
+	// MaxGroups stops after that many tasks (0: until the queue is empty).
+	MaxGroups int `json:"max_groups"`
+}
+
+// Child runs one measured engine in this process and returns its JSON
+// output; the benchmark starts it as `<self> child <mode> <args>`.
+func Child(ctx context.Context, mode string, args []byte) (any, error) {
+	switch mode {
+	case "raw":
+		var a RawArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+		return RawRewrite(ctx, a.Paths, a.OutDir, a.Target)
+	case "iceberg":
+		var a IcebergArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+		return icebergRewrite(ctx, a)
+	case "rewriter":
+		var a RewriterArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+		return rewriterDrain(ctx, a)
+	}
+	return nil, fmt.Errorf("unknown child mode %q", mode)
+}
+
+// icebergRewrite is iceberg-go's own in-process compaction: plan with its
+// compaction planner (the same settings icekeeper's planner uses), rewrite
+// every group with Table.RewriteDataFiles, expunge the dead equality deletes
+// it reports, and commit once.
+func icebergRewrite(ctx context.Context, a IcebergArgs) (IcebergOut, error) {
+	var out IcebergOut
+	cat, err := catalogs.Open(ctx, a.Catalog, aws.Config{})
+	if err != nil {
+		return out, err
+	}
+	ident, err := messages.TableIdent(a.Table)
+	if err != nil {
+		return out, err
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return out, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return out, err
+	}
+	cfg, err := plan.CompactionConfig(tbl.Properties(), 0)
+	if err != nil {
+		return out, err
+	}
+	p, err := cfg.PlanCompaction(tasks)
+	if err != nil {
+		return out, err
+	}
+	if len(p.Groups) == 0 {
+		return out, fmt.Errorf("iceberg-go's planner found nothing to compact in %s (%d files)", a.Table, len(tasks))
+	}
+	groups := make([]table.CompactionTaskGroup, 0, len(p.Groups))
+	rewritten := map[string]struct{}{}
+	for _, g := range p.Groups {
+		groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
+		for _, t := range g.Tasks {
+			rewritten[t.File.FilePath()] = struct{}{}
+		}
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return out, err
+	}
+	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot(), rewritten)
+	if err != nil {
+		return out, err
+	}
+	res, err := tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{ExtraDeleteFilesToRemove: deadEq})
+	if err != nil {
+		return out, err
+	}
+	out.Groups, out.FilesOut = res.RewrittenGroups, res.AddedDataFiles
+	after, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return out, err
+	}
+	if s := after.CurrentSnapshot(); s != nil && s.Summary != nil {
+		fmt.Sscan(s.Summary.Properties["total-records"], &out.Rows)
+	}
+	return out, nil
+}
+
+// rewriterDrain is one rewriter process: the same handler the Lambda
+// function runs, fed from the task queue.
+func rewriterDrain(ctx context.Context, a RewriterArgs) (localrun.Stats, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return localrun.Stats{}, err
+	}
+	clients, err := awsclients.Load(ctx)
+	if err != nil {
+		return localrun.Stats{}, err
+	}
+	deps, err := stages.NewDeps(cfg, clients, slog.New(slog.NewJSONHandler(io.Discard, nil)), append(stages.RewriterNeeds, config.NeedTaskQueue)...)
+	if err != nil {
+		return localrun.Stats{}, err
+	}
+	deps.Metrics = metrics.NewEmitter(io.Discard, "", nil)
+	r, err := deps.Rewriter()
+	if err != nil {
+		return localrun.Stats{}, err
+	}
+	return localrun.Drain(ctx, deps.Tasks, handler.Rewriter{Rewrite: r}.Handle, 1, a.MaxGroups)
+}
+
+func decodeOut(p Proc, v any) error {
+	if err := json.Unmarshal(p.Out, v); err != nil {
+		return fmt.Errorf("child output %q: %w", string(p.Out), err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Prices used by the cost model (us-east-1, published list prices).
+const (
+	// LambdaArmGBSecond is AWS Lambda's arm64 price per GB-second.
+	LambdaArmGBSecond = 0.0000133334
+	// LambdaRequest is the price of one invocation.
+	LambdaRequest = 0.0000002
+	// S3Get and S3Put are the prices of one request (S3 Standard).
+	S3Get = 0.0000004
+	S3Put = 0.000005
+	// GlueDPUHour is AWS Glue's price per DPU-hour (table optimizers).
+	GlueDPUHour = 0.44
+	// LambdaMBPerVCPU is the memory at which Lambda gives one full vCPU.
+	LambdaMBPerVCPU = 1769
+)
+
+func (t TableResult) find(engine string, procs int) (Measurement, bool) {
+	for _, m := range t.Measurements {
+		if m.Engine == engine && m.Procs == procs {
+			return m, true
+		}
+	}
+	return Measurement{}, false
+}
+
+// Markdown renders the report: a table per input, the targets, memory and
+// the cost model.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %s.\n\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Machine)
+	o := r.Options
+	fmt.Fprintf(&b, "Input: %d MB of Parquet (zstd) per table in files of about %d KB, %d partitions, %.0f%% of the rows deleted; output files of %d MB.\n\n",
+		o.SizeMB, o.FileKB, o.Partitions, o.DeleteFraction*100, o.TargetMB)
+	for _, t := range r.Tables {
+		fmt.Fprintf(&b, "### %s deletes: %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Kind, t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
+		b.WriteString("| engine | processes × cores | wall s | input MB/s | rows/s | CPU s | peak RSS MB | MB/s vs raw | MB/s vs iceberg-go |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, m := range t.Measurements {
+			shape := fmt.Sprintf("%d × 1", m.Procs)
+			if m.Engine == "iceberg-go" {
+				shape = fmt.Sprintf("1 × %d", m.Procs)
+			}
+			vsRaw, vsIce := "", ""
+			if raw, ok := t.find("raw arrow-go", m.Procs); ok && m.Engine != "raw arrow-go" {
+				vsRaw = fmt.Sprintf("%.2f", m.MBps()/raw.MBps())
+			}
+			if ice, ok := t.find("iceberg-go", m.Procs); ok && m.Engine == "icekeeper" {
+				vsIce = fmt.Sprintf("%.2f", m.MBps()/ice.MBps())
+			}
+			cpu := fmt.Sprintf("%.1f", m.CPU.Seconds())
+			if m.CoordCPU > 0 {
+				cpu += fmt.Sprintf(" (+%.1f planner, committer, emulator)", m.CoordCPU.Seconds())
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.0f | %s | %.0f | %s | %s |\n", m.Engine, shape, m.Wall.Seconds(), m.MBps(), m.RowsPerSec(), cpu, float64(m.PeakRSS)/(1<<20), vsRaw, vsIce)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(r.targets())
+	if r.Memory != nil && len(r.Memory.PeakRSS) == 2 {
+		m := r.Memory
+		fmt.Fprintf(&b, "### Rewriter memory\n\n| group | peak RSS MB |\n|---|---|\n| %.0f MB | %.0f |\n| %.0f MB | %.0f |\n\nA group %.1fx the size needed %.2fx the memory.\n\n",
+			float64(m.GroupBytes[0])/1e6, float64(m.PeakRSS[0])/(1<<20), float64(m.GroupBytes[1])/1e6, float64(m.PeakRSS[1])/(1<<20),
+			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
+	}
+	b.WriteString(r.costs())
+	return b.String()
+}
+
+type target struct {
+	what     string
+	measured float64
+	want     float64
+	atMost   bool
+}
+
+func (r Report) targets() string {
+	var ts []target
+	for _, t := range r.Tables {
+		raw1, ok1 := t.find("raw arrow-go", 1)
+		ice1, ok2 := t.find("iceberg-go", 1)
+		ice2, ok3 := t.find("iceberg-go", 2)
+		ik1, ok4 := t.find("icekeeper", 1)
+		ik2, ok5 := t.find("icekeeper", 2)
+		if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+			continue
+		}
+		want := 0.95
+		if t.Kind == "equality" {
+			want = 0.9
+		}
+		ts = append(ts,
+			target{fmt.Sprintf("%s: rewriter MB/s per core vs the physical limit", t.Kind), ik1.MBps() / raw1.MBps(), want, false},
+			target{fmt.Sprintf("%s: two rewriters vs one (MB/s)", t.Kind), ik2.MBps() / ik1.MBps(), 1.9, false},
+			target{fmt.Sprintf("%s: pipeline wall time vs iceberg-go, two cores", t.Kind), ik2.Wall.Seconds() / ice2.Wall.Seconds(), 0.8, true},
+			target{fmt.Sprintf("%s: pipeline wall time vs iceberg-go, one core", t.Kind), ik1.Wall.Seconds() / ice1.Wall.Seconds(), 1.1, true},
+		)
+		if ik1.PeakRSS > 0 {
+			ts = append(ts, target{fmt.Sprintf("%s: rewriter peak memory MB (groups of up to %d MB)", t.Kind, r.Options.TargetMB), float64(ik1.PeakRSS) / (1 << 20), 400, true})
+		}
+	}
+	if m := r.Memory; m != nil && len(m.PeakRSS) == 2 && m.PeakRSS[0] > 0 {
+		ts = append(ts, target{"rewriter memory, 4x group vs 1x group", float64(m.PeakRSS[1]) / float64(m.PeakRSS[0]), 1.2, true})
+	}
+	if len(ts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Targets\n\n| target | measured | goal | verdict |\n|---|---|---|---|\n")
+	for _, t := range ts {
+		op := "≥"
+		met := t.measured >= t.want
+		if t.atMost {
+			op, met = "≤", t.measured <= t.want
+		}
+		verdict := "met"
+		if !met {
+			verdict = fmt.Sprintf("missed by %.0f%%", math.Abs(t.measured-t.want)/t.want*100)
+		}
+		fmt.Fprintf(&b, "| %s | %.2f | %s %.2f | %s |\n", t.what, t.measured, op, t.want, verdict)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func (r Report) costs() string {
+	var perCore float64
+	for _, t := range r.Tables {
+		if m, ok := t.find("icekeeper", 1); ok && t.Kind == "position" {
+			perCore = m.MBps()
+		}
+	}
+	if perCore == 0 {
+		return ""
+	}
+	secPerGB := 1000 / perCore
+	gbSeconds := secPerGB * LambdaMBPerVCPU / 1024
+	lambda := gbSeconds * LambdaArmGBSecond
+	// Requests per GB of 1 MB input files into 256 MB outputs: two GETs per
+	// input file (footer, data) and one PUT per 5 MB multipart part.
+	s3 := 1000*2*S3Get + 1000/5*S3Put
+	total := lambda + s3
+	rewriters := math.Ceil(1e6 / (perCore * 900))
+	var b strings.Builder
+	b.WriteString("### What it means on Lambda\n\n")
+	fmt.Fprintf(&b, "- Measured rewriter throughput on one core (position deletes): %.1f MB/s, so one GB takes %.0f s of one vCPU.\n", perCore, secPerGB)
+	fmt.Fprintf(&b, "- A rewriter at %d MB (one full vCPU on Lambda) spends %.0f GB-seconds per GB: $%.4f at the arm64 price of $%.10f per GB-second, plus about $%.4f of S3 requests: **$%.4f per GB compacted** (planner and committer are a few invocations per job and add well under 1%%).\n",
+		LambdaMBPerVCPU, gbSeconds, lambda, LambdaArmGBSecond, s3, total)
+	fmt.Fprintf(&b, "- Compacting 1 TB within Lambda's 15 minutes needs about %.0f rewriters in parallel (1 TB / (%.1f MB/s × 900 s)), i.e. the rewriter's reserved concurrency; the job costs about $%.0f.\n", rewriters, perCore, total*1000)
+	fmt.Fprintf(&b, "- AWS Glue table optimizers cost $%.2f per DPU-hour. We cannot measure Glue's DPU-hours per GB here; icekeeper is cheaper per GB as long as Glue compacts less than %.0f GB per DPU-hour.\n\n", GlueDPUHour, GlueDPUHour/total)
+	return b.String()
+}

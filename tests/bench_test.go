@@ -1,0 +1,57 @@
+package tests
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/icekeeper/icekeeper/shared/bench"
+)
+
+// TestBench_SmokeRunMeasuresEveryEngine runs the benchmark harness on a
+// tiny input and checks that it measured every engine on every table and
+// that every engine kept the same rows. Timings are never asserted.
+func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchmark binary")
+	}
+	bin := t.TempDir() + "/icekeeper-bench"
+	build := exec.Command("go", "build", "-o", bin, "./cmd/icekeeper-bench")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--json", "--dir", t.TempDir()).Output()
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	if len(rep.Tables) != 2 {
+		t.Fatalf("%d tables, want position and equality", len(rep.Tables))
+	}
+	for _, tr := range rep.Tables {
+		if len(tr.Measurements) != 6 {
+			t.Fatalf("%s: %d measurements, want 6 (raw, iceberg-go, icekeeper on 1 and 2)", tr.Kind, len(tr.Measurements))
+		}
+		var rows []int64
+		for _, m := range tr.Measurements {
+			if m.Wall <= 0 || m.CPU <= 0 || m.PeakRSS <= 0 || m.InputB <= 0 {
+				t.Fatalf("%s %s/%d: unmeasured %+v", tr.Kind, m.Engine, m.Procs, m)
+			}
+			if m.Engine != "raw arrow-go" {
+				rows = append(rows, m.RowsOut)
+			}
+		}
+		for _, r := range rows {
+			if r != rows[0] {
+				t.Fatalf("%s: engines kept different row counts %v", tr.Kind, rows)
+			}
+		}
+	}
+	if rep.Memory == nil || len(rep.Memory.PeakRSS) != 2 || rep.Memory.GroupBytes[1] <= rep.Memory.GroupBytes[0] {
+		t.Fatalf("memory check %+v", rep.Memory)
+	}
+}
