@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/icekeeper/icekeeper/shared/bench"
@@ -39,10 +40,21 @@ func main() {
 	fs.Float64Var(&o.DeleteFraction, "deleted", 0.05, "fraction of rows deleted")
 	kinds := fs.String("kinds", "position,equality", "delete kinds to measure")
 	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
+	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
+	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
 	outFile := fs.String("out", "", "also write the Markdown report to this file")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	_ = fs.Parse(os.Args[1:])
 	o.Kinds = strings.Split(*kinds, ",")
+	for _, f := range strings.Split(*plannerFiles, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				fail(fmt.Errorf("--planner-files: %w", err))
+			}
+			o.PlannerFiles = append(o.PlannerFiles, n)
+		}
+	}
 	o.Progress = os.Stderr
 	self, err := os.Executable()
 	if err != nil {

@@ -59,6 +59,10 @@ type Options struct {
 	Kinds []string
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
+	// PlannerFiles are the table sizes (data files) the planner is measured
+	// on; CommitFiles the size of the committer's job (0: skip).
+	PlannerFiles []int
+	CommitFiles  int
 	// Self is the benchmark executable (re-run as children).
 	Self string
 	// Progress receives progress lines.
@@ -109,6 +113,7 @@ type Report struct {
 	Options Options       `json:"-"`
 	Tables  []TableResult `json:"tables"`
 	Memory  *MemoryResult `json:"memory,omitempty"`
+	Scale   []ScalePoint  `json:"scale,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -156,6 +161,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 	for _, kind := range o.Kinds {
+		if kind == "" {
+			continue
+		}
 		tr, err := runTable(ctx, o, cat, catCfg, cloud, kind, rowsPerMB)
 		if err != nil {
 			return rep, fmt.Errorf("bench %s: %w", kind, err)
@@ -168,6 +176,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, fmt.Errorf("bench memory: %w", err)
 		}
 		rep.Memory = &mr
+	}
+	if len(o.PlannerFiles) > 0 || o.CommitFiles > 0 {
+		if rep.Scale, err = RunScale(ctx, o, o.PlannerFiles, o.CommitFiles); err != nil {
+			return rep, fmt.Errorf("bench scale: %w", err)
+		}
 	}
 	return rep, nil
 }

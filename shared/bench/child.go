@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,6 +66,14 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 			return nil, err
 		}
 		return icebergRewrite(ctx, a)
+	case "plan":
+		var a PlanArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+		return planChild(ctx, a)
+	case "commit":
+		return commitChild(ctx)
 	case "rewriter":
 		var a RewriterArgs
 		if err := json.Unmarshal(args, &a); err != nil {
@@ -167,4 +176,48 @@ func decodeOut(p Proc, v any) error {
 		return fmt.Errorf("child output %q: %w", string(p.Out), err)
 	}
 	return nil
+}
+
+// planChild is one planner invocation, as the Lambda function runs it.
+func planChild(ctx context.Context, a PlanArgs) (plan.Result, error) {
+	deps, cat, err := childDeps(ctx, stages.PlannerNeeds)
+	if err != nil {
+		return plan.Result{}, err
+	}
+	p, err := deps.Planner(cat)
+	if err != nil {
+		return plan.Result{}, err
+	}
+	return p.PlanTable(ctx, a.Table, "bench")
+}
+
+// commitChild drains the commit queue with the real committer.
+func commitChild(ctx context.Context) (localrun.Stats, error) {
+	deps, cat, err := childDeps(ctx, append(stages.CommitterNeeds, config.NeedCommitQueue))
+	if err != nil {
+		return localrun.Stats{}, err
+	}
+	c, err := deps.Committer(cat)
+	if err != nil {
+		return localrun.Stats{}, err
+	}
+	return localrun.Drain(ctx, deps.Commits, handler.Committer{Commit: c}.Handle, 1, 0)
+}
+
+func childDeps(ctx context.Context, need []config.Need) (*stages.Deps, catalog.Catalog, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	clients, err := awsclients.Load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps, err := stages.NewDeps(cfg, clients, slog.New(slog.NewJSONHandler(io.Discard, nil)), need...)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps.Metrics = metrics.NewEmitter(io.Discard, "", nil)
+	cat, err := stages.OpenCatalog(ctx, cfg, clients)
+	return deps, cat, err
 }

@@ -68,6 +68,7 @@ func (r Report) Markdown() string {
 			float64(m.GroupBytes[0])/1e6, float64(m.PeakRSS[0])/(1<<20), float64(m.GroupBytes[1])/1e6, float64(m.PeakRSS[1])/(1<<20),
 			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
 	}
+	b.WriteString(r.scale())
 	b.WriteString(r.costs())
 	return b.String()
 }
@@ -106,6 +107,17 @@ func (r Report) targets() string {
 	}
 	if m := r.Memory; m != nil && len(m.PeakRSS) == 2 && m.PeakRSS[0] > 0 {
 		ts = append(ts, target{"rewriter memory, 4x group vs 1x group", float64(m.PeakRSS[1]) / float64(m.PeakRSS[0]), 1.2, true})
+	}
+	for _, p := range r.Scale {
+		switch {
+		case p.Stage == "planner" && p.Files >= 1_000_000:
+			ts = append(ts, target{fmt.Sprintf("planner, %d files: seconds", p.Files), p.Wall.Seconds(), 60, true},
+				target{fmt.Sprintf("planner, %d files: peak memory GB", p.Files), float64(p.PeakRSS) / (1 << 30), 2, true})
+		case p.Stage == "planner" && p.Files >= 100_000:
+			ts = append(ts, target{fmt.Sprintf("planner, %d files: seconds", p.Files), p.Wall.Seconds(), 10, true})
+		case p.Stage == "committer" && p.Files >= 10_000:
+			ts = append(ts, target{fmt.Sprintf("committer, job of %d files: seconds", p.Files), p.Wall.Seconds(), 10, true})
+		}
 	}
 	if len(ts) == 0 {
 		return ""
@@ -153,5 +165,19 @@ func (r Report) costs() string {
 		LambdaMBPerVCPU, gbSeconds, lambda, LambdaArmGBSecond, s3, total)
 	fmt.Fprintf(&b, "- Compacting 1 TB within Lambda's 15 minutes needs about %.0f rewriters in parallel (1 TB / (%.1f MB/s × 900 s)), i.e. the rewriter's reserved concurrency; the job costs about $%.0f.\n", rewriters, perCore, total*1000)
 	fmt.Fprintf(&b, "- AWS Glue table optimizers cost $%.2f per DPU-hour. We cannot measure Glue's DPU-hours per GB here; icekeeper is cheaper per GB as long as Glue compacts less than %.0f GB per DPU-hour.\n\n", GlueDPUHour, GlueDPUHour/total)
+	return b.String()
+}
+
+func (r Report) scale() string {
+	if len(r.Scale) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Planner and committer at scale\n\nSynthetic tables whose manifests list the files (planning and committing read only metadata); each stage runs in its own process against the emulator, as the Lambda function would.\n\n")
+	b.WriteString("| stage | data files | groups | wall s | CPU s | peak RSS MB |\n|---|---|---|---|---|---|\n")
+	for _, p := range r.Scale {
+		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %.1f | %.0f |\n", p.Stage, p.Files, p.Groups, p.Wall.Seconds(), p.CPU.Seconds(), float64(p.PeakRSS)/(1<<20))
+	}
+	b.WriteString("\n")
 	return b.String()
 }

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+// ScalePoint is one measured planner or committer run.
+type ScalePoint struct {
+	Stage   string        `json:"stage"`
+	Files   int           `json:"files"`
+	Groups  int           `json:"groups"`
+	Wall    time.Duration `json:"wall_ns"`
+	CPU     time.Duration `json:"cpu_ns"`
+	PeakRSS int64         `json:"peak_rss_bytes"`
+	Setup   time.Duration `json:"setup_ns"`
+}
+
+// syntheticTable creates an unpartitioned table whose manifests list n data
+// files of 1 MB that do not exist: planning and committing read only
+// manifests, so this measures them at scale without writing n files.
+func syntheticTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, n int) (*table.Table, error) {
+	if err := cat.CreateNamespace(ctx, catalog.NamespaceFromIdent(ident), nil); err != nil && !strings.Contains(err.Error(), "exists") {
+		return nil, err
+	}
+	tbl, err := cat.CreateTable(ctx, ident, sampletable.Schema(), catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	if err != nil {
+		return nil, err
+	}
+	dataDir := strings.TrimSuffix(tbl.Location(), "/") + "/data/"
+	const batch = 100_000
+	for start := 0; start < n; start += batch {
+		files := make([]iceberg.DataFile, 0, min(batch, n-start))
+		for i := start; i < min(start+batch, n); i++ {
+			b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData,
+				fmt.Sprintf("%ssynthetic-%08d.parquet", dataDir, i), iceberg.ParquetFile, nil, nil, nil, 10_000, 1<<20)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, b.Build())
+		}
+		txn := tbl.NewTransaction()
+		if err := txn.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck()); err != nil {
+			return nil, fmt.Errorf("add synthetic files: %w", err)
+		}
+		if tbl, err = txn.Commit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return tbl, nil
+}
+
+// pipelineEnv provisions fresh pipeline resources and returns the
+// dependencies and the environment a child stage needs.
+func pipelineEnv(ctx context.Context, cc catalogs.Config, cloud *localcloud.Cloud, grant string) (*stages.Deps, []string, error) {
+	cfg := config.Defaults()
+	cfg.Catalog = cc
+	cfg.LeaseTTL = time.Hour
+	cfg.Mode, cfg.Grants = config.ModeActive, grant
+	res, err := cloud.Provision(ctx, "scale", "", cfg.MaxTaskAttempts)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Apply(&cfg)
+	deps, err := stages.NewDeps(cfg, cloud.Clients, slog.New(slog.NewJSONHandler(io.Discard, nil)), stages.AllNeeds...)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps.Metrics = metrics.NewEmitter(io.Discard, "", nil)
+	env := []string{"AWS_ENDPOINT_URL=" + cloud.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
+	for k, v := range cfg.Env() {
+		env = append(env, k+"="+v)
+	}
+	return deps, env, nil
+}
+
+// RunScale measures the planner on tables of each size in plannerFiles and
+// the committer on one job replacing commitFiles files.
+func RunScale(ctx context.Context, o Options, plannerFiles []int, commitFiles int) ([]ScalePoint, error) {
+	o.defaults()
+	cat, cc, err := openCatalog(ctx, filepath.Join(o.Dir, "scale"))
+	if err != nil {
+		return nil, err
+	}
+	cloud, err := localcloud.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer cloud.Close()
+	var out []ScalePoint
+	for _, n := range plannerFiles {
+		name := fmt.Sprintf("scale.plan_%d", n)
+		o.progress("planner at scale: writing manifests of %d files", n)
+		start := time.Now()
+		if _, err := syntheticTable(ctx, cat, strings.Split(name, "."), n); err != nil {
+			return out, err
+		}
+		setup := time.Since(start)
+		_, env, err := pipelineEnv(ctx, cc, cloud, "scale")
+		if err != nil {
+			return out, err
+		}
+		o.progress("planner at scale: planning %d files", n)
+		p, err := runChild(ctx, o.Self, env, "plan", PlanArgs{Table: name})
+		if err != nil {
+			return out, err
+		}
+		var res plan.Result
+		if err := decodeOut(p, &res); err != nil {
+			return out, err
+		}
+		out = append(out, ScalePoint{Stage: "planner", Files: n, Groups: res.Groups, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS, Setup: setup})
+	}
+	if commitFiles > 0 {
+		pt, err := commitAtScale(ctx, o, cat, cc, cloud, commitFiles)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+// commitAtScale plans a job over n synthetic files, stands in for the
+// rewriters (one synthetic output file and a descriptor per group, claimed
+// as a rewriter would), and measures the committer validating and
+// committing the job in a child process.
+func commitAtScale(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, n int) (ScalePoint, error) {
+	name := fmt.Sprintf("scale.commit_%d", n)
+	o.progress("committer at scale: a job replacing %d files", n)
+	start := time.Now()
+	tbl, err := syntheticTable(ctx, cat, strings.Split(name, "."), n)
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	deps, env, err := pipelineEnv(ctx, cc, cloud, "scale")
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	p, err := deps.Planner(cat)
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	res, err := p.PlanTable(ctx, name, "bench")
+	if err != nil || res.JobID == "" {
+		return ScalePoint{}, fmt.Errorf("plan %s: %v %+v", name, err, res)
+	}
+	job, err := deps.Jobs.Get(ctx, res.JobID)
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	raw, err := deps.Blobs.Get(ctx, job.PlanKey)
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	var pl messages.Plan
+	if err := messages.Decode(raw, &pl); err != nil {
+		return ScalePoint{}, err
+	}
+	dataDir := strings.TrimSuffix(tbl.Location(), "/") + "/data/"
+	for _, g := range pl.Groups {
+		attempt := uuid.NewString()
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData,
+			fmt.Sprintf("%s00000-0-%s-00001.parquet", dataDir, attempt), iceberg.ParquetFile, nil, nil, nil, g.InputRows, g.InputBytes)
+		if err != nil {
+			return ScalePoint{}, err
+		}
+		enc, err := messages.EncodeDataFiles(tbl.Metadata(), []iceberg.DataFile{b.Build()})
+		if err != nil {
+			return ScalePoint{}, err
+		}
+		d := messages.Descriptor{Version: messages.FormatVersion, JobID: job.ID, Group: g.Index, Attempt: attempt, SpecID: g.SpecID,
+			InputPaths: g.InputPaths, NewFiles: enc,
+			Counters: messages.Counters{RowsBeforeDeletes: g.InputRows, RowsScanned: g.InputRows, RowsWritten: g.InputRows, FilesIn: len(g.InputPaths), FilesOut: 1, BytesIn: g.InputBytes, BytesOut: g.InputBytes}}
+		body, err := messages.Encode(d)
+		if err != nil {
+			return ScalePoint{}, err
+		}
+		key, err := deps.Blobs.Put(ctx, fmt.Sprintf("jobs/%s/descriptors/%05d-%s.json", job.ID, g.Index, attempt), body)
+		if err != nil {
+			return ScalePoint{}, err
+		}
+		if err := deps.Jobs.RegisterAttempt(ctx, job.ID, job.Token, g.Index, attempt); err != nil {
+			return ScalePoint{}, err
+		}
+		if err := deps.Jobs.Claim(ctx, job.ID, job.Token, g.Index, attempt, key, g.InputRows); err != nil {
+			return ScalePoint{}, err
+		}
+	}
+	req, _ := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: job.ID})
+	if err := deps.Commits.Send(ctx, string(req)); err != nil {
+		return ScalePoint{}, err
+	}
+	setup := time.Since(start)
+	pr, err := runChild(ctx, o.Self, env, "commit", struct{}{})
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	j, err := deps.Jobs.Get(ctx, job.ID)
+	if err != nil {
+		return ScalePoint{}, err
+	}
+	if j.State != "committed" {
+		return ScalePoint{}, fmt.Errorf("scale commit: job %s (%s)", j.State, j.Reason)
+	}
+	return ScalePoint{Stage: "committer", Files: int(job.InputFiles), Groups: job.Groups, Wall: pr.Wall, CPU: pr.CPU, PeakRSS: pr.PeakRSS, Setup: setup}, nil
+}
+
+// PlanArgs are the planner child's arguments.
+type PlanArgs struct {
+	Table string `json:"table"`
+}
