@@ -144,7 +144,10 @@ func decodeS3(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 		key = k // S3 notifications URL-encode keys
 	}
 	i := strings.LastIndex(key, "/metadata/")
-	name := key[i+len("/metadata/"):]
+	name := ""
+	if i > 0 {
+		name = key[i+len("/metadata/"):]
+	}
 	if i <= 0 || strings.Contains(name, "/") || !(strings.HasSuffix(name, ".metadata.json") || strings.HasSuffix(name, ".metadata.json.gz") || strings.HasSuffix(name, ".gz.metadata.json")) {
 		return Trigger{}, fmt.Errorf("%w: s3 event %s: s3://%s/%s is not a table metadata file (*/metadata/*.metadata.json)", ErrRejected, ev.ID, d.Bucket.Name, key)
 	}
@@ -175,8 +178,8 @@ func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 		return Trigger{}, fmt.Errorf("%w: commit event %s: detail.namespace and detail.table are required", ErrRejected, ev.ID)
 	}
 	for _, l := range append(levels, d.Table) {
-		if strings.TrimSpace(l) == "" || strings.Contains(l, ".") && l == d.Table {
-			return Trigger{}, fmt.Errorf("%w: commit event %s: bad name %q", ErrRejected, ev.ID, l)
+		if strings.TrimSpace(l) == "" || strings.Contains(l, ".") {
+			return Trigger{}, fmt.Errorf("%w: commit event %s: bad name %q (names and namespace levels cannot be empty or contain dots)", ErrRejected, ev.ID, l)
 		}
 	}
 	return Trigger{Kind: KindCommit, Tables: []string{strings.Join(levels, ".") + "." + d.Table}, ID: ev.ID}, nil

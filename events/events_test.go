@@ -51,19 +51,21 @@ func TestDecode_GlueEventListsEveryChangedTableOnce(t *testing.T) {
 func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 	t.Parallel()
 	for name, raw := range map[string]string{
-		"not json":        `{"detail-type":`,
-		"empty object":    `{}`,
-		"unknown source":  `{"detail-type":"Object Deleted","source":"aws.s3","detail":{}}`,
-		"s3 data file":    `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/t/data/x.parquet"}}}`,
-		"s3 no key":       `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"}}}`,
-		"s3 nested meta":  `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/t/metadata/snap/x.metadata.json"}}}`,
-		"commit no table": `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":"db"}}`,
-		"commit bad ns":   `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":7,"table":"t"}}`,
-		"spoofed source":  `{"detail-type":"Iceberg Table Committed","source":"aws.glue","detail":{"namespace":"db","table":"t"}}`,
-		"glue no db":      `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"changedTables":["t"]}}`,
-		"glue no tables":  `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d"}}`,
-		"glue bad detail": `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":[1]}`,
-		"glue dotted":     `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","changedTables":["a.b"]}}`,
+		"not json":            `{"detail-type":`,
+		"empty object":        `{}`,
+		"unknown source":      `{"detail-type":"Object Deleted","source":"aws.s3","detail":{}}`,
+		"s3 data file":        `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/t/data/x.parquet"}}}`,
+		"s3 no key":           `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"}}}`,
+		"s3 nested meta":      `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/t/metadata/snap/x.metadata.json"}}}`,
+		"commit no table":     `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":"db"}}`,
+		"commit bad ns":       `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":7,"table":"t"}}`,
+		"s3 short key":        `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"x"}}}`,
+		"commit dotted level": `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":["a.b","c"],"table":"t"}}`,
+		"spoofed source":      `{"detail-type":"Iceberg Table Committed","source":"aws.glue","detail":{"namespace":"db","table":"t"}}`,
+		"glue no db":          `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"changedTables":["t"]}}`,
+		"glue no tables":      `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d"}}`,
+		"glue bad detail":     `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":[1]}`,
+		"glue dotted":         `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","changedTables":["a.b"]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Decode([]byte(raw))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -86,7 +87,7 @@ func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alar
 		graph("DeleteFiles", 8, perTable(MetricDeleteFiles, "Maximum")),
 	)
 	if len(alarms.All) > 0 {
-		all := make([]awscloudwatch.IAlarm, 0, len(alarms.All))
+		all := make([]interfacesawscloudwatch.IAlarmRef, 0, len(alarms.All))
 		for _, a := range alarms.All {
 			all = append(all, a)
 		}

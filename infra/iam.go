@@ -29,8 +29,13 @@ import (
 //   - nobody gets a query service (Athena, Redshift Data) or a resource "*"
 //     for Glue or S3.
 
-// Glue actions.
+// Actions.
 var (
+	// stateActions are the DynamoDB calls the code makes on the lease and
+	// job tables (TransactWriteItems is authorized per contained action).
+	stateActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+		"dynamodb:Query", "dynamodb:ConditionCheckItem"}
+
 	glueRead   = []string{"glue:GetDatabase", "glue:GetTable", "glue:GetTables"}
 	glueUpdate = []string{"glue:UpdateTable"}
 )
@@ -97,8 +102,7 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	health := bucket + "/" + a.s.key(HealthPrefix) + "*"
 	descriptors := bucket + "/" + a.s.key(JobsPrefix) + "*/descriptors/*"
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
-		st.LeaseTable.GrantReadWriteData(fn)
-		st.JobsTable.GrantReadWriteData(fn)
+		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
 	add(fns.Planner,
 		statement("PlansAndReportsWrite", []string{"s3:PutObject"}, []string{jobs, health}),

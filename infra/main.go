@@ -40,7 +40,7 @@ func main() {
 }
 
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "icekeeper stack:", err)
+	fmt.Fprintln(os.Stderr, err)
 	jsii.Close()
 	os.Exit(1)
 }

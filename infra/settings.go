@@ -411,7 +411,6 @@ func (s Settings) GlueCatalog() bool {
 	return s.CatalogType == "glue" || s.CatalogType == "rest" && s.CatalogSigV4 && s.CatalogSigningName == "glue"
 }
 
-
 // credentialShaped mirrors the rule icekeeper applies to table properties:
 // keys naming a secret, password, token, key or credential are refused.
 func credentialShaped(key string) bool {

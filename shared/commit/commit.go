@@ -70,6 +70,9 @@ var (
 	ErrInvariant = errors.New("commit: invariant violated")
 	// ErrBusy: another committer is working on the job; retry later.
 	ErrBusy = errors.New("commit: another committer holds the job")
+	// errLeaseLost: another planner took the table over (terminal; the job
+	// is recorded failed, as when the lease is found lost before committing).
+	errLeaseLost = errors.New("commit: lease lost")
 )
 
 // Catalog loads the current table.
@@ -146,7 +149,9 @@ type Result struct {
 	Outcome    Outcome `json:"outcome"`
 	SnapshotID int64   `json:"snapshot_id,omitempty"`
 	Reason     string  `json:"reason,omitempty"`
-	// Retries is the number of catalog conflicts retried.
+	// Conflicts is the number of catalog commit conflicts met; Retries the
+	// number of reload-revalidate-rebuild rounds that followed.
+	Conflicts      int   `json:"conflicts,omitempty"`
 	Retries        int   `json:"retries,omitempty"`
 	FilesRemoved   int   `json:"files_removed,omitempty"`
 	FilesAdded     int   `json:"files_added,omitempty"`
@@ -210,8 +215,8 @@ func (c *Committer) emit(res Result, took time.Duration) {
 	}
 	dims := map[string]string{"Table": res.Table, "Function": "committer"}
 	ms := []metrics.Metric{{Name: "CommitDuration", Value: float64(took.Milliseconds()), Unit: metrics.Milliseconds}}
-	if res.Retries > 0 {
-		ms = append(ms, metrics.Metric{Name: "CommitConflicts", Value: float64(res.Retries), Unit: metrics.Count},
+	if res.Conflicts > 0 {
+		ms = append(ms, metrics.Metric{Name: "CommitConflicts", Value: float64(res.Conflicts), Unit: metrics.Count},
 			metrics.Metric{Name: "CommitRetries", Value: float64(res.Retries), Unit: metrics.Count})
 	}
 	switch res.Outcome {
@@ -296,10 +301,8 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		// alone) or dead (take over once it cannot be alive any more).
 		staleBefore := c.now().Add(-c.settings.CommitTakeover)
 		if !job.UpdatedAt.Before(staleBefore) {
-			if req.Abort {
-				res.Outcome, res.Reason = OutcomeAlready, "job is committing; its committer decides"
-				return res, nil
-			}
+			// An abort request waits too (redelivered later): its committer
+			// may finish, or go silent and be taken over.
 			return res, fmt.Errorf("%w: job %s committing since %s", ErrBusy, job.ID, job.UpdatedAt.UTC().Format(time.RFC3339))
 		}
 		if err := c.jobs.TakeOver(ctx, job.ID, me, staleBefore); err != nil {
@@ -318,12 +321,14 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	if err == nil || errors.Is(err, ErrBusy) {
 		return res, err
 	}
-	if errors.Is(err, ErrAborted) || errors.Is(err, ErrInvariant) || receiveCount >= c.settings.MaxAttempts {
+	if errors.Is(err, ErrAborted) || errors.Is(err, ErrInvariant) || errors.Is(err, errLeaseLost) || receiveCount >= c.settings.MaxAttempts {
 		state := jobs.Failed
 		if errors.Is(err, ErrAborted) {
 			state = jobs.Aborted
 		}
-		return c.abort(ctx, log, job, state, err.Error(), me)
+		out, aerr := c.abort(ctx, log, job, state, err.Error(), me)
+		out.Conflicts, out.Retries = res.Conflicts, res.Retries
+		return out, aerr
 	}
 	return res, err
 }
@@ -340,7 +345,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	}
 	if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
 		if errors.Is(err, lease.ErrLost) {
-			return res, fmt.Errorf("%w: lease lost before commit", ErrAborted)
+			return res, fmt.Errorf("%w before commit", errLeaseLost)
 		}
 		return res, err
 	}
@@ -389,7 +394,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 				return res, fmt.Errorf("%w: committed table has no snapshot stamped %s", ErrInvariant, job.ID)
 			}
 			out, ferr := c.finish(ctx, log, job, term, snap.SnapshotID, "committed")
-			out.Retries = attempt
+			out.Retries, out.Conflicts = attempt, res.Conflicts
 			out.FilesRemoved, out.FilesAdded, out.DeletesRemoved, out.RowsWritten = res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten
 			return out, ferr
 		}
@@ -406,6 +411,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 			}
 			return res, fmt.Errorf("commit: %w", err)
 		}
+		res.Conflicts++
 		if attempt >= c.settings.MaxRetries {
 			return res, fmt.Errorf("%w: %d commit conflicts, retries exhausted: %w", ErrAborted, attempt+1, err)
 		}

@@ -238,8 +238,8 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	}
 	if v := strings.TrimSpace(getenv(EnvCommitTakeover)); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 16m", ErrInvalid, EnvCommitTakeover, v))
+		if err != nil || d < time.Minute {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration of at least 1m, longer than the committer's timeout, such as 16m", ErrInvalid, EnvCommitTakeover, v))
 		} else {
 			c.CommitTakeover = d
 		}

@@ -3,7 +3,7 @@ package health
 import "github.com/icekeeper/icekeeper/shared/metrics"
 
 // Metric names of Report.Metrics, published by the planner as EMF with the
-// dimension "table" in the Icekeeper namespace.
+// dimension "Table" in the Icekeeper namespace.
 const (
 	MetricDataFiles                = "DataFiles"
 	MetricSmallFiles               = "SmallFiles"
@@ -26,7 +26,7 @@ const (
 // (0 to 100) as None. Per-partition values are not published (their
 // cardinality is unbounded); they stay in the JSON report.
 //
-//	em.Emit(map[string]string{"table": r.Table}, r.Metrics()...)
+//	em.Emit(map[string]string{"Table": r.Table}, r.Metrics()...)
 func (r Report) Metrics() []metrics.Metric {
 	return []metrics.Metric{
 		{Name: MetricDataFiles, Value: float64(r.DataFiles), Unit: metrics.Count},

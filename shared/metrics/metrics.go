@@ -7,8 +7,8 @@
 // values and the metric values are top-level members of the same object:
 //
 //	{"_aws":{"Timestamp":1767225600000,"CloudWatchMetrics":[{"Namespace":"Icekeeper",
-//	  "Dimensions":[["table"]],"Metrics":[{"Name":"DataFiles","Unit":"Count"}]}]},
-//	 "table":"demo.orders","DataFiles":48}
+//	  "Dimensions":[["Table"]],"Metrics":[{"Name":"DataFiles","Unit":"Count"}]}]},
+//	 "Table":"demo.orders","DataFiles":48}
 //
 // A Lambda function's stdout already goes to CloudWatch Logs, so printing one
 // such line per table is all it takes to publish metrics. icekeeper uses EMF
@@ -77,7 +77,7 @@ type Metric struct {
 // Emitter writes EMF lines to a writer. It is safe for concurrent use.
 //
 //	em := metrics.NewEmitter(os.Stdout, metrics.DefaultNamespace, time.Now)
-//	err := em.Emit(map[string]string{"table": "demo.orders"},
+//	err := em.Emit(map[string]string{"Table": "demo.orders"},
 //		metrics.Metric{Name: "DataFiles", Value: 48, Unit: metrics.Count})
 type Emitter struct {
 	w         io.Writer

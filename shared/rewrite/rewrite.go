@@ -162,7 +162,10 @@ func (r *Rewriter) emit(table string, outcome Outcome, c messages.Counters, err 
 	var ms []metrics.Metric
 	switch {
 	case err != nil:
-		ms = append(ms, metrics.Metric{Name: "GroupsFailed", Value: 1, Unit: metrics.Count})
+		ms = append(ms, metrics.Metric{Name: "TaskFailures", Value: 1, Unit: metrics.Count})
+		if errors.Is(err, ErrTerminal) {
+			ms = append(ms, metrics.Metric{Name: "GroupsFailed", Value: 1, Unit: metrics.Count})
+		}
 	case outcome == OutcomeRewritten:
 		ms = append(ms,
 			metrics.Metric{Name: "GroupsRewritten", Value: 1, Unit: metrics.Count},

@@ -72,7 +72,7 @@ type HealthAssessor struct {
 func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Table) (trigger.Assessment, error) {
 	th, err := health.ThresholdsFor(tbl.Properties(), h.TargetFileSize)
 	if err != nil {
-		return trigger.Assessment{}, err
+		return trigger.Assessment{}, fmt.Errorf("%w: %w", trigger.ErrTableProperties, err)
 	}
 	now := time.Now
 	if h.Now != nil {

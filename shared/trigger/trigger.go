@@ -95,6 +95,15 @@ type Assessment struct {
 	Gauges []metrics.Metric
 }
 
+// ErrTableProperties is what an Assessor wraps when the table's own
+// properties make it unassessable (for example a malformed
+// write.target-file-size-bytes). It is terminal for the table: the table is
+// skipped and the owner is told, not retried.
+var ErrTableProperties = errors.New("trigger: table properties cannot be used")
+
+// errSkipped says assess skipped the table (the outcome says why).
+var errSkipped = errors.New("trigger: table skipped")
+
 // Assessor assesses one table from its metadata only.
 type Assessor interface {
 	Assess(ctx context.Context, name string, tbl *table.Table) (Assessment, error)
@@ -254,9 +263,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 			continue
 		}
 		if name == "" {
-			d.count("", "TriggersSkipped", SkipUnresolved)
-			log.Info("no granted table at location", "location", loc)
-			record(TableOutcome{Table: loc, Action: ActionSkipped, Skip: SkipUnresolved, Reason: "no granted table has this location"}, nil)
+			record(d.skip(log.With("location", loc), TableOutcome{Table: loc}, SkipUnresolved, "no granted table has this location"), nil)
 			continue
 		}
 		names = append(names, name)
@@ -324,6 +331,9 @@ func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o Table
 		}
 	}
 	_, o, err = d.assess(ctx, log, o, tbl)
+	if errors.Is(err, errSkipped) {
+		return o, nil
+	}
 	if err != nil || d.s.Mode != config.ModeActive {
 		return o, err
 	}
@@ -363,6 +373,14 @@ func (d *Dispatcher) decide(ctx context.Context, log *slog.Logger, o TableOutcom
 // assess measures the table and publishes its health.
 func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcome, tbl *table.Table) (Assessment, TableOutcome, error) {
 	a, err := d.assessor.Assess(ctx, o.Table, tbl)
+	if errors.Is(err, ErrTableProperties) {
+		d.count(o.Table, "InvalidProperties", "")
+		log.Error("table properties rejected; the table is not maintained", "err", err.Error())
+		if aerr := d.auditor.Publish(ctx, audit.DetailInvalidProperties, audit.TableEvent{Table: o.Table, Reason: err.Error()}); aerr != nil {
+			log.Error("audit event not published", "err", aerr.Error())
+		}
+		return a, d.skip(log, o, SkipInvalidProperties, err.Error()), errSkipped
+	}
 	if err != nil {
 		return a, o, fmt.Errorf("trigger: assess %s: %w", o.Table, err)
 	}
@@ -441,6 +459,10 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			continue
 		}
 		a, o, err := d.assess(ctx, tlog, o, tbl)
+		if errors.Is(err, errSkipped) {
+			outs = append(outs, o)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -478,6 +500,10 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 		}
 		o, err := d.plan(ctx, tlog, c.out, trig.Kind)
 		if err != nil {
+			// Give the slot back so that the next sweep or event can run.
+			if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), c.name, d.now()); rerr != nil {
+				tlog.Warn("release cooldown after an error", "err", rerr.Error())
+			}
 			errs = append(errs, err)
 			continue
 		}

@@ -1,0 +1,947 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The tests synthesize the stack offline (jsii runs the CDK in a Node child
+// process; no AWS account, no CDK CLI) and read the CloudFormation template.
+// They do not call t.Parallel: every synthesis goes through the one jsii
+// kernel process anyway.
+
+// (The jsii kernel starts while the CDK packages initialize, before
+// TestMain, so its Node version warning can only be silenced from outside:
+// `make infra-test` sets JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION.)
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+// activeContext is a typical production context: Glue catalog, one granted
+// namespace and one granted table under an S3 warehouse.
+func activeContext() map[string]any {
+	return map[string]any{
+		CtxMode:             "active",
+		CtxGrants:           "analytics.*,sales.orders",
+		CtxCatalogWarehouse: "s3://lake/warehouse",
+		CtxAlarmEmail:       "ops@example.com",
+	}
+}
+
+// fixture is one synthesized stack.
+type fixture struct {
+	tpl       assertions.Template
+	resources map[string]map[string]any
+}
+
+// synth builds the app from ctx (with assetDir pointed at dummy
+// bootstraps) and returns the template, or the error NewIcekeeperStack or
+// the settings returned.
+func synth(t *testing.T, ctx map[string]any) (*fixture, error) {
+	t.Helper()
+	assets := t.TempDir()
+	for _, fn := range Functions() {
+		if err := os.MkdirAll(filepath.Join(assets, fn), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(assets, fn, "bootstrap"), []byte("#!/bin/sh\necho "+fn+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := map[string]any{CtxAssetDir: assets}
+	for k, v := range ctx {
+		c[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &c, Outdir: jsii.String(t.TempDir())})
+	settings, err := SettingsFromContext(app.Node())
+	if err != nil {
+		return nil, err
+	}
+	stack, err := NewIcekeeperStack(app, "Test", &IcekeeperStackProps{
+		StackProps: awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")}},
+		Settings:   settings,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tpl := assertions.Template_FromStack(stack.Stack, nil)
+	raw, err := json.Marshal(tpl.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]map[string]any
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{tpl: tpl, resources: doc.Resources}, nil
+}
+
+func mustSynth(t *testing.T, ctx map[string]any) *fixture {
+	t.Helper()
+	f, err := synth(t, ctx)
+	if err != nil {
+		t.Fatalf("synth: %v", err)
+	}
+	return f
+}
+
+// assert runs a CDK assertion, turning its panic into a test error.
+func assert(t *testing.T, what string, fn func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	fn()
+}
+
+func (f *fixture) ofType(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range f.resources {
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+// function returns the logical id and properties of the function whose id
+// starts with name ("Planner", "Rewriter", "Committer").
+func (f *fixture) function(t *testing.T, name string) (string, map[string]any) {
+	t.Helper()
+	for id, r := range f.ofType("AWS::Lambda::Function") {
+		if strings.HasPrefix(id, name) {
+			return id, props(r)
+		}
+	}
+	t.Fatalf("no function %s", name)
+	return "", nil
+}
+
+// flat renders a CloudFormation value as one string: Ref as ${X},
+// Fn::GetAtt as ${X.Attr}, Fn::Join joined.
+func flat(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case map[string]any:
+		if ref, ok := t["Ref"].(string); ok {
+			return "${" + ref + "}"
+		}
+		if ga, ok := t["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
+			return "${" + flat(ga[0]) + "." + flat(ga[1]) + "}"
+		}
+		if j, ok := t["Fn::Join"].([]any); ok && len(j) == 2 {
+			parts, _ := j[1].([]any)
+			s := make([]string, 0, len(parts))
+			for _, p := range parts {
+				s = append(s, flat(p))
+			}
+			return strings.Join(s, flat(j[0]))
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func strs(v any) []string {
+	switch t := v.(type) {
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, e := range t {
+			out = append(out, flat(e))
+		}
+		return out
+	case nil:
+		return nil
+	default:
+		return []string{flat(t)}
+	}
+}
+
+// stmt is one IAM statement with its resources flattened.
+type stmt struct {
+	Sid       string
+	Actions   []string
+	Resources []string
+	Condition any
+}
+
+func (s stmt) hasAction(prefix string) bool {
+	for _, a := range s.Actions {
+		if strings.HasPrefix(a, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// statements lists the IAM statements attached to a function's role.
+func (f *fixture) statements(t *testing.T, name string) []stmt {
+	t.Helper()
+	_, fn := f.function(t, name)
+	role := strings.TrimSuffix(strings.TrimPrefix(flat(fn["Role"]), "${"), ".Arn}")
+	var out []stmt
+	for _, p := range f.ofType("AWS::IAM::Policy") {
+		attached := false
+		for _, r := range strs(props(p)["Roles"]) {
+			attached = attached || r == "${"+role+"}"
+		}
+		if !attached {
+			continue
+		}
+		doc := props(p)["PolicyDocument"].(map[string]any)
+		for _, s := range doc["Statement"].([]any) {
+			m := s.(map[string]any)
+			sid, _ := m["Sid"].(string)
+			out = append(out, stmt{Sid: sid, Actions: strs(m["Action"]), Resources: strs(m["Resource"]), Condition: m["Condition"]})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no policy statements for %s (role %s)", name, role)
+	}
+	return out
+}
+
+func (f *fixture) actions(t *testing.T, name string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range f.statements(t, name) {
+		for _, a := range s.Actions {
+			out[a] = true
+		}
+	}
+	return out
+}
+
+// tableResources lists the resources of the function's statements that
+// reach outside icekeeper's own resources into tables: Glue ARNs and S3
+// ARNs that are not icekeeper's bucket.
+func (f *fixture) tableResources(t *testing.T, name string) []string {
+	var out []string
+	for _, s := range f.statements(t, name) {
+		for _, r := range s.Resources {
+			if strings.Contains(r, ":glue:") || strings.Contains(r, ":s3:::") {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+const partition = "arn:${AWS::Partition}"
+
+var functionIDs = []string{"Planner", "Rewriter", "Committer"}
+
+func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	for typ, n := range map[string]float64{
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 4, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 4,
+		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
+		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
+	} {
+		assert(t, typ, func() { f.tpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
+	}
+	assert(t, "email subscription", func() {
+		f.tpl.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{"Protocol": "email", "Endpoint": "ops@example.com"})
+	})
+}
+
+func TestIcekeeperStack_FunctionsAreTracedArm64ProvidedAL2023(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	for _, name := range functionIDs {
+		_, p := f.function(t, name)
+		if got := flat(p["TracingConfig"]); got != `{"Mode":"Active"}` {
+			t.Errorf("%s tracing %s, want Active", name, got)
+		}
+		if got := strs(p["Architectures"]); !reflect.DeepEqual(got, []string{"arm64"}) {
+			t.Errorf("%s architectures %v, want [arm64]", name, got)
+		}
+		if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" {
+			t.Errorf("%s runtime %v handler %v", name, p["Runtime"], p["Handler"])
+		}
+	}
+	_, rw := f.function(t, "Rewriter")
+	if rw["MemorySize"] != 3008.0 || rw["Timeout"] != 900.0 || rw["ReservedConcurrentExecutions"] != 10.0 {
+		t.Errorf("rewriter memory %v timeout %v reserved %v, want 3008, 900, 10", rw["MemorySize"], rw["Timeout"], rw["ReservedConcurrentExecutions"])
+	}
+	for _, name := range []string{"Planner", "Committer"} {
+		if _, p := f.function(t, name); p["MemorySize"].(float64) >= 3008 || p["Timeout"].(float64) >= 900 || p["ReservedConcurrentExecutions"] != nil {
+			t.Errorf("%s memory %v timeout %v reserved %v: want smaller than the rewriter, no reserved concurrency", name, p["MemorySize"], p["Timeout"], p["ReservedConcurrentExecutions"])
+		}
+	}
+}
+
+// configEnvNames parses shared/config/config.go and returns its
+// ICEKEEPER_* constants.
+func configEnvNames(t *testing.T) []string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "shared", "config", "config.go"), nil, 0)
+	if err != nil {
+		t.Fatalf("parse config.go: %v", err)
+	}
+	var names []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, err := strconv.Unquote(lit.Value); err == nil && strings.HasPrefix(v, "ICEKEEPER_") && !strings.ContainsAny(v, " =") {
+				names = append(names, v)
+			}
+		}
+		return true
+	})
+	sort.Strings(names)
+	return names
+}
+
+func TestEnvNames_AreExactlyConfigGoNames(t *testing.T) {
+	want := configEnvNames(t)
+	got := append([]string(nil), EnvNames()...)
+	sort.Strings(got)
+	if len(want) < 20 {
+		t.Fatalf("found only %d names in config.go: %v", len(want), want)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("infra/env.go names differ from shared/config/config.go\n infra:  %v\n config: %v", got, want)
+	}
+}
+
+func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxMaxTaskAttempts] = 5
+	ctx[CtxCatalogProperties] = "s3.region=eu-west-1,glue.region=eu-west-1"
+	ctx[CtxEnvironment] = map[string]any{"ICEKEEPER_LEASE_TTL": "45m"}
+	f := mustSynth(t, ctx)
+	known := map[string]bool{}
+	for _, n := range configEnvNames(t) {
+		known[n] = true
+	}
+	queue := func(prefix string) string {
+		for id := range f.ofType("AWS::SQS::Queue") {
+			if strings.HasPrefix(id, prefix) && !strings.Contains(id, "DLQ") {
+				return "${" + id + "}"
+			}
+		}
+		t.Fatalf("no queue %s", prefix)
+		return ""
+	}
+	table := func(prefix string) string {
+		for id := range f.ofType("AWS::DynamoDB::Table") {
+			if strings.HasPrefix(id, prefix) {
+				return "${" + id + "}"
+			}
+		}
+		t.Fatalf("no table %s", prefix)
+		return ""
+	}
+	var bucket string
+	for id := range f.ofType("AWS::S3::Bucket") {
+		bucket = "${" + id + "}"
+	}
+	want := map[string]string{
+		EnvMode: "active", EnvGrants: "analytics.*,sales.orders", EnvMaxTaskAttempts: "5",
+		EnvCatalogType: "glue", EnvCatalogName: "default", EnvCatalogWarehouse: "s3://lake/warehouse",
+		EnvCatalogProperties: "glue.region=eu-west-1,s3.region=eu-west-1",
+		EnvTaskQueueURL:      queue("Tasks"), EnvCommitQueueURL: queue("Commits"),
+		EnvLeaseTable: table("Leases"), EnvJobsTable: table("Jobs"), EnvBucket: bucket,
+		EnvEventBus: "default", EnvCommitTakeover: "16m0s", "ICEKEEPER_LEASE_TTL": "45m",
+	}
+	for _, name := range functionIDs {
+		_, p := f.function(t, name)
+		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		got := map[string]string{}
+		for k, v := range vars {
+			if !known[k] {
+				t.Errorf("%s sets %s, which shared/config/config.go does not read", name, k)
+			}
+			got[k] = flat(v)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s environment\n got  %v\n want %v", name, got, want)
+		}
+	}
+}
+
+func TestIcekeeperStack_QueuesRedriveAfterMaxTaskAttemptsWithLongVisibility(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxMaxTaskAttempts] = 5
+	f := mustSynth(t, ctx)
+	_, rw := f.function(t, "Rewriter")
+	_, cm := f.function(t, "Committer")
+	timeouts := map[string]float64{"Tasks": rw["Timeout"].(float64), "Commits": cm["Timeout"].(float64)}
+	seen := 0
+	for id, r := range f.ofType("AWS::SQS::Queue") {
+		p := props(r)
+		if strings.Contains(id, "DLQ") {
+			if p["RedrivePolicy"] != nil {
+				t.Errorf("dead-letter queue %s has a redrive policy", id)
+			}
+			continue
+		}
+		seen++
+		rp := p["RedrivePolicy"].(map[string]any)
+		if rp["maxReceiveCount"] != 5.0 || !strings.Contains(flat(rp["deadLetterTargetArn"]), "DLQ") {
+			t.Errorf("%s redrive %v, want maxReceiveCount 5 to its DLQ", id, flat(rp))
+		}
+		vis := p["VisibilityTimeout"].(float64)
+		for prefix, timeout := range timeouts {
+			if strings.HasPrefix(id, prefix) && vis < 6*timeout {
+				t.Errorf("%s visibility %vs < 6 x %vs", id, vis, timeout)
+			}
+		}
+		if strings.HasPrefix(id, "Commits") && vis <= 16*60 {
+			t.Errorf("commit queue visibility %vs does not span ICEKEEPER_COMMIT_TAKEOVER (16m)", vis)
+		}
+		if p["SqsManagedSseEnabled"] != true {
+			t.Errorf("%s is not encrypted", id)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d main queues, want 2", seen)
+	}
+	for id, r := range f.ofType("AWS::Lambda::EventSourceMapping") {
+		p := props(r)
+		if p["BatchSize"] != 1.0 || flat(p["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` {
+			t.Errorf("%s batch %v responses %v, want 1 and ReportBatchItemFailures", id, p["BatchSize"], flat(p["FunctionResponseTypes"]))
+		}
+		if strings.HasPrefix(id, "Rewriter") && flat(p["ScalingConfig"]) != `{"MaximumConcurrency":10}` {
+			t.Errorf("rewriter event source scaling %s, want maximum concurrency 10", flat(p["ScalingConfig"]))
+		}
+	}
+}
+
+func TestIcekeeperStack_StorageMatchesTheCode(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	assert(t, "lease table", func() {
+		f.tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"KeySchema":                        []any{map[string]any{"AttributeName": "table_id", "KeyType": "HASH"}},
+			"AttributeDefinitions":             []any{map[string]any{"AttributeName": "table_id", "AttributeType": "S"}},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": "purge_at", "Enabled": true},
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+		})
+	})
+	assert(t, "jobs table", func() {
+		f.tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"KeySchema": []any{
+				map[string]any{"AttributeName": "job_id", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "item_key", "KeyType": "RANGE"},
+			},
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+		})
+	})
+	assert(t, "bucket", func() {
+		f.tpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]any{
+			"BucketEncryption": map[string]any{"ServerSideEncryptionConfiguration": []any{
+				map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}},
+			}},
+			"PublicAccessBlockConfiguration": map[string]any{
+				"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+			},
+			"LifecycleConfiguration": map[string]any{"Rules": assertions.Match_ArrayWith(&[]any{
+				assertions.Match_ObjectLike(&map[string]any{"Prefix": "jobs/", "ExpirationInDays": 14, "Status": "Enabled"}),
+				assertions.Match_ObjectLike(&map[string]any{"Prefix": "health/", "ExpirationInDays": 90, "Status": "Enabled"}),
+			})},
+		})
+	})
+	var policy string
+	for _, r := range f.ofType("AWS::S3::BucketPolicy") {
+		policy = flat(props(r)["PolicyDocument"])
+	}
+	if !strings.Contains(policy, `"aws:SecureTransport":"false"`) || !strings.Contains(policy, `"Effect":"Deny"`) {
+		t.Errorf("bucket policy does not deny plain HTTP: %s", policy)
+	}
+}
+
+func TestIcekeeperStack_GlueAccessIsScopedToGrants(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	glue := func(what string) string { return partition + ":glue:eu-west-1:123456789012:" + what }
+	want := []string{glue("catalog"), glue("database/analytics"), glue("database/sales"), glue("table/analytics/*"), glue("table/sales/orders")}
+	for _, name := range []string{"Planner", "Committer"} {
+		found := false
+		for _, s := range f.statements(t, name) {
+			if !s.hasAction("glue:") {
+				continue
+			}
+			found = true
+			if !reflect.DeepEqual(s.Resources, want) {
+				t.Errorf("%s %v on\n %v\nwant\n %v", name, s.Actions, s.Resources, want)
+			}
+		}
+		if !found {
+			t.Errorf("%s has no Glue permission", name)
+		}
+	}
+}
+
+func TestIcekeeperStack_OnlyTheCommitterUpdatesTheCatalog(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	for a := range f.actions(t, "Rewriter") {
+		if strings.HasPrefix(a, "glue:") {
+			t.Errorf("rewriter has %s; rewriters must have no Glue permission", a)
+		}
+	}
+	if f.actions(t, "Planner")["glue:UpdateTable"] {
+		t.Error("planner may update the catalog")
+	}
+	if !f.actions(t, "Committer")["glue:UpdateTable"] {
+		t.Error("committer may not update the catalog")
+	}
+}
+
+func TestIcekeeperStack_NoWildcardTableResourcesAndNoQueryServices(t *testing.T) {
+	for mode, ctx := range map[string]map[string]any{"active": activeContext(), "advisory": func() map[string]any {
+		c := activeContext()
+		c[CtxMode] = "advisory"
+		return c
+	}()} {
+		f := mustSynth(t, ctx)
+		for _, name := range functionIDs {
+			for _, s := range f.statements(t, name) {
+				for _, a := range s.Actions {
+					if a == "*" || strings.HasPrefix(a, "athena:") || strings.HasPrefix(a, "redshift") || strings.HasPrefix(a, "s3:*") || strings.HasPrefix(a, "glue:*") {
+						t.Errorf("%s %s has %s", mode, name, a)
+					}
+				}
+				if (s.hasAction("s3:") || s.hasAction("glue:")) && contains(s.Resources, "*") {
+					t.Errorf("%s %s: %v on resource *", mode, name, s.Actions)
+				}
+			}
+		}
+	}
+}
+
+func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	ns := partition + ":s3:::lake/warehouse/analytics.db/*/"
+	tbl := partition + ":s3:::lake/warehouse/sales.db/orders/"
+	byAction := func(name, action string) []string {
+		var out []string
+		for _, s := range f.statements(t, name) {
+			if contains(s.Actions, action) {
+				for _, r := range s.Resources {
+					if strings.Contains(r, ":s3:::lake/") {
+						out = append(out, r)
+					}
+				}
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name, action string
+		want         []string
+	}{
+		{"Planner", "s3:GetObject", []string{ns + "*", tbl + "*"}},
+		{"Planner", "s3:PutObject", nil},
+		{"Planner", "s3:DeleteObject", nil},
+		{"Rewriter", "s3:GetObject", []string{ns + "*", tbl + "*"}},
+		{"Rewriter", "s3:PutObject", []string{ns + "data/*", tbl + "data/*"}},
+		{"Rewriter", "s3:DeleteObject", nil},
+		{"Committer", "s3:PutObject", []string{ns + "metadata/*", tbl + "metadata/*"}},
+		{"Committer", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*"}},
+	}
+	for _, c := range cases {
+		if got := byAction(c.name, c.action); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %s on table locations: %v, want %v", c.name, c.action, got, c.want)
+		}
+	}
+	for _, s := range f.statements(t, "Rewriter") {
+		if contains(s.Actions, "s3:ListBucket") {
+			cond := flat(s.Condition)
+			if !strings.Contains(cond, "warehouse/analytics.db/*") || !strings.Contains(cond, "warehouse/sales.db/orders/*") {
+				t.Errorf("listing not scoped to the granted prefixes: %s", cond)
+			}
+		}
+	}
+}
+
+func TestIcekeeperStack_ModeOffHasNoTableAccess(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxMode] = "off"
+	f := mustSynth(t, ctx)
+	for _, name := range functionIDs {
+		if r := f.tableResources(t, name); len(r) > 0 {
+			t.Errorf("mode off: %s may reach tables: %v", name, r)
+		}
+		for a := range f.actions(t, name) {
+			if strings.HasPrefix(a, "glue:") {
+				t.Errorf("mode off: %s has %s", name, a)
+			}
+		}
+	}
+	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(2)) })
+}
+
+func TestIcekeeperStack_AdvisoryOnlyLetsThePlannerRead(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxMode] = "advisory"
+	f := mustSynth(t, ctx)
+	if len(f.tableResources(t, "Planner")) == 0 {
+		t.Error("advisory: the planner cannot read tables")
+	}
+	for _, name := range []string{"Rewriter", "Committer"} {
+		if r := f.tableResources(t, name); len(r) > 0 {
+			t.Errorf("advisory: %s may reach tables: %v", name, r)
+		}
+	}
+	for _, s := range f.statements(t, "Planner") {
+		if contains(s.Actions, "s3:PutObject") {
+			for _, r := range s.Resources {
+				if strings.Contains(r, ":s3:::lake") {
+					t.Errorf("advisory: planner may write %s", r)
+				}
+			}
+		}
+	}
+}
+
+func TestIcekeeperStack_ActiveWithoutGrantsFailsClearly(t *testing.T) {
+	ctx := activeContext()
+	delete(ctx, CtxGrants)
+	_, err := synth(t, ctx)
+	if err == nil || !strings.Contains(err.Error(), "mode=active needs a non-empty grant list") {
+		t.Fatalf("err = %v, want the grant list refusal", err)
+	}
+	s := DefaultSettings()
+	s.Mode = ModeActive
+	if _, err := NewIcekeeperStack(awscdk.NewApp(nil), "Direct", &IcekeeperStackProps{Settings: s}); err == nil || !strings.Contains(err.Error(), CtxGrants) {
+		t.Fatalf("NewIcekeeperStack err = %v, want it to name %s", err, CtxGrants)
+	}
+}
+
+func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
+	cases := map[string]struct {
+		ctx  map[string]any
+		want string
+	}{
+		"grant without location": {map[string]any{CtxMode: "advisory", CtxGrants: "sales.orders"}, `grant "sales.orders" has no S3 location`},
+		"credential property":    {map[string]any{CtxCatalogProperties: "s3.secret-access-key=x"}, "looks like a credential"},
+		"managed env override":   {map[string]any{CtxEnvironment: `{"ICEKEEPER_MODE":"active"}`}, "ICEKEEPER_MODE is set by the stack"},
+		"unknown env":            {map[string]any{CtxEnvironment: `{"ICEKEEPER_NOPE":"1"}`}, "ICEKEEPER_NOPE is not a variable"},
+		"takeover too short":     {map[string]any{CtxCommitTakeover: "10m"}, "must exceed committerTimeout"},
+		"timeout over 15m":       {map[string]any{CtxRewriterTimeout: "20m"}, "rewriterTimeout"},
+		"bad mode":               {map[string]any{CtxMode: "on"}, `mode: "on"`},
+		"bad grant":              {map[string]any{CtxGrants: "a..b"}, "malformed grant"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := synth(t, c.ctx)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestSettings_ReadCommandLineStrings(t *testing.T) {
+	f := mustSynth(t, map[string]any{
+		CtxMode: "active", CtxGrants: "demo", CtxCatalogType: "rest", CtxCatalogURI: "http://rest:8181",
+		CtxCatalogSigV4: "false", CtxTableLocations: `{"demo.*":"s3://wh/demo"}`,
+		CtxRewriterMemory: "4096", CtxRewriterConcurrency: "1", CtxArchitecture: "x86_64",
+	})
+	_, rw := f.function(t, "Rewriter")
+	if rw["MemorySize"] != 4096.0 || rw["ReservedConcurrentExecutions"] != 1.0 || flat(rw["Architectures"]) != `["x86_64"]` {
+		t.Errorf("rewriter memory %v reserved %v arch %v", rw["MemorySize"], rw["ReservedConcurrentExecutions"], flat(rw["Architectures"]))
+	}
+	for a := range f.actions(t, "Committer") {
+		if strings.HasPrefix(a, "glue:") {
+			t.Errorf("a non-Glue REST catalog got %s", a)
+		}
+	}
+	var reads []string
+	for _, s := range f.statements(t, "Committer") {
+		if contains(s.Actions, "s3:GetObject") {
+			reads = append(reads, s.Resources...)
+		}
+	}
+	if !contains(reads, partition+":s3:::wh/demo/*/*") {
+		t.Errorf("explicit namespace location not used: %v", reads)
+	}
+	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) })
+}
+
+// matches is EventBridge's matching for the pattern features the stack
+// uses: lists of exact strings, {"wildcard": ...} and nested objects.
+func matches(pattern, event any) bool {
+	switch p := pattern.(type) {
+	case map[string]any:
+		e, ok := event.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, sub := range p {
+			if !matches(sub, e[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		s, ok := event.(string)
+		if !ok {
+			return false
+		}
+		for _, alt := range p {
+			switch a := alt.(type) {
+			case string:
+				if a == s {
+					return true
+				}
+			case map[string]any:
+				if w, ok := a["wildcard"].(string); ok {
+					if wildcard(w, s) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// wildcard matches s against p where * matches any run of characters,
+// slashes included (EventBridge's wildcard).
+func wildcard(p, s string) bool {
+	parts := strings.Split(p, "*")
+	if len(parts) == 1 {
+		return p == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, part := range parts[1 : len(parts)-1] {
+		j := strings.Index(s, part)
+		if j < 0 {
+			return false
+		}
+		s = s[j+len(part):]
+	}
+	return strings.HasSuffix(s, parts[len(parts)-1])
+}
+
+func TestIcekeeperStack_RulesMatchThePlannersSampleEvents(t *testing.T) {
+	f := mustSynth(t, map[string]any{CtxMode: "active", CtxGrants: "demo.*", CtxCatalogWarehouse: "s3://lakehouse/warehouse"})
+	rules := map[string]map[string]any{}
+	for id, r := range f.ofType("AWS::Events::Rule") {
+		p := props(r)
+		targets := flat(p["Targets"])
+		plannerID, _ := f.function(t, "Planner")
+		if !strings.Contains(targets, plannerID) {
+			t.Errorf("rule %s does not target the planner: %s", id, targets)
+		}
+		rules[id] = p
+	}
+	sample := func(name string) map[string]any {
+		raw, err := os.ReadFile(filepath.Join("..", "events", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	for _, c := range []struct{ file, rule string }{
+		{"glue-table-state-change.json", "GlueTableChanges"},
+		{"s3-metadata-object-created.json", "TableMetadataWritten"},
+		{"icekeeper-commit.json", "CommitEvents"},
+	} {
+		ev := sample(c.file)
+		matched := ""
+		for id, p := range rules {
+			if p["EventPattern"] != nil && matches(p["EventPattern"], ev) {
+				matched += id + " "
+			}
+		}
+		if !strings.HasPrefix(matched, c.rule) {
+			t.Errorf("%s matched rules %q, want %s", c.file, matched, c.rule)
+		}
+	}
+	sched := sample("scheduled.json")
+	if sched["source"] != SourceSchedule || sched["detail-type"] != DetailTypeSchedule {
+		t.Errorf("scheduled sample is %v/%v, not what an EventBridge schedule sends", sched["source"], sched["detail-type"])
+	}
+	for id, p := range rules {
+		if strings.HasPrefix(id, "SweepSchedule") && p["ScheduleExpression"] != "rate(1 hour)" {
+			t.Errorf("sweep schedule %v, want rate(1 hour)", p["ScheduleExpression"])
+		}
+	}
+	// A data file, another database and an ungranted location do not wake the planner.
+	for _, ev := range []map[string]any{
+		{"source": "aws.s3", "detail-type": "Object Created", "detail": map[string]any{"bucket": map[string]any{"name": "lakehouse"}, "object": map[string]any{"key": "warehouse/demo.db/events/data/x.parquet"}}},
+		{"source": "aws.s3", "detail-type": "Object Created", "detail": map[string]any{"bucket": map[string]any{"name": "lakehouse"}, "object": map[string]any{"key": "warehouse/other.db/t/metadata/1.metadata.json"}}},
+		{"source": "aws.glue", "detail-type": "Glue Data Catalog Table State Change", "detail": map[string]any{"databaseName": "other"}},
+	} {
+		for id, p := range rules {
+			if p["EventPattern"] != nil && matches(p["EventPattern"], ev) {
+				t.Errorf("rule %s matches %v", id, ev)
+			}
+		}
+	}
+}
+
+// emittedNames are the metric names that appear as string literals in the
+// root module's shared/ code.
+func emittedNames(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := filepath.Walk(filepath.Join("..", "shared"), func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if v, err := strconv.Unquote(lit.Value); err == nil {
+					out[v] = true
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestIcekeeperStack_Alarms(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	alarms := f.ofType("AWS::CloudWatch::Alarm")
+	find := func(prefix string) map[string]any {
+		for id, r := range alarms {
+			if strings.HasPrefix(id, prefix) {
+				return props(r)
+			}
+		}
+		t.Errorf("no alarm %s", prefix)
+		return map[string]any{}
+	}
+	for _, dlq := range []string{"TasksDLQ", "CommitsDLQ"} {
+		p := find(dlq + "NotEmpty")
+		if p["MetricName"] != "ApproximateNumberOfMessagesVisible" || p["Threshold"] != 0.0 || p["ComparisonOperator"] != "GreaterThanThreshold" || !strings.Contains(flat(p["Dimensions"]), dlq) {
+			t.Errorf("%s alarm: %s", dlq, flat(p))
+		}
+	}
+	emitted := emittedNames(t)
+	for alarm, metric := range map[string]string{
+		"OptInWithoutGrant": MetricOptInWithoutGrant, "InvalidProperties": MetricInvalidProperties,
+		"JobsFailed": MetricJobsFailed, "JobsAborted": MetricJobsAborted,
+		"CommitConflictRate": MetricCommitConflicts, "CommitRetryRate": MetricCommitRetries,
+	} {
+		p := find(alarm)
+		want := "SELECT SUM(" + metric + ") FROM Icekeeper"
+		if !strings.Contains(flat(p["Metrics"]), want) {
+			t.Errorf("%s alarm metrics %s, want %q", alarm, flat(p["Metrics"]), want)
+		}
+		if !emitted[metric] {
+			t.Logf("note: no code under shared/ emits %s yet; its alarm stays at no data until it does", metric)
+		}
+	}
+	if p := find("OptInWithoutGrant"); p["Threshold"] != 0.0 || p["ComparisonOperator"] != "GreaterThanThreshold" {
+		t.Errorf("OptInWithoutGrant alarm is not > 0: %s", flat(p))
+	}
+	for _, name := range functionIDs {
+		id, _ := f.function(t, name)
+		for _, kind := range []string{"Errors", "Throttles", "DurationNearTimeout"} {
+			p := find(name + kind)
+			if !strings.Contains(flat(p["Dimensions"]), `{"Ref":"`+id+`"}`) {
+				t.Errorf("%s%s alarm is not on the %s function: %s", name, kind, name, flat(p["Dimensions"]))
+			}
+			if len(strs(p["AlarmActions"])) != 1 {
+				t.Errorf("%s%s alarm has no action", name, kind)
+			}
+		}
+	}
+	_, rw := f.function(t, "Rewriter")
+	if p := find("RewriterDurationNearTimeout"); p["ExtendedStatistic"] != "p99" || p["Threshold"] != 0.8*rw["Timeout"].(float64)*1000 {
+		t.Errorf("rewriter duration alarm %s, want p99 > 80%% of %vs", flat(p), rw["Timeout"])
+	}
+}
+
+func TestIcekeeperStack_AlarmAndDashboardMetricsAreTheEmittedNames(t *testing.T) {
+	emitted := emittedNames(t)
+	for _, m := range []string{MetricJobsPlanned, MetricOptInWithoutGrant, MetricInvalidProperties, MetricTablesSkipped,
+		MetricEventsRejected, MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles} {
+		if !emitted[m] {
+			t.Errorf("metric %s is not a string in shared/: the code does not emit it under that name", m)
+		}
+	}
+	if !emitted[MetricNamespace] {
+		t.Errorf("namespace %s not found in shared/", MetricNamespace)
+	}
+	if !emitted["Table"] {
+		t.Error(`dimension "Table" (used by the per-table SEARCH) not found in shared/`)
+	}
+}
+
+func TestIcekeeperStack_Dashboard(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	var body string
+	for _, r := range f.ofType("AWS::CloudWatch::Dashboard") {
+		body = flat(props(r)["DashboardBody"])
+	}
+	for _, want := range []string{
+		`SEARCH('{Icekeeper,Table} MetricName=\"HealthScore\"'`, `MetricName=\"SmallFiles\"`, `MetricName=\"DeleteFiles\"`,
+		"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
+		"SELECT SUM(JobsPlanned) FROM Icekeeper", "SELECT SUM(JobsCommitted) FROM Icekeeper",
+		"SELECT SUM(BytesRewritten) FROM Icekeeper", "SELECT SUM(RowsRewritten) FROM Icekeeper",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks %s", want)
+		}
+	}
+	ctx := activeContext()
+	ctx[CtxAlarms] = false
+	off := mustSynth(t, ctx)
+	assert(t, "alarms=false", func() { off.tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(0)) })
+}
+
+func TestGrants_ParseLikeOptIn(t *testing.T) {
+	g, err := ParseGrants(" sales.orders, analytics , lake.raw.* ,,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.String(); got != "analytics.*,lake.raw.*,sales.orders" {
+		t.Errorf("String() = %s", got)
+	}
+	if got := fmt.Sprint(g.Databases()); got != "[analytics lake.raw sales]" {
+		t.Errorf("Databases() = %s", got)
+	}
+	for _, bad := range []string{"a..b", "*", ".x", "a.*.b"} {
+		if _, err := ParseGrants(bad); err == nil {
+			t.Errorf("ParseGrants(%q) accepted", bad)
+		}
+	}
+}
