@@ -2,7 +2,7 @@
 // table rewrites, and starts it.
 //
 // For each table it:
-//  1. takes the table's lease BEFORE reading anything (a held lease means
+//  1. takes the table's lease BEFORE pinning and scanning (a held lease means
 //     skip, counted), so two planners racing for one table make one job;
 //  2. loads the table through the catalog and pins its current snapshot S
 //     (metadata location, snapshot id, sequence number);
