@@ -51,3 +51,74 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# --- infra: the CDK stack (its own Go module in infra/, see infra/README.md)
+# and the LocalStack path (localstack/README.md). Context goes in CDK_CONTEXT,
+# e.g. make deploy CDK_CONTEXT='-c mode=active -c grants=analytics.*'.
+
+CDK_DIR          := infra/.cdk
+CDK_CLI_VERSION  ?= 2.1148.1
+CDKLOCAL_VERSION ?= 3.0.4
+CDK              := $(CURDIR)/$(CDK_DIR)/node_modules/.bin/cdk
+CDKLOCAL         := $(CURDIR)/$(CDK_DIR)/node_modules/.bin/cdklocal
+CDK_CONTEXT      ?=
+# jsii warns on every run about Node versions it no longer supports; the
+# warning is silenced for the Node found here (the stack still synthesizes).
+NODE_MAJOR       := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+INFRA_ENV        := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=$(NODE_MAJOR) JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=$(NODE_MAJOR) JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=$(NODE_MAJOR)
+COMPOSE          ?= docker compose
+LOCAL_COMPOSE    := $(COMPOSE) -f localstack/docker-compose.yml
+LOCAL_LAMBDA     := $(BIN)/lambda-local
+LOCAL_GOARCH     ?= $(shell $(GO) env GOARCH)
+LOCAL_CDK_ARCH   := $(if $(filter arm64,$(LOCAL_GOARCH)),arm64,x86_64)
+LOCAL_ENV        := AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 \
+	AWS_ENVAR_ALLOWLIST=AWS_REGION,AWS_DEFAULT_REGION CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_REGION=us-east-1
+# The local deployment: mode active, the REST catalog container, a sample
+# grant (namespace demo), resources destroyed with the stack.
+LOCAL_CONTEXT    ?= -c stackName=IcekeeperLocal -c mode=active -c 'grants=demo.*' \
+	-c catalogType=rest -c catalogUri=http://iceberg-rest:8181 \
+	-c catalogProperties=s3.endpoint=http://localstack:4566,s3.region=us-east-1 \
+	-c warehouseLocation=s3://warehouse -c 'tableLocationTemplate={warehouse}/{namespacePath}/{table}' \
+	-c assetDir=../$(LOCAL_LAMBDA) -c architecture=$(LOCAL_CDK_ARCH) -c removalPolicy=destroy -c alarms=false
+
+.PHONY: infra-test cdk-cli synth deploy lambdas-local localstack-up localstack-down deploy-local
+
+## infra-test: the CDK stack's tests, offline (needs Node for jsii, no AWS)
+infra-test:
+	cd infra && $(INFRA_ENV) $(GO) test -count=1 ./...
+
+## cdk-cli: the CDK CLI and cdklocal, pinned, in infra/.cdk (git-ignored)
+cdk-cli: $(CDK)
+
+$(CDK):
+	npm install --prefix $(CDK_DIR) --no-save --no-audit --no-fund --loglevel=error \
+		aws-cdk@$(CDK_CLI_VERSION) aws-cdk-local@$(CDKLOCAL_VERSION)
+
+## synth: build the bootstraps, then synthesize the stack into infra/cdk.out
+synth: lambdas $(CDK)
+	cd infra && $(INFRA_ENV) $(CDK) synth -q $(CDK_CONTEXT)
+
+## deploy: deploy the stack with the current AWS credentials (run make lambdas first)
+deploy: $(CDK)
+	cd infra && $(INFRA_ENV) $(CDK) deploy $(CDK_CONTEXT)
+
+## lambdas-local: bootstraps for this machine's architecture (LocalStack runs them in Docker)
+lambdas-local:
+	@for f in $(FUNCTIONS); do \
+		echo "building $(LOCAL_LAMBDA)/$$f/bootstrap ($(LOCAL_GOARCH))"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(LOCAL_GOARCH) $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc \
+			-o $(LOCAL_LAMBDA)/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## localstack-up: LocalStack and an Iceberg REST catalog in Docker (not run on the dev machine: no Docker there)
+localstack-up:
+	$(LOCAL_COMPOSE) up -d --wait
+
+## localstack-down: stop them and drop their state
+localstack-down:
+	$(LOCAL_COMPOSE) down -v
+
+## deploy-local: deploy the stack to LocalStack with cdklocal (mode active, REST catalog, grant demo.*)
+deploy-local: lambdas-local $(CDK)
+	cd infra && $(LOCAL_ENV) $(INFRA_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 $(LOCAL_CONTEXT)
+	cd infra && $(LOCAL_ENV) $(INFRA_ENV) $(CDKLOCAL) deploy --require-approval never $(LOCAL_CONTEXT)

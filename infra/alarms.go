@@ -18,11 +18,13 @@ import (
 // (shared/metrics.DefaultNamespace).
 const MetricNamespace = "Icekeeper"
 
-// Metric names. The first group is what the code emits today (as EMF, with
-// the dimension Table, plus Reason on some); the second is the names the
-// pipeline's job-outcome metrics are expected under. Alarms and graphs on a
-// metric nobody emits stay at "no data" (treated as not breaching).
+// Metric names, as the code emits them (EMF, namespace Icekeeper): the
+// planner's trigger counts and health gauges with the dimension Table (and
+// Reason on skips), the rewriter's and the committer's with Table and
+// Function, EventsRejected with none. stack_test.go checks that each name
+// is a string in the root module's shared/ code.
 const (
+	// planner
 	MetricJobsPlanned       = "JobsPlanned"
 	MetricOptInWithoutGrant = "OptInWithoutGrant"
 	MetricInvalidProperties = "InvalidProperties"
@@ -32,15 +34,31 @@ const (
 	MetricHealthScore       = "HealthScore"
 	MetricSmallFiles        = "SmallFiles"
 	MetricDeleteFiles       = "DeleteFiles"
-
+	// rewriter
+	MetricGroupsRewritten = "GroupsRewritten"
+	MetricGroupsFailed    = "GroupsFailed"
+	MetricTaskFailures    = "TaskFailures"
+	MetricBytesIn         = "BytesIn"
+	MetricBytesOut        = "BytesOut"
+	MetricRowsRewritten   = "RowsRewritten"
+	// committer
 	MetricJobsCommitted   = "JobsCommitted"
 	MetricJobsFailed      = "JobsFailed"
 	MetricJobsAborted     = "JobsAborted"
 	MetricCommitConflicts = "CommitConflicts"
 	MetricCommitRetries   = "CommitRetries"
-	MetricBytesRewritten  = "BytesRewritten"
-	MetricRowsRewritten   = "RowsRewritten"
 )
+
+// EmittedMetrics lists every metric name the stack's alarms and dashboard
+// use.
+func EmittedMetrics() []string {
+	return []string{
+		MetricJobsPlanned, MetricOptInWithoutGrant, MetricInvalidProperties, MetricTablesSkipped, MetricEventsRejected,
+		MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles,
+		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
+		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries,
+	}
+}
 
 // Alarms are the stack's alarms and the topic they notify.
 type Alarms struct {

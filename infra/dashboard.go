@@ -23,8 +23,9 @@ func perTable(name, stat string) awscloudwatch.SearchExpression {
 
 // newDashboard lays out one dashboard in three rows: backlog (queue depths,
 // age of the oldest task, dead-letter queues), throughput (jobs planned,
-// committed, failed and aborted, bytes and rows rewritten, commit
-// conflicts, function invocations and errors) and per-table health
+// committed, failed and aborted; bytes read and written, rows and groups
+// rewritten; commit conflicts, task failures, skips; function invocations,
+// errors and throttles) and per-table health
 // (HealthScore, SmallFiles, DeleteFiles, one line per table).
 func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alarms) awscloudwatch.Dashboard {
 	five := awscdk.Duration_Minutes(jsii.Number(5))
@@ -65,9 +66,12 @@ func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alar
 			icekeeperSum(MetricJobsPlanned, 5*time.Minute), icekeeperSum(MetricJobsCommitted, 5*time.Minute),
 			icekeeperSum(MetricJobsFailed, 5*time.Minute), icekeeperSum(MetricJobsAborted, 5*time.Minute),
 			icekeeperSum(MetricLeaseSkips, 5*time.Minute)),
-		graph("Rewritten", 8, icekeeperSum(MetricBytesRewritten, 5*time.Minute), icekeeperSum(MetricRowsRewritten, 5*time.Minute)),
+		graph("Rewritten", 8,
+			icekeeperSum(MetricBytesIn, 5*time.Minute), icekeeperSum(MetricBytesOut, 5*time.Minute),
+			icekeeperSum(MetricRowsRewritten, 5*time.Minute), icekeeperSum(MetricGroupsRewritten, 5*time.Minute)),
 		graph("Commit conflicts, skips and rejections", 8,
 			icekeeperSum(MetricCommitConflicts, 5*time.Minute), icekeeperSum(MetricCommitRetries, 5*time.Minute),
+			icekeeperSum(MetricTaskFailures, 5*time.Minute), icekeeperSum(MetricGroupsFailed, 5*time.Minute),
 			icekeeperSum(MetricTablesSkipped, 5*time.Minute), icekeeperSum(MetricEventsRejected, 5*time.Minute),
 			icekeeperSum(MetricOptInWithoutGrant, 5*time.Minute)),
 	)

@@ -23,12 +23,11 @@ func main() {
 	if v, ok := app.Node().TryGetContext(jsii.String("stackName")).(string); ok && v != "" {
 		name = v
 	}
-	env := &awscdk.Environment{
-		Account: jsii.String(os.Getenv("CDK_DEFAULT_ACCOUNT")),
-		Region:  jsii.String(os.Getenv("CDK_DEFAULT_REGION")),
-	}
-	if *env.Account == "" && *env.Region == "" {
-		env = nil // environment-agnostic: account and region resolve at deploy time
+	// The CLI's account and region when it knows both; otherwise the stack
+	// is environment-agnostic and they resolve at deploy time.
+	var env *awscdk.Environment
+	if account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); account != "" && region != "" {
+		env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
 	if _, err := NewIcekeeperStack(app, name, &IcekeeperStackProps{
 		StackProps: awscdk.StackProps{Env: env},

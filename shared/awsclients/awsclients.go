@@ -32,11 +32,16 @@ type Clients struct {
 	Events   *eventbridge.Client
 }
 
-// Load reads the standard SDK configuration and builds the clients.
-func Load(ctx context.Context) (*Clients, error) {
+// Load reads the standard SDK configuration and builds the clients. Each
+// adjust runs on the configuration before the clients are built (for
+// example to add tracing middleware).
+func Load(ctx context.Context, adjust ...func(*aws.Config)) (*Clients, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("awsclients: load AWS configuration: %w", err)
+	}
+	for _, a := range adjust {
+		a(&cfg)
 	}
 	return New(cfg), nil
 }

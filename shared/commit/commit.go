@@ -56,6 +56,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
+	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
 // SummaryJobID is the snapshot summary property that names the job that
@@ -170,6 +171,7 @@ type Committer struct {
 	log      *slog.Logger
 	now      func() time.Time
 	metrics  Metrics
+	tracer   tracing.Tracer
 	// afterCatalogCommit runs right after the catalog accepted the commit
 	// (tests use it to simulate a crash before the bookkeeping).
 	afterCatalogCommit func(jobID string) error
@@ -206,6 +208,9 @@ func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables Ta
 // committer there, as a crash would. For tests.
 func (c *Committer) SetAfterCatalogCommit(f func(jobID string) error) { c.afterCatalogCommit = f }
 
+// SetTracer traces the committer's phase (off by default).
+func (c *Committer) SetTracer(t tracing.Tracer) { c.tracer = t }
+
 // SetMetrics sends the committer's metrics to m (none by default).
 func (c *Committer) SetMetrics(m Metrics) { c.metrics = m }
 
@@ -239,9 +244,15 @@ func (c *Committer) emit(res Result, took time.Duration) {
 // time. A nil error means the message can be deleted; an error means it must
 // be redelivered.
 func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, receiveCount int) (Result, error) {
-	log := c.log.With("job_id", req.JobID)
+	log := c.log.With("job_id", req.JobID, "trace_id", c.tracer.TraceID(ctx))
 	start := c.now()
-	res, err := c.handle(ctx, log, req, receiveCount)
+	var res Result
+	err := c.tracer.Phase(ctx, tracing.PhaseCommit, func(ctx context.Context) error {
+		c.tracer.Annotate(ctx, "job_id", req.JobID)
+		var herr error
+		res, herr = c.handle(ctx, log, req, receiveCount)
+		return herr
+	})
 	c.emit(res, c.now().Sub(start))
 	if err != nil {
 		log.Error("commit request failed", "err", err.Error(), "receive_count", receiveCount)

@@ -14,6 +14,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
 // Init builds the shared dependencies for a function that needs the
@@ -25,7 +26,7 @@ func Init(ctx context.Context, function string, needs func(config.Config) []conf
 	if err != nil {
 		Fail(log, "configuration", err)
 	}
-	clients, err := awsclients.Load(ctx)
+	clients, err := awsclients.Load(ctx, tracing.FromEnv().InstrumentAWS)
 	if err != nil {
 		Fail(log, "AWS configuration", err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
 // Catalog loads tables.
@@ -116,7 +117,11 @@ type Planner struct {
 	commits  Sender
 	log      *slog.Logger
 	now      func() time.Time
+	tracer   tracing.Tracer
 }
+
+// SetTracer traces the planner's phase (off by default).
+func (p *Planner) SetTracer(t tracing.Tracer) { p.tracer = t }
 
 // New validates its dependencies and returns a Planner. log and now may be
 // nil.
@@ -176,7 +181,13 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		}
 	}
 
-	res, started, err := p.planLeased(ctx, log, ident, name, jobID, trigger, l)
+	var started bool
+	err = p.tracer.Phase(ctx, tracing.PhasePlan, func(ctx context.Context) error {
+		p.tracer.Annotate(ctx, "table", name)
+		var perr error
+		res, started, perr = p.planLeased(ctx, log.With("trace_id", p.tracer.TraceID(ctx)), ident, name, jobID, trigger, l)
+		return perr
+	})
 	if err != nil {
 		if started {
 			// Tasks may be out and groups may have written files: the

@@ -41,6 +41,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/pin"
+	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
 // Sentinel errors.
@@ -129,6 +130,7 @@ type Rewriter struct {
 	log      *slog.Logger
 	now      func() time.Time
 	metrics  Metrics
+	tracer   tracing.Tracer
 	// newAttempt makes attempt ids (replaceable in tests).
 	newAttempt func() string
 }
@@ -150,6 +152,9 @@ func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables 
 	return &Rewriter{settings: s, jobs: js, leases: leases, blobs: blobs, commits: commits, tables: tables, log: log, now: now,
 		newAttempt: func() string { return uuid.NewString() }}, nil
 }
+
+// SetTracer traces the rewriter's phases (off by default).
+func (r *Rewriter) SetTracer(t tracing.Tracer) { r.tracer = t }
 
 // SetMetrics sends the rewriter's metrics to m (none by default).
 func (r *Rewriter) SetMetrics(m Metrics) { r.metrics = m }
@@ -193,7 +198,7 @@ func (r *Rewriter) emit(table string, outcome Outcome, c messages.Counters, err 
 // error means it must be redelivered, and errors.Is(err, ErrTerminal) means
 // it will never succeed.
 func (r *Rewriter) Handle(ctx context.Context, task messages.Task, receiveCount int) (Result, error) {
-	log := r.log.With("job_id", task.JobID, "table", task.Table, "group", task.Group, "snapshot_id", task.Pin.SnapshotID, "receive_count", receiveCount)
+	log := r.log.With("job_id", task.JobID, "table", task.Table, "group", task.Group, "snapshot_id", task.Pin.SnapshotID, "receive_count", receiveCount, "trace_id", r.tracer.TraceID(ctx))
 	res, err := r.handle(ctx, log, task, receiveCount)
 	switch {
 	case errors.Is(err, ErrStale):
@@ -260,7 +265,16 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		return Result{}, err
 	}
 
-	written, counters, tbl, err := r.rewrite(ctx, task, attempt)
+	var (
+		written  []iceberg.DataFile
+		counters measured
+		tbl      *table.Table
+	)
+	err = r.tracer.Phase(ctx, tracing.PhaseWrite, func(ctx context.Context) error {
+		var werr error
+		written, counters, tbl, werr = r.rewrite(ctx, task, attempt)
+		return werr
+	})
 	if err != nil {
 		if tbl != nil {
 			if rerr := outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written)); rerr != nil {
@@ -382,31 +396,15 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	if err != nil {
 		return nil, m, nil, fmt.Errorf("%w: attempt id %q is not a UUID", ErrTerminal, attempt)
 	}
-	tbl, err := r.tables.Open(ctx, ident, task.Pin)
+	var tbl *table.Table
+	var tasks []table.FileScanTask
+	err = r.tracer.Phase(ctx, tracing.PhaseRead, func(ctx context.Context) error {
+		var rerr error
+		tbl, tasks, rerr = r.openGroup(ctx, ident, task)
+		return rerr
+	})
 	if err != nil {
-		if errors.Is(err, pin.ErrMismatch) {
-			err = fmt.Errorf("%w: %w", ErrTerminal, err)
-		}
-		return nil, m, nil, err
-	}
-	encoded := task.ScanTasks
-	if task.ScanTasksKey != "" {
-		data, err := r.blobs.Get(ctx, task.ScanTasksKey)
-		if err != nil {
-			return nil, m, tbl, fmt.Errorf("read scan tasks: %w", err)
-		}
-		var list messages.ScanTaskList
-		if err := messages.Decode(data, &list); err != nil {
-			return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
-		}
-		encoded = list.ScanTasks
-	}
-	tasks, err := messages.DecodeScanTasks(tbl.Metadata(), task.SpecID, encoded)
-	if err != nil {
-		return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
-	}
-	if len(tasks) == 0 {
-		return nil, m, tbl, fmt.Errorf("%w: task has no files", ErrTerminal)
+		return nil, m, tbl, err
 	}
 	for _, t := range tasks {
 		m.inputPaths = append(m.inputPaths, t.File.FilePath())
@@ -469,6 +467,38 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	m.DeletedRowsEquality = max(0, deleted-m.DeletedRowsDV-m.DeletedRowsPosition)
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
 	return written, m, tbl, nil
+}
+
+// openGroup opens the pinned table and decodes the group's scan tasks
+// (from the message, or from S3 for an oversized task).
+func (r *Rewriter) openGroup(ctx context.Context, ident table.Identifier, task messages.Task) (*table.Table, []table.FileScanTask, error) {
+	tbl, err := r.tables.Open(ctx, ident, task.Pin)
+	if err != nil {
+		if errors.Is(err, pin.ErrMismatch) {
+			err = fmt.Errorf("%w: %w", ErrTerminal, err)
+		}
+		return nil, nil, err
+	}
+	encoded := task.ScanTasks
+	if task.ScanTasksKey != "" {
+		data, err := r.blobs.Get(ctx, task.ScanTasksKey)
+		if err != nil {
+			return tbl, nil, fmt.Errorf("read scan tasks: %w", err)
+		}
+		var list messages.ScanTaskList
+		if err := messages.Decode(data, &list); err != nil {
+			return tbl, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
+		}
+		encoded = list.ScanTasks
+	}
+	tasks, err := messages.DecodeScanTasks(tbl.Metadata(), task.SpecID, encoded)
+	if err != nil {
+		return tbl, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	if len(tasks) == 0 {
+		return tbl, nil, fmt.Errorf("%w: task has no files", ErrTerminal)
+	}
+	return tbl, tasks, nil
 }
 
 // counting passes records through, adding their row counts to n.

@@ -28,6 +28,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
 // Deps are the stores and queues every stage shares.
@@ -45,6 +46,8 @@ type Deps struct {
 	Metrics *metrics.Emitter
 	// Events receives audit events (the EventBridge client by default).
 	Events audit.EventBridge
+	// Tracer traces phases (off outside Lambda).
+	Tracer tracing.Tracer
 	Log    *slog.Logger
 	Now    func() time.Time
 }
@@ -60,6 +63,7 @@ func NewDeps(cfg config.Config, clients *awsclients.Clients, log *slog.Logger, n
 	d := &Deps{Config: cfg, Clients: clients, Log: log, Now: time.Now, Tables: pin.Opener{Properties: cfg.Catalog.Properties}}
 	d.Metrics = metrics.NewEmitter(os.Stdout, metrics.DefaultNamespace, d.Now)
 	d.Events = clients.Events
+	d.Tracer = tracing.FromEnv()
 	var err error
 	has := func(n config.Need) bool {
 		for _, x := range need {
@@ -116,10 +120,14 @@ var (
 
 // Planner builds the planner.
 func (d *Deps) Planner(cat catalog.Catalog) (*plan.Planner, error) {
-	return plan.New(plan.Settings{
+	p, err := plan.New(plan.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
 		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
+	if err == nil {
+		p.SetTracer(d.Tracer)
+	}
+	return p, err
 }
 
 // Rewriter builds the rewriter.
@@ -128,6 +136,7 @@ func (d *Deps) Rewriter() (*rewrite.Rewriter, error) {
 		d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now)
 	if err == nil {
 		r.SetMetrics(d.Metrics)
+		r.SetTracer(d.Tracer)
 	}
 	return r, err
 }
@@ -140,6 +149,7 @@ func (d *Deps) Committer(cat catalog.Catalog) (*commit.Committer, error) {
 	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now)
 	if err == nil {
 		c.SetMetrics(d.Metrics)
+		c.SetTracer(d.Tracer)
 	}
 	return c, err
 }
