@@ -39,6 +39,8 @@ const (
 	EnvTargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
 	EnvS3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
 	EnvCommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
+	EnvRewriterMemoryMB  = "ICEKEEPER_REWRITER_MEMORY_MB"
+	EnvCoordinatorMemMB  = "ICEKEEPER_COORDINATOR_MEMORY_MB"
 )
 
 // EnvNames lists every variable the functions read.
@@ -49,7 +51,7 @@ func EnvNames() []string {
 		EnvTaskQueueURL, EnvCommitQueueURL, EnvBucket, EnvPrefix, EnvMode, EnvGrants, EnvEventBus,
 		EnvMinInterval, EnvSweepMaxJobs, EnvSweepMaxBytes, EnvLeaseTTL, EnvMaxGroupBytes, EnvInlineTaskBytes,
 		EnvMaxTaskAttempts, EnvCommitRetries, EnvScanConcurrency, EnvTargetFileSize, EnvS3PathStyle,
-		EnvCommitTakeover,
+		EnvCommitTakeover, EnvRewriterMemoryMB, EnvCoordinatorMemMB,
 	}
 }
 
@@ -60,7 +62,7 @@ func managedEnvNames() []string {
 		EnvCatalogType, EnvCatalogName, EnvCatalogURI, EnvCatalogWarehouse, EnvCatalogConfig, EnvCatalogSigV4,
 		EnvCatalogSignName, EnvCatalogSignRegion, EnvCatalogProperties, EnvLeaseTable, EnvJobsTable,
 		EnvTaskQueueURL, EnvCommitQueueURL, EnvBucket, EnvPrefix, EnvMode, EnvGrants, EnvEventBus,
-		EnvMaxTaskAttempts, EnvCommitTakeover,
+		EnvMaxTaskAttempts, EnvCommitTakeover, EnvRewriterMemoryMB, EnvCoordinatorMemMB,
 	}
 }
 
@@ -102,6 +104,10 @@ func (s Settings) FunctionEnvironment(n Names) map[string]string {
 		EnvEventBus:         n.EventBus,
 		EnvMaxTaskAttempts:  strconv.Itoa(s.MaxTaskAttempts),
 		EnvCommitTakeover:   s.CommitTakeover.Round(time.Second).String(),
+		// For the committer's cost estimate: one size stands for the planner
+		// and the committer, so the larger of the two (an upper bound).
+		EnvRewriterMemoryMB: strconv.Itoa(s.Rewriter.MemoryMB),
+		EnvCoordinatorMemMB: strconv.Itoa(max(s.Planner.MemoryMB, s.Committer.MemoryMB)),
 	}
 	if s.CatalogSigV4 {
 		env[EnvCatalogSigV4] = "true"

@@ -25,8 +25,21 @@ func TestCdkJSON_ContextIsTheDefaults(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	for k := range doc.Context {
+		if !contains(ContextKeys(), k) {
+			t.Errorf("cdk.json sets %q, which the app does not read", k)
+		}
+	}
+	for _, k := range ContextKeys() {
+		if _, ok := doc.Context[k]; !ok {
+			t.Errorf("cdk.json does not show the default of %q", k)
+		}
+	}
 	if doc.App != "go run ." {
 		t.Errorf("app %q, want go run .", doc.App)
+	}
+	if a, _ := doc.Context[CtxAssetDir].(string); a != DefaultSettings().AssetDir {
+		t.Errorf("cdk.json assetDir %q, default %q", a, DefaultSettings().AssetDir)
 	}
 	dir := t.TempDir()
 	writeBootstraps(t, dir)
@@ -41,9 +54,6 @@ func TestCdkJSON_ContextIsTheDefaults(t *testing.T) {
 	want.Grants, _ = ParseGrants("")
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("cdk.json context gives\n %+v\nDefaultSettings is\n %+v", got, want)
-	}
-	if a, _ := doc.Context[CtxAssetDir].(string); a != "" && a != DefaultSettings().AssetDir {
-		t.Errorf("cdk.json assetDir %q, default %q", a, DefaultSettings().AssetDir)
 	}
 }
 
@@ -128,5 +138,25 @@ func TestLocalStack_FilesAgreeWithTheDeployLocalContext(t *testing.T) {
 	}
 	if !strings.Contains(pattern, `"name":["`+bucket+`"]`) || !strings.Contains(pattern, "demo/*/metadata/*.metadata.json") {
 		t.Errorf("S3 rule %s does not watch the REST catalog's table locations", pattern)
+	}
+}
+
+// Every context key and every metric the alarms use is documented in
+// infra/README.md.
+func TestReadme_DocumentsEverySettingAndMetric(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	for _, k := range ContextKeys() {
+		if !strings.Contains(readme, "`"+k+"`") {
+			t.Errorf("README.md does not document the setting %s", k)
+		}
+	}
+	for _, m := range EmittedMetrics() {
+		if !strings.Contains(readme, m) {
+			t.Errorf("README.md does not mention the metric %s", m)
+		}
 	}
 }

@@ -20,7 +20,7 @@ func main() {
 		fail(err)
 	}
 	name := "Icekeeper"
-	if v, ok := app.Node().TryGetContext(jsii.String("stackName")).(string); ok && v != "" {
+	if v, ok := app.Node().TryGetContext(jsii.String(CtxStackName)).(string); ok && v != "" {
 		name = v
 	}
 	// The CLI's account and region when it knows both; otherwise the stack

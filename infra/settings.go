@@ -204,6 +204,23 @@ const (
 	CtxArchitecture          = "architecture"
 )
 
+// CtxStackName names the stack (main.go; default Icekeeper).
+const CtxStackName = "stackName"
+
+// ContextKeys lists every context key the app reads.
+func ContextKeys() []string {
+	return []string{
+		CtxMode, CtxGrants, CtxCatalogType, CtxCatalogName, CtxCatalogURI, CtxCatalogWarehouse, CtxCatalogSigV4,
+		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
+		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxPlannerMemory,
+		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
+		CtxRewriterConcurrency, CtxMaxTaskAttempts, CtxCommitTakeover, CtxJobsExpirationDays, CtxHealthExpirationDays,
+		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
+		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
+		CtxArchitecture, CtxStackName,
+	}
+}
+
 // SettingsFromContext reads the settings from a construct's context over
 // the defaults, then validates them. Values may be JSON-typed (cdk.json) or
 // strings (`-c key=value`): numbers, booleans and durations parse from

@@ -64,6 +64,10 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 		out.Alarms = newAlarms(stack, s, out.Queues, out.Functions)
 		out.Dashboard = newDashboard(stack, out.Queues, out.Functions, out.Alarms)
 	}
+	if s.TableAccess() && s.CatalogType == "rest" && s.CatalogSigV4 && !s.GlueCatalog() {
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("icekeeper:catalog-iam"), jsii.String(
+			"catalog signing name "+s.CatalogSigningName+": the stack grants catalog permissions for Glue only; add this service's permissions (for example s3tables:*Table* on the table bucket) to the planner (read) and committer (read, update) roles yourself"), nil)
+	}
 	awscdk.Tags_Of(stack).Add(jsii.String("icekeeper:mode"), jsii.String(s.Mode), nil)
 	return out, nil
 }

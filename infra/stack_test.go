@@ -383,6 +383,7 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		EnvTaskQueueURL:      queue("Tasks"), EnvCommitQueueURL: queue("Commits"),
 		EnvLeaseTable: table("Leases"), EnvJobsTable: table("Jobs"), EnvBucket: bucket,
 		EnvEventBus: "default", EnvCommitTakeover: "16m0s", "ICEKEEPER_LEASE_TTL": "45m",
+		EnvRewriterMemoryMB: "3008", EnvCoordinatorMemMB: "1024",
 	}
 	for _, name := range functionIDs {
 		_, p := f.function(t, name)

@@ -42,6 +42,10 @@ Usage:
   icekeeper local-cloud [--addr 127.0.0.1:4566] [--prefix icekeeper]
       Serve the emulator, create the pipeline's resources in it and print
       the environment to use with it. Runs until interrupted.
+  icekeeper log TABLE [--json] [--limit N]
+      The table's maintenance log: one record per job (trigger, pinned and
+      committed snapshots, files, bytes and rows in and out, durations,
+      estimated cost, outcome and reason), from ICEKEEPER_BUCKET.
   icekeeper invoke planner --event FILE [catalog flags]
   icekeeper invoke rewriter|committer [--max N]
       Run one function's handler locally, as SAM's local invoke does: the
@@ -92,6 +96,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runLocalCloud(ctx, args[1:], stdout, stderr)
 	case "invoke":
 		return runInvoke(ctx, args[1:], stdout, stderr)
+	case "log":
+		return runLog(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}

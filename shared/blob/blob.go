@@ -28,6 +28,7 @@ type S3 interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
 // Store reads and writes objects in one bucket under one prefix.
@@ -96,4 +97,24 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("blob: delete s3://%s/%s: %w", s.bucket, key, err)
 	}
 	return nil
+}
+
+// List returns the full keys of the objects under the relative prefix.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	p := s.Key(prefix)
+	var token *string
+	for {
+		out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(p), ContinuationToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("blob: list s3://%s/%s: %w", s.bucket, p, err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+			return keys, nil
+		}
+		token = out.NextContinuationToken
+	}
 }

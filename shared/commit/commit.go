@@ -172,6 +172,9 @@ type Committer struct {
 	now      func() time.Time
 	metrics  Metrics
 	tracer   tracing.Tracer
+	// recorder writes the maintenance log (see record.go).
+	recorder                  Recorder
+	rewriterMB, coordinatorMB int
 	// afterCatalogCommit runs right after the catalog accepted the commit
 	// (tests use it to simulate a crash before the bookkeeping).
 	afterCatalogCommit func(jobID string) error
@@ -253,7 +256,9 @@ func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, rece
 		res, herr = c.handle(ctx, log, req, receiveCount)
 		return herr
 	})
-	c.emit(res, c.now().Sub(start))
+	took := c.now().Sub(start)
+	c.emit(res, took)
+	c.record(ctx, res, took)
 	if err != nil {
 		log.Error("commit request failed", "err", err.Error(), "receive_count", receiveCount)
 	} else {

@@ -53,6 +53,8 @@ const (
 	EnvTargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
 	EnvS3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
 	EnvCommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
+	EnvRewriterMemoryMB  = "ICEKEEPER_REWRITER_MEMORY_MB"
+	EnvCoordinatorMemMB  = "ICEKEEPER_COORDINATOR_MEMORY_MB"
 )
 
 // Mode is what the functions may do.
@@ -125,6 +127,10 @@ type Config struct {
 	// CommitTakeover is how long a job may stay committing before another
 	// committer may take it over; it must exceed the committer's timeout.
 	CommitTakeover time.Duration
+	// RewriterMemoryMB and CoordinatorMemoryMB are the functions' memory
+	// sizes, for the maintenance log's cost estimate.
+	RewriterMemoryMB    int
+	CoordinatorMemoryMB int
 	// ScanConcurrency is the rewriter's read concurrency (0: GOMAXPROCS).
 	ScanConcurrency int
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
@@ -134,18 +140,20 @@ type Config struct {
 // Defaults returns a Config with every default set and no names.
 func Defaults() Config {
 	return Config{
-		Catalog:         catalogs.Config{Name: "default"},
-		Mode:            ModeOff,
-		EventBus:        "default",
-		MinInterval:     DefaultMinInterval,
-		SweepMaxJobs:    DefaultSweepMaxJobs,
-		SweepMaxBytes:   DefaultSweepMaxBytes,
-		LeaseTTL:        DefaultLeaseTTL,
-		MaxGroupBytes:   DefaultMaxGroupBytes,
-		InlineTaskBytes: DefaultInlineTaskBytes,
-		MaxTaskAttempts: DefaultMaxTaskAttempts,
-		CommitRetries:   DefaultCommitRetries,
-		CommitTakeover:  DefaultCommitTakeover,
+		Catalog:             catalogs.Config{Name: "default"},
+		Mode:                ModeOff,
+		EventBus:            "default",
+		MinInterval:         DefaultMinInterval,
+		SweepMaxJobs:        DefaultSweepMaxJobs,
+		SweepMaxBytes:       DefaultSweepMaxBytes,
+		LeaseTTL:            DefaultLeaseTTL,
+		MaxGroupBytes:       DefaultMaxGroupBytes,
+		InlineTaskBytes:     DefaultInlineTaskBytes,
+		MaxTaskAttempts:     DefaultMaxTaskAttempts,
+		CommitRetries:       DefaultCommitRetries,
+		CommitTakeover:      DefaultCommitTakeover,
+		RewriterMemoryMB:    3008,
+		CoordinatorMemoryMB: 1024,
 	}
 }
 
@@ -249,6 +257,8 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
 	setI(&c.CommitRetries, EnvCommitRetries)
 	setI(&c.ScanConcurrency, EnvScanConcurrency)
+	setI(&c.RewriterMemoryMB, EnvRewriterMemoryMB)
+	setI(&c.CoordinatorMemoryMB, EnvCoordinatorMemMB)
 	setI64(&c.TargetFileSize, EnvTargetFileSize)
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
@@ -269,7 +279,8 @@ func (c Config) Env() map[string]string {
 		EnvLeaseTTL:      c.LeaseTTL.String(),
 		EnvMaxGroupBytes: strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
-		EnvCommitTakeover: c.CommitTakeover.String(),
+		EnvCommitTakeover:   c.CommitTakeover.String(),
+		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogs.FormatProperties(c.Catalog.Properties)

@@ -122,6 +122,10 @@ type Job struct {
 	InputRows  int64
 	// PlanKey is the S3 key of the plan object.
 	PlanKey string
+	// PlanMillis is how long planning took up to the job record.
+	PlanMillis int64
+	// TargetFileSize is the output file size the planner chose.
+	TargetFileSize int64
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64
 	// CommitterID owns the committing state.
@@ -561,6 +565,8 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 	it["input_bytes"] = num(j.InputBytes)
 	it["input_rows"] = num(j.InputRows)
 	it["plan_key"] = str(j.PlanKey)
+	it["plan_ms"] = num(j.PlanMillis)
+	it["target_file_size"] = num(j.TargetFileSize)
 	it["created_at"] = num(j.CreatedAt.UnixMilli())
 	it["updated_at"] = num(j.UpdatedAt.UnixMilli())
 	return it
@@ -582,6 +588,8 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		InputBytes:          getN(it, "input_bytes"),
 		InputRows:           getN(it, "input_rows"),
 		PlanKey:             getS(it, "plan_key"),
+		PlanMillis:          getN(it, "plan_ms"),
+		TargetFileSize:      getN(it, "target_file_size"),
 		CommittedSnapshotID: getN(it, "committed_snapshot"),
 		CommitterID:         getS(it, "committer_id"),
 		CreatedAt:           time.UnixMilli(getN(it, "created_at")),

@@ -214,6 +214,7 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 // any task may have been sent.
 func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
 	res = Result{Table: name}
+	planStart := p.now()
 	tbl, err := p.catalog.LoadTable(ctx, ident)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: load table: %w", name, err)
@@ -274,6 +275,8 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	if job.PlanKey, err = p.blobs.Put(ctx, "jobs/"+jobID+"/plan.json", planBytes); err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
+	job.PlanMillis = p.now().Sub(planStart).Milliseconds()
+	job.TargetFileSize = cfg.TargetFileSizeBytes
 	if err := p.jobs.Create(ctx, job, jobGroups); err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}

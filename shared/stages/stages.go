@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/localrun"
@@ -150,6 +151,7 @@ func (d *Deps) Committer(cat catalog.Catalog) (*commit.Committer, error) {
 	if err == nil {
 		c.SetMetrics(d.Metrics)
 		c.SetTracer(d.Tracer)
+		c.SetRecorder(joblog.New(d.Blobs), d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
 	}
 	return c, err
 }

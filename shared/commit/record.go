@@ -1,0 +1,111 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/joblog"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
+)
+
+// Recorder writes the maintenance log.
+type Recorder interface {
+	Write(ctx context.Context, r joblog.Record) (string, error)
+}
+
+// SetRecorder writes a maintenance log record for every job this committer
+// ends (none by default). rewriterMB and coordinatorMB are the functions'
+// memory sizes, for the cost estimate.
+func (c *Committer) SetRecorder(r Recorder, rewriterMB, coordinatorMB int) {
+	c.recorder, c.rewriterMB, c.coordinatorMB = r, rewriterMB, coordinatorMB
+}
+
+// record writes the log record of a job this call ended. Failures are
+// logged only: the job's outcome is already decided.
+func (c *Committer) record(ctx context.Context, res Result, took time.Duration) {
+	if c.recorder == nil || res.JobID == "" {
+		return
+	}
+	switch res.Outcome {
+	case OutcomeCommitted, OutcomeFailed, OutcomeAborted:
+	default:
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	r, err := c.buildRecord(ctx, res, took)
+	if err == nil {
+		_, err = c.recorder.Write(ctx, r)
+	}
+	if err != nil {
+		c.log.Warn("maintenance log record not written", "job_id", res.JobID, "err", err.Error())
+	}
+}
+
+func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Duration) (joblog.Record, error) {
+	job, err := c.jobs.Get(ctx, res.JobID)
+	if err != nil {
+		return joblog.Record{}, err
+	}
+	r := joblog.Record{
+		JobID: job.ID, Table: job.Table, Trigger: job.Trigger, Outcome: string(job.State), Reason: job.Reason,
+		Parameters:       joblog.Parameters{TargetFileSize: job.TargetFileSize, LeaseToken: job.Token, SequenceNumber: job.SequenceNumber},
+		PinnedSnapshotID: job.SnapshotID, PinnedMetadata: job.MetadataLocation, CommittedSnapshotID: job.CommittedSnapshotID,
+		Groups: job.Groups, GroupsDone: len(job.DoneGroups), FilesIn: job.InputFiles, BytesIn: job.InputBytes,
+		DeleteFilesOut: res.DeletesRemoved, PlanMillis: job.PlanMillis, CommitMillis: took.Milliseconds(),
+		CreatedAt: job.CreatedAt, EndedAt: job.UpdatedAt,
+	}
+	groups, err := c.jobs.Groups(ctx, job.ID)
+	if err != nil {
+		return r, err
+	}
+	for _, g := range groups {
+		r.Attempts += len(g.Attempts)
+		if g.State != jobs.GroupDone || g.DescriptorKey == "" {
+			continue
+		}
+		b, err := c.blobs.Get(ctx, g.DescriptorKey)
+		if err != nil {
+			continue // the job's end is recorded even if a descriptor is gone
+		}
+		var d messages.Descriptor
+		if messages.Decode(b, &d) != nil {
+			continue
+		}
+		k := d.Counters
+		r.RowsIn += k.RowsBeforeDeletes
+		r.RowsOut += k.RowsWritten
+		r.FilesOut += int64(k.FilesOut)
+		r.BytesOut += k.BytesOut
+		r.DeletedRows += k.RowsBeforeDeletes - k.RowsScanned
+		r.RewriteMillis += k.DurationMillis
+		r.RewriteWallMillis = max(r.RewriteWallMillis, k.DurationMillis)
+	}
+	ident, err := messages.TableIdent(job.Table)
+	if err != nil {
+		return r, err
+	}
+	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
+	if pinned, err := c.tables.Open(ctx, ident, pin); err == nil {
+		if st, err := health.Measure(ctx, pinned); err == nil {
+			r.Before = tableStats(st)
+		}
+	}
+	if job.State == jobs.Committed {
+		cur, err := c.catalog.LoadTable(ctx, ident)
+		if err != nil {
+			return r, errors.Join(errors.New("load the committed table"), err)
+		}
+		if st, err := health.Measure(ctx, cur); err == nil {
+			r.After = tableStats(st)
+		}
+	}
+	r.Cost = joblog.Estimate(r, c.rewriterMB, c.coordinatorMB)
+	return r, nil
+}
+
+func tableStats(s health.Stats) *joblog.TableStats {
+	return &joblog.TableStats{DataFiles: s.DataFiles, DataBytes: s.DataBytes, DeleteFiles: s.DeleteFiles(), Snapshots: s.Snapshots}
+}

@@ -1,0 +1,164 @@
+// Package joblog is the maintenance log: one durable record per job, written
+// when the job ends (committed, failed or aborted), so that every change
+// icekeeper made to a table, and every attempt it gave up, can be read back
+// with `icekeeper log TABLE`.
+//
+// Records are JSON objects in icekeeper's bucket under
+// log/<table>/<created-at>-<job-id>.json; keys sort by time. Writing a
+// record is idempotent (a retried committer rewrites the same key), and a
+// failure to write it never changes the job's outcome.
+package joblog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Record is one job's entry in the maintenance log.
+type Record struct {
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	Trigger string `json:"trigger"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	// Parameters the job ran with.
+	Parameters Parameters `json:"parameters"`
+	// The pinned snapshot and, when committed, the new one.
+	PinnedSnapshotID    int64  `json:"pinned_snapshot_id"`
+	PinnedMetadata      string `json:"pinned_metadata_location"`
+	CommittedSnapshotID int64  `json:"committed_snapshot_id,omitempty"`
+	// Table file statistics before (at the pinned snapshot) and after (at
+	// the committed snapshot; absent when nothing was committed).
+	Before *TableStats `json:"before,omitempty"`
+	After  *TableStats `json:"after,omitempty"`
+	// What the rewriters did (the winning attempts of the settled groups).
+	Groups         int   `json:"groups"`
+	GroupsDone     int   `json:"groups_done"`
+	Attempts       int   `json:"attempts"`
+	FilesIn        int64 `json:"files_in"`
+	BytesIn        int64 `json:"bytes_in"`
+	RowsIn         int64 `json:"rows_in"`
+	FilesOut       int64 `json:"files_out"`
+	BytesOut       int64 `json:"bytes_out"`
+	RowsOut        int64 `json:"rows_out"`
+	DeletedRows    int64 `json:"deleted_rows"`
+	DeleteFilesOut int   `json:"delete_files_removed"`
+	// Phases and their durations in milliseconds: plan (planning to
+	// tasks sent), rewrite (sum over groups; RewriteWallMillis is the
+	// longest group), commit (the deciding committer's run).
+	PlanMillis        int64 `json:"plan_ms"`
+	RewriteMillis     int64 `json:"rewrite_ms"`
+	RewriteWallMillis int64 `json:"rewrite_wall_ms"`
+	CommitMillis      int64 `json:"commit_ms"`
+	// Estimated cost of the job on Lambda and S3.
+	Cost      Cost      `json:"estimated_cost"`
+	CreatedAt time.Time `json:"created_at"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+// Parameters are the settings a job ran with.
+type Parameters struct {
+	TargetFileSize int64 `json:"target_file_size,omitempty"`
+	LeaseToken     int64 `json:"lease_token"`
+	SequenceNumber int64 `json:"data_sequence_number"`
+}
+
+// TableStats are a table's live files at one snapshot.
+type TableStats struct {
+	DataFiles   int   `json:"data_files"`
+	DataBytes   int64 `json:"data_bytes"`
+	DeleteFiles int   `json:"delete_files"`
+	Snapshots   int   `json:"snapshots"`
+}
+
+// Cost is an estimate, from measured durations and counted requests at list
+// prices (us-east-1, arm64).
+type Cost struct {
+	LambdaGBSeconds float64 `json:"lambda_gb_seconds"`
+	S3Gets          int64   `json:"s3_gets"`
+	S3Puts          int64   `json:"s3_puts"`
+	USD             float64 `json:"usd"`
+}
+
+// Prices used by Estimate.
+const (
+	LambdaArmGBSecond = 0.0000133334
+	S3Get             = 0.0000004
+	S3Put             = 0.000005
+)
+
+// Estimate fills c from the job's durations and files: the rewriters'
+// GB-seconds at rewriterMB, the planner's and committer's at coordinatorMB;
+// two GETs per input file and delete file (footer and data), one PUT per
+// 8 MiB of output, plus a handful per group for descriptors and tasks.
+func Estimate(r Record, rewriterMB, coordinatorMB int) Cost {
+	var c Cost
+	c.LambdaGBSeconds = float64(r.RewriteMillis)/1000*float64(rewriterMB)/1024 +
+		float64(r.PlanMillis+r.CommitMillis)/1000*float64(coordinatorMB)/1024
+	c.S3Gets = 2*r.FilesIn + 2*int64(r.DeleteFilesOut) + 3*int64(r.Groups)
+	c.S3Puts = r.BytesOut/(8<<20) + r.FilesOut + 3*int64(r.Groups) + 2
+	c.USD = c.LambdaGBSeconds*LambdaArmGBSecond + float64(c.S3Gets)*S3Get + float64(c.S3Puts)*S3Put
+	return c
+}
+
+// Store is where records live.
+type Store interface {
+	Put(ctx context.Context, name string, data []byte) (string, error)
+	Get(ctx context.Context, key string) ([]byte, error)
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Log writes and reads records.
+type Log struct {
+	store Store
+}
+
+// New returns a log over store.
+func New(store Store) *Log { return &Log{store: store} }
+
+func prefix(table string) string { return "log/" + table + "/" }
+
+// Write stores r.
+func (l *Log) Write(ctx context.Context, r Record) (string, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("joblog: encode %s: %w", r.JobID, err)
+	}
+	key, err := l.store.Put(ctx, prefix(r.Table)+r.CreatedAt.UTC().Format("20060102T150405.000Z")+"-"+r.JobID+".json", b)
+	if err != nil {
+		return "", fmt.Errorf("joblog: write %s: %w", r.JobID, err)
+	}
+	return key, nil
+}
+
+// Read returns a table's records, newest first, at most limit (0: all).
+func (l *Log) Read(ctx context.Context, table string, limit int) ([]Record, error) {
+	keys, err := l.store.List(ctx, prefix(table))
+	if err != nil {
+		return nil, fmt.Errorf("joblog: list %s: %w", table, err)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	out := make([]Record, 0, len(keys))
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ".json") {
+			continue
+		}
+		b, err := l.store.Get(ctx, k)
+		if err != nil {
+			return out, err
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return out, fmt.Errorf("joblog: %s: %w", k, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
