@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -137,13 +136,13 @@ func (s Settings) Locations() ([]Location, error) {
 		case explicit && table == "*":
 			loc = strings.TrimSuffix(loc, "/") + "/*"
 		case explicit:
-		case strings.Contains(s.TableLocationTemplate, "{warehouse}") && s.WarehouseLocation == "":
+		case strings.Contains(s.TableLocationTemplate, "{warehouse}") && s.Warehouse() == "":
 			errs = append(errs, fmt.Errorf("%w: %s: grant %q has no S3 location: set %s (or an s3:// %s) or %s[%q]",
 				ErrSettings, CtxTableLocations, entry, CtxWarehouseLocation, CtxCatalogWarehouse, CtxTableLocations, entry))
 			return
 		default:
 			loc = strings.NewReplacer(
-				"{warehouse}", strings.TrimSuffix(s.WarehouseLocation, "/"),
+				"{warehouse}", strings.TrimSuffix(s.Warehouse(), "/"),
 				"{namespace}", ns,
 				"{namespacePath}", strings.ReplaceAll(ns, ".", "/"),
 				"{table}", table,
@@ -172,9 +171,7 @@ func Buckets(locs []Location) []string {
 	for _, l := range locs {
 		set[l.Bucket] = true
 	}
-	out := sortedKeys(set)
-	sort.Strings(out)
-	return out
+	return sortedKeys(set)
 }
 
 // splitS3 splits s3://bucket/key/path into its bucket and key (no
