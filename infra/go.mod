@@ -26,3 +26,7 @@ require (
 	golang.org/x/tools/cmd/godoc v0.1.0-deprecated // indirect
 	golang.org/x/tools/godoc v0.1.0-deprecated // indirect
 )
+
+require github.com/icekeeper/icekeeper v0.0.0
+
+replace github.com/icekeeper/icekeeper => ../

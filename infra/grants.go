@@ -3,92 +3,21 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"strings"
 )
 
 // ErrBadGrant means a grant list entry is malformed.
-var ErrBadGrant = errors.New("malformed grant")
+var ErrBadGrant = optin.ErrBadGrant
 
 // Grants is the operator's grant list, parsed exactly as the functions
-// parse ICEKEEPER_GRANTS (shared/optin.ParseGrants): "ns" or "ns.*" grants a
-// namespace ("a.b.*" a nested one), "ns.table" one table. The stack scopes
-// every table permission to it and passes it to the functions unchanged in
-// meaning (String renders the normal form).
-type Grants struct {
-	namespaces map[string]bool
-	tables     map[string]bool
-}
+// parse ICEKEEPER_GRANTS: it is package optin's type. "ns" or "ns.*"
+// grants a namespace ("a.b.*" a nested one), "ns.table" one table. The
+// stack scopes every table permission to it.
+type Grants = optin.Grants
 
 // ParseGrants parses a comma-separated grant list.
-func ParseGrants(s string) (Grants, error) {
-	g := Grants{namespaces: map[string]bool{}, tables: map[string]bool{}}
-	for _, e := range strings.Split(s, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		for _, part := range strings.Split(strings.TrimSuffix(e, ".*"), ".") {
-			if part == "" || part == "*" {
-				return Grants{}, fmt.Errorf("%w: %q (want ns, ns.* or ns.table)", ErrBadGrant, e)
-			}
-		}
-		switch {
-		case strings.HasSuffix(e, ".*"):
-			g.namespaces[strings.TrimSuffix(e, ".*")] = true
-		case !strings.Contains(e, "."):
-			g.namespaces[e] = true
-		default:
-			g.tables[e] = true
-		}
-	}
-	return g, nil
-}
-
-// Empty reports whether nothing is granted.
-func (g Grants) Empty() bool { return len(g.namespaces) == 0 && len(g.tables) == 0 }
-
-// Namespaces lists the granted namespaces, sorted.
-func (g Grants) Namespaces() []string { return sortedKeys(g.namespaces) }
-
-// Tables lists the individually granted tables ("ns.table"), sorted.
-func (g Grants) Tables() []string { return sortedKeys(g.tables) }
-
-// Databases lists every namespace that holds a granted table: the granted
-// namespaces and the namespaces of granted tables, sorted. These are the
-// Glue databases the functions may read.
-func (g Grants) Databases() []string {
-	set := map[string]bool{}
-	for n := range g.namespaces {
-		set[n] = true
-	}
-	for t := range g.tables {
-		ns, _ := splitTable(t)
-		set[ns] = true
-	}
-	return sortedKeys(set)
-}
-
-// Entries lists the grant list in its normal form: "ns.*" for each
-// namespace, then "ns.table" for each table.
-func (g Grants) Entries() []string {
-	var out []string
-	for _, n := range g.Namespaces() {
-		out = append(out, n+".*")
-	}
-	return append(out, g.Tables()...)
-}
-
-// String renders the list in ParseGrants' form (ICEKEEPER_GRANTS).
-func (g Grants) String() string { return strings.Join(g.Entries(), ",") }
-
-// HasEntry reports whether entry ("ns", "ns.*" or "ns.table") is one of
-// the list's entries.
-func (g Grants) HasEntry(entry string) bool {
-	if g.namespaces[strings.TrimSuffix(entry, ".*")] && (strings.HasSuffix(entry, ".*") || !strings.Contains(entry, ".")) {
-		return true
-	}
-	return g.tables[entry]
-}
+func ParseGrants(s string) (Grants, error) { return optin.ParseGrants(s) }
 
 // splitTable splits "a.b.table" into namespace "a.b" and table "table".
 func splitTable(name string) (string, string) {

@@ -22,8 +22,8 @@ import (
 //   - tables, never in mode off, and only within the granted namespaces and
 //     tables: the planner (advisory and active) reads catalog metadata and
 //     the objects under the granted locations; in mode active a rewriter
-//     also writes under the locations' data/ folder (and has no catalog
-//     permission at all), and the committer reads, writes table metadata
+//     also writes under the locations' data/ folder, and removes its own
+//     partial or losing files there (and has no catalog permission at all), and the committer reads, writes table metadata
 //     under metadata/, deletes under data/ (losing and failed attempts'
 //     files) and is the only function that may update the catalog.
 //   - nobody gets a query service (Athena, Redshift Data) or a resource "*"
@@ -68,7 +68,9 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		return nil
 	}
 	add(fns.Rewriter, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
-	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "data/*")...)
+	// A rewriter removes its own partial and losing output (files named with
+	// its attempt id) under the same data/ prefix it writes.
+	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
 	add(fns.Rewriter, a.tableListing("TableList")...)
 	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
 	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)

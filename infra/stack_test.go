@@ -315,7 +315,9 @@ func TestIcekeeperStack_FunctionsAreTracedArm64ProvidedAL2023(t *testing.T) {
 // ICEKEEPER_* constants.
 func configEnvNames(t *testing.T) []string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "shared", "config", "config.go"), nil, 0)
+	// The names live in package envvars; config.go reads every one of them
+	// (checked below by TestEnvNames_ConfigReadsEveryName).
+	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "shared", "envvars", "envvars.go"), nil, 0)
 	if err != nil {
 		t.Fatalf("parse config.go: %v", err)
 	}
@@ -342,6 +344,36 @@ func TestEnvNames_AreExactlyConfigGoNames(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("infra/env.go names differ from shared/config/config.go\n infra:  %v\n config: %v", got, want)
 	}
+}
+
+func TestEnvNames_ConfigReadsEveryName(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "shared", "config", "config.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range EnvNames() {
+		found := false
+		for _, line := range strings.Split(string(src), "\n") {
+			if strings.Contains(line, "envvars.") && strings.Contains(line, "= envvars."+envConstName(n)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("shared/config/config.go does not define a constant for %s", n)
+		}
+	}
+}
+
+// envConstName is the envvars constant of a variable: ICEKEEPER_LEASE_TTL
+// is LeaseTTL. It is looked up in envvars.go itself.
+func envConstName(name string) string {
+	src, _ := os.ReadFile(filepath.Join("..", "shared", "envvars", "envvars.go"))
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.Contains(line, `"`+name+`"`) {
+			return strings.TrimSpace(strings.SplitN(line, "=", 2)[0])
+		}
+	}
+	return "?"
 }
 
 func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
@@ -577,7 +609,7 @@ func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 		{"Planner", "s3:DeleteObject", nil},
 		{"Rewriter", "s3:GetObject", []string{ns + "*", tbl + "*"}},
 		{"Rewriter", "s3:PutObject", []string{ns + "data/*", tbl + "data/*"}},
-		{"Rewriter", "s3:DeleteObject", nil},
+		{"Rewriter", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*"}},
 		{"Committer", "s3:PutObject", []string{ns + "metadata/*", tbl + "metadata/*"}},
 		{"Committer", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*"}},
 	}

@@ -15,46 +15,47 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/envvars"
 	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
 // ErrInvalid means a setting is missing or malformed; it is terminal.
 var ErrInvalid = errors.New("config: invalid setting")
 
-// Environment variable names.
+// Environment variable names (package envvars).
 const (
-	EnvCatalogType       = "ICEKEEPER_CATALOG_TYPE"
-	EnvCatalogName       = "ICEKEEPER_CATALOG_NAME"
-	EnvCatalogURI        = "ICEKEEPER_CATALOG_URI"
-	EnvCatalogWarehouse  = "ICEKEEPER_CATALOG_WAREHOUSE"
-	EnvCatalogConfig     = "ICEKEEPER_CATALOG_CONFIG"
-	EnvCatalogSigV4      = "ICEKEEPER_CATALOG_SIGV4"
-	EnvCatalogSignName   = "ICEKEEPER_CATALOG_SIGNING_NAME"
-	EnvCatalogSignRegion = "ICEKEEPER_CATALOG_SIGNING_REGION"
-	EnvCatalogProperties = "ICEKEEPER_CATALOG_PROPERTIES"
-	EnvLeaseTable        = "ICEKEEPER_LEASE_TABLE"
-	EnvJobsTable         = "ICEKEEPER_JOBS_TABLE"
-	EnvTaskQueueURL      = "ICEKEEPER_TASK_QUEUE_URL"
-	EnvCommitQueueURL    = "ICEKEEPER_COMMIT_QUEUE_URL"
-	EnvBucket            = "ICEKEEPER_BUCKET"
-	EnvPrefix            = "ICEKEEPER_PREFIX"
-	EnvMode              = "ICEKEEPER_MODE"
-	EnvGrants            = "ICEKEEPER_GRANTS"
-	EnvEventBus          = "ICEKEEPER_EVENT_BUS"
-	EnvMinInterval       = "ICEKEEPER_MIN_INTERVAL"
-	EnvSweepMaxJobs      = "ICEKEEPER_SWEEP_MAX_JOBS"
-	EnvSweepMaxBytes     = "ICEKEEPER_SWEEP_MAX_BYTES"
-	EnvLeaseTTL          = "ICEKEEPER_LEASE_TTL"
-	EnvMaxGroupBytes     = "ICEKEEPER_MAX_GROUP_BYTES"
-	EnvInlineTaskBytes   = "ICEKEEPER_INLINE_TASK_BYTES"
-	EnvMaxTaskAttempts   = "ICEKEEPER_MAX_TASK_ATTEMPTS"
-	EnvCommitRetries     = "ICEKEEPER_COMMIT_RETRIES"
-	EnvScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
-	EnvTargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
-	EnvS3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
-	EnvCommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
-	EnvRewriterMemoryMB  = "ICEKEEPER_REWRITER_MEMORY_MB"
-	EnvCoordinatorMemMB  = "ICEKEEPER_COORDINATOR_MEMORY_MB"
+	EnvCatalogType       = envvars.CatalogType
+	EnvCatalogName       = envvars.CatalogName
+	EnvCatalogURI        = envvars.CatalogURI
+	EnvCatalogWarehouse  = envvars.CatalogWarehouse
+	EnvCatalogConfig     = envvars.CatalogConfig
+	EnvCatalogSigV4      = envvars.CatalogSigV4
+	EnvCatalogSignName   = envvars.CatalogSignName
+	EnvCatalogSignRegion = envvars.CatalogSignRegion
+	EnvCatalogProperties = envvars.CatalogProperties
+	EnvLeaseTable        = envvars.LeaseTable
+	EnvJobsTable         = envvars.JobsTable
+	EnvTaskQueueURL      = envvars.TaskQueueURL
+	EnvCommitQueueURL    = envvars.CommitQueueURL
+	EnvBucket            = envvars.Bucket
+	EnvPrefix            = envvars.Prefix
+	EnvMode              = envvars.Mode
+	EnvGrants            = envvars.Grants
+	EnvEventBus          = envvars.EventBus
+	EnvMinInterval       = envvars.MinInterval
+	EnvSweepMaxJobs      = envvars.SweepMaxJobs
+	EnvSweepMaxBytes     = envvars.SweepMaxBytes
+	EnvLeaseTTL          = envvars.LeaseTTL
+	EnvMaxGroupBytes     = envvars.MaxGroupBytes
+	EnvInlineTaskBytes   = envvars.InlineTaskBytes
+	EnvMaxTaskAttempts   = envvars.MaxTaskAttempts
+	EnvCommitRetries     = envvars.CommitRetries
+	EnvScanConcurrency   = envvars.ScanConcurrency
+	EnvTargetFileSize    = envvars.TargetFileSize
+	EnvS3PathStyle       = envvars.S3PathStyle
+	EnvCommitTakeover    = envvars.CommitTakeover
+	EnvRewriterMemoryMB  = envvars.RewriterMemoryMB
+	EnvCoordinatorMemMB  = envvars.CoordinatorMemMB
 )
 
 // Mode is what the functions may do.

@@ -94,14 +94,41 @@ func (g Grants) Namespaces() []string { return sortedKeys(g.namespaces) }
 // Tables lists the individually granted tables, sorted.
 func (g Grants) Tables() []string { return sortedKeys(g.tables) }
 
-// String renders the list in ParseGrants' form.
-func (g Grants) String() string {
+// Databases lists every namespace that holds a granted table: the granted
+// namespaces and the namespaces of granted tables, sorted (the Glue
+// databases the functions may read).
+func (g Grants) Databases() []string {
+	set := map[string]bool{}
+	for n := range g.namespaces {
+		set[n] = true
+	}
+	for t := range g.tables {
+		set[t[:strings.LastIndex(t, ".")]] = true
+	}
+	return sortedKeys(set)
+}
+
+// Entries lists the grant list in its normal form: "ns.*" for each
+// namespace, then "ns.table" for each table.
+func (g Grants) Entries() []string {
 	var out []string
 	for _, n := range g.Namespaces() {
 		out = append(out, n+".*")
 	}
-	return strings.Join(append(out, g.Tables()...), ",")
+	return append(out, g.Tables()...)
 }
+
+// HasEntry reports whether entry ("ns", "ns.*" or "ns.table") is one of
+// the list's entries.
+func (g Grants) HasEntry(entry string) bool {
+	if g.namespaces[strings.TrimSuffix(entry, ".*")] && (strings.HasSuffix(entry, ".*") || !strings.Contains(entry, ".")) {
+		return true
+	}
+	return g.tables[entry]
+}
+
+// String renders the list in ParseGrants' form.
+func (g Grants) String() string { return strings.Join(g.Entries(), ",") }
 
 // Decision is the double-key outcome for one table.
 type Decision struct {

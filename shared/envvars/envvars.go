@@ -1,0 +1,49 @@
+// Package envvars names the environment variables icekeeper's functions
+// read. The functions (through package config), the operator CLI and the
+// CDK stack (infra/) all use these names, so a setting means the same
+// thing everywhere. It has no dependencies, so the CDK app can import it
+// without the pipeline's.
+package envvars
+
+// Names.
+const (
+	CatalogType       = "ICEKEEPER_CATALOG_TYPE"
+	CatalogName       = "ICEKEEPER_CATALOG_NAME"
+	CatalogURI        = "ICEKEEPER_CATALOG_URI"
+	CatalogWarehouse  = "ICEKEEPER_CATALOG_WAREHOUSE"
+	CatalogConfig     = "ICEKEEPER_CATALOG_CONFIG"
+	CatalogSigV4      = "ICEKEEPER_CATALOG_SIGV4"
+	CatalogSignName   = "ICEKEEPER_CATALOG_SIGNING_NAME"
+	CatalogSignRegion = "ICEKEEPER_CATALOG_SIGNING_REGION"
+	CatalogProperties = "ICEKEEPER_CATALOG_PROPERTIES"
+	LeaseTable        = "ICEKEEPER_LEASE_TABLE"
+	JobsTable         = "ICEKEEPER_JOBS_TABLE"
+	TaskQueueURL      = "ICEKEEPER_TASK_QUEUE_URL"
+	CommitQueueURL    = "ICEKEEPER_COMMIT_QUEUE_URL"
+	Bucket            = "ICEKEEPER_BUCKET"
+	Prefix            = "ICEKEEPER_PREFIX"
+	Mode              = "ICEKEEPER_MODE"
+	Grants            = "ICEKEEPER_GRANTS"
+	EventBus          = "ICEKEEPER_EVENT_BUS"
+	MinInterval       = "ICEKEEPER_MIN_INTERVAL"
+	SweepMaxJobs      = "ICEKEEPER_SWEEP_MAX_JOBS"
+	SweepMaxBytes     = "ICEKEEPER_SWEEP_MAX_BYTES"
+	LeaseTTL          = "ICEKEEPER_LEASE_TTL"
+	MaxGroupBytes     = "ICEKEEPER_MAX_GROUP_BYTES"
+	InlineTaskBytes   = "ICEKEEPER_INLINE_TASK_BYTES"
+	MaxTaskAttempts   = "ICEKEEPER_MAX_TASK_ATTEMPTS"
+	CommitRetries     = "ICEKEEPER_COMMIT_RETRIES"
+	ScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
+	TargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
+	S3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
+	CommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
+	RewriterMemoryMB  = "ICEKEEPER_REWRITER_MEMORY_MB"
+	CoordinatorMemMB  = "ICEKEEPER_COORDINATOR_MEMORY_MB"
+)
+
+// All lists every variable the functions read.
+func All() []string {
+	return []string{
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB,
+	}
+}
