@@ -12,10 +12,12 @@ FUNCTIONS := planner rewriter committer
 demo:
 	$(GO) run ./cmd/icekeeper demo
 
-## test: every test, end to end over the in-process AWS emulator
+## test: every test, end to end over the in-process AWS emulator, and the
+## CDK stack's offline tests (infra/ is its own module; it needs Node)
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) infra-test
 
 ## test-short: skip the tests that build the Lambda binaries
 test-short:
