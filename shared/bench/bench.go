@@ -457,12 +457,22 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	return m, groupBytes, nil
 }
 
-// runMemory runs one rewriter on one group of 1x and one of 4x the size,
-// from the first benchmark table, and commits nothing.
-func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, _ float64) (MemoryResult, error) {
+// runMemory measures one rewriter's peak memory on a group of 1x and one
+// of 4x the size: an unpartitioned table of SizeMB planned with a target of
+// SizeMB/4 (groups of about a quarter) and of SizeMB (one group of all of
+// it). Nothing is committed.
+func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, rowsPerMB float64) (MemoryResult, error) {
 	var r MemoryResult
-	name := "bench." + o.Kinds[0]
-	big := (int64(o.SizeMB) << 20) / 2
+	name := "bench.memory"
+	rows := int64(float64(o.SizeMB) * rowsPerMB * 1.02)
+	o.progress("generating %s: %d MB in one partition", name, o.SizeMB)
+	if _, err := sampletable.CreateBulk(ctx, cat, table.Identifier{"bench", "memory"}, sampletable.BulkOptions{
+		FormatVersion: 2, Rows: rows, BatchRows: batchRows(o, rowsPerMB), FileBytes: int64(o.FileKB) << 10,
+		PayloadBytes: payloadBytes, DeleteFraction: o.DeleteFraction, DeleteKind: "position",
+	}); err != nil {
+		return r, err
+	}
+	big := int64(o.SizeMB) << 20
 	for _, target := range []int64{big / 4, big} {
 		o.progress("%s: rewriter memory on a group of about %d MB", name, target>>20)
 		m, groupBytes, err := pipeline(ctx, o, cat, cc, cloud, name, 1, target, 1)

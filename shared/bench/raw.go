@@ -27,7 +27,9 @@ type RawResult struct {
 // writerProperties are iceberg-go's Parquet writer defaults (v0.7.0,
 // table/internal/parquet_files.go): zstd at the default level, 1 MiB pages
 // of at most 20,000 rows, data page v2, dictionaries on with a 2 MiB limit,
-// row groups of at most 1,048,576 rows.
+// row groups of at most 1,048,576 rows, and (see RawRewrite) a new row group
+// once 128 MiB were written, read back with iceberg-go's reader settings
+// (parallel column decoding, batches of 131,072 rows).
 func writerProperties() *parquet.WriterProperties {
 	return parquet.NewWriterProperties(
 		parquet.WithMaxRowGroupLength(1048576),
@@ -77,7 +79,7 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 		if err != nil {
 			return res, fmt.Errorf("open %s: %w", p, err)
 		}
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{Parallel: true, BatchSize: 1 << 17}, memory.DefaultAllocator)
 		if err != nil {
 			pf.Close()
 			return res, err
@@ -100,6 +102,9 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 				}
 				res.FilesOut++
 			}
+			if w.RowGroupTotalBytesWritten() >= rowGroupBytes {
+				w.NewBufferedRowGroup()
+			}
 			if err := w.WriteBuffered(rec); err != nil {
 				return res, err
 			}
@@ -119,6 +124,9 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 	}
 	return res, closeOut()
 }
+
+// rowGroupBytes is iceberg-go's write.parquet.row-group-size-bytes default.
+const rowGroupBytes = 128 << 20
 
 type countingFile struct {
 	f *os.File

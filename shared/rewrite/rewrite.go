@@ -90,6 +90,12 @@ type TableOpener interface {
 	Open(ctx context.Context, ident table.Identifier, p messages.Pin) (*table.Table, error)
 }
 
+// Streaming bounds of one rewrite (see rewrite).
+const (
+	ArrowBatchRows     = 64 << 10
+	WriteBufferBatches = 2
+)
+
 // Settings tune rewriting.
 type Settings struct {
 	// MaxAttempts is the delivery count at which a failing task fails its
@@ -423,11 +429,15 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	}
 	m.inputPaths = messages.SortedCopy(m.inputPaths)
 
-	scanOpts := []table.ScanOption{table.WithSnapshotID(task.Pin.SnapshotID)}
+	// Memory stays flat in the group's size: the scan hands the writer
+	// batches of ArrowBatchRows rows and at most WriteBufferBatches wait in
+	// between (iceberg-go's defaults, 131,072 rows and 64 batches, can hold
+	// a gigabyte when the reader outpaces the writer).
+	scanOpts := []table.ScanOption{table.WithSnapshotID(task.Pin.SnapshotID), table.WithArrowBatchSize(ArrowBatchRows)}
 	if r.settings.ScanConcurrency > 0 {
 		scanOpts = append(scanOpts, table.WithMaxConcurrency(r.settings.ScanConcurrency))
 	}
-	writeOpts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithWriteUUID(attemptUUID)}
+	writeOpts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithWriteUUID(attemptUUID), table.WithRecordBatchBufferSize(WriteBufferBatches)}
 	if task.TargetFileSize > 0 {
 		writeOpts = append(writeOpts, table.WithTargetFileSize(task.TargetFileSize))
 	}
