@@ -13,6 +13,7 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -280,6 +281,14 @@ func TestPipeline_FailedGroupCommitsNothing(t *testing.T) {
 	}
 	if dlq != 1 {
 		t.Fatalf("dead-letter queue holds %d messages, want 1", dlq)
+	}
+	records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].JobID != r.JobID || records[0].Outcome != "failed" || records[0].Reason != j.Reason ||
+		records[0].Groups != 3 || records[0].GroupsDone >= 3 || records[0].Before == nil || records[0].After != nil {
+		t.Fatalf("maintenance log after the failed job: %+v", records)
 	}
 	if r2 := e.plan(); r2.Outcome != plan.OutcomePlanned {
 		t.Fatalf("lease not released: replan %s (%s)", r2.Outcome, r2.Reason)

@@ -75,7 +75,7 @@ func (h Planner) Handle(ctx context.Context, raw json.RawMessage) (PlannerRespon
 	if err != nil {
 		log.Error("event rejected", "err", err.Error(), "metric", "EventsRejected")
 		if h.Metrics != nil {
-			_ = h.Metrics.Emit(nil, metrics.Metric{Name: "EventsRejected", Value: 1, Unit: metrics.Count})
+			_ = h.Metrics.Emit(map[string]string{"Function": "planner"}, metrics.Metric{Name: "EventsRejected", Value: 1, Unit: metrics.Count})
 		}
 		return PlannerResponse{Rejected: err.Error()}, nil
 	}

@@ -386,7 +386,7 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 	}
 	o.Score = a.Score
 	o.Action = ActionAssessed
-	if err := d.metrics.Emit(map[string]string{"Table": o.Table}, a.Gauges...); err != nil {
+	if err := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"}, a.Gauges...); err != nil {
 		log.Warn("emit health metrics", "err", err.Error())
 	}
 	stamp := d.now().UTC().Format("20060102T150405Z")
@@ -404,9 +404,14 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 
 // plan starts a compaction job for an eligible table.
 func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, kind string) (TableOutcome, error) {
+	start := d.now()
 	res, err := d.planner.PlanTable(ctx, o.Table, kind)
 	if err != nil {
 		return o, err
+	}
+	if eerr := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"},
+		metrics.Metric{Name: "PlanDuration", Value: float64(d.now().Sub(start).Milliseconds()), Unit: metrics.Milliseconds}); eerr != nil {
+		log.Warn("emit metric", "metric", "PlanDuration", "err", eerr.Error())
 	}
 	o.Plan = &res
 	switch res.Outcome {
@@ -590,7 +595,7 @@ func (d *Dispatcher) skip(log *slog.Logger, o TableOutcome, reason, detail strin
 // count emits a count of one, with the table and reason as dimensions
 // when given.
 func (d *Dispatcher) count(tableName, name, reason string) {
-	dims := map[string]string{}
+	dims := map[string]string{"Function": "planner"}
 	if tableName != "" {
 		dims["Table"] = tableName
 	}
