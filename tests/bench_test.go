@@ -29,8 +29,8 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
-	if len(rep.Tables) != 2 {
-		t.Fatalf("%d tables, want position and equality", len(rep.Tables))
+	if len(rep.Tables) != 3 {
+		t.Fatalf("%d tables, want position (v2), dv (v3) and equality", len(rep.Tables))
 	}
 	for _, tr := range rep.Tables {
 		if len(tr.Measurements) != 6 {

@@ -55,7 +55,8 @@ type Options struct {
 	Partitions int
 	// DeleteFraction of the rows is deleted.
 	DeleteFraction float64
-	// Kinds of delete tables: "position", "equality".
+	// Kinds of delete tables: "position" (v2), "dv" (v3 deletion vectors),
+	// "equality".
 	Kinds []string
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
@@ -133,7 +134,7 @@ func (o *Options) defaults() {
 		o.DeleteFraction = 0.05
 	}
 	if len(o.Kinds) == 0 {
-		o.Kinds = []string{"position", "equality"}
+		o.Kinds = []string{"position", "dv", "equality"}
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
@@ -224,8 +225,8 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	o.progress("generating %s: %d MB, %d rows, files of %d KB, %d partitions", name, o.SizeMB, rows, o.FileKB, o.Partitions)
 	start := time.Now()
 	tbl, err := sampletable.CreateBulk(ctx, cat, ident, sampletable.BulkOptions{
-		FormatVersion: 2, Partitions: o.Partitions, Rows: rows, BatchRows: batchRows(o, rowsPerMB), FileBytes: int64(o.FileKB) << 10,
-		PayloadBytes: payloadBytes, DeleteFraction: o.DeleteFraction, DeleteKind: kind,
+		FormatVersion: formatVersion(kind), Partitions: o.Partitions, Rows: rows, BatchRows: batchRows(o, rowsPerMB), FileBytes: int64(o.FileKB) << 10,
+		PayloadBytes: payloadBytes, DeleteFraction: o.DeleteFraction, DeleteKind: deleteKind(kind),
 	})
 	if err != nil {
 		return tr, err
@@ -316,6 +317,24 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 		}
 	}
 	return tr, nil
+}
+
+// formatVersion and deleteKind map a benchmark kind to a table: "position"
+// is a v2 table with position deletes, "dv" a v3 table whose merge-on-read
+// delete writes deletion vectors, "equality" a v2 table with an equality
+// delete.
+func formatVersion(kind string) int {
+	if kind == "dv" {
+		return 3
+	}
+	return 2
+}
+
+func deleteKind(kind string) string {
+	if kind == "dv" {
+		return "position"
+	}
+	return kind
 }
 
 // batchRows sizes the generator's batches at about half a small file per

@@ -39,7 +39,7 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "Input: %d MB of Parquet (zstd) per table in files of about %d KB, %d partitions, %.0f%% of the rows deleted; output files of %d MB.\n\n",
 		o.SizeMB, o.FileKB, o.Partitions, o.DeleteFraction*100, o.TargetMB)
 	for _, t := range r.Tables {
-		fmt.Fprintf(&b, "### %s deletes: %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Kind, t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
+		fmt.Fprintf(&b, "### %s deletes (v%d): %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Kind, formatVersion(t.Kind), t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
 		b.WriteString("| engine | processes × cores | wall s | input MB/s | rows/s | CPU s | peak RSS MB | MB/s vs raw | MB/s vs iceberg-go |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, m := range t.Measurements {
 			shape := fmt.Sprintf("%d × 1", m.Procs)
