@@ -58,6 +58,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}
+	deps.Metrics = cliMetrics(stderr, *verbose)
 	cat, err := stages.OpenCatalog(ctx, cfg, clients)
 	if err != nil {
 		return err

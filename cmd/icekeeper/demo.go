@@ -82,6 +82,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	deps.Metrics = cliMetrics(stderr, *verbose)
 	cat, err := stages.OpenCatalog(ctx, cfg, cloud.Clients)
 	if err != nil {
 		return err

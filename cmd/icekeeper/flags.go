@@ -10,6 +10,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 )
 
 // catalogFlags are iceberg-go's CLI catalog flags.
@@ -102,4 +103,13 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// cliMetrics sends the pipeline's EMF metric lines to w when on (stdout is
+// for the command's own output), or nowhere.
+func cliMetrics(w io.Writer, on bool) *metrics.Emitter {
+	if !on {
+		w = io.Discard
+	}
+	return metrics.NewEmitter(w, metrics.DefaultNamespace, nil)
 }

@@ -53,6 +53,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
+		deps.Metrics = cliMetrics(stderr, !*quiet)
 		var cat catalog.Catalog
 		if cfg.Mode != config.ModeOff {
 			if cat, err = stages.OpenCatalog(ctx, cfg, clients); err != nil {
@@ -80,6 +81,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
+		deps.Metrics = cliMetrics(stderr, !*quiet)
 		q, h, err := stageHandler(ctx, fn, deps)
 		if err != nil {
 			return err
