@@ -6,43 +6,6 @@ import (
 	"time"
 )
 
-// Environment variable names the functions read: package envvars of the
-// root module, which shared/config uses too.
-const (
-	EnvCatalogType       = envvars.CatalogType
-	EnvCatalogName       = envvars.CatalogName
-	EnvCatalogURI        = envvars.CatalogURI
-	EnvCatalogWarehouse  = envvars.CatalogWarehouse
-	EnvCatalogConfig     = envvars.CatalogConfig
-	EnvCatalogSigV4      = envvars.CatalogSigV4
-	EnvCatalogSignName   = envvars.CatalogSignName
-	EnvCatalogSignRegion = envvars.CatalogSignRegion
-	EnvCatalogProperties = envvars.CatalogProperties
-	EnvLeaseTable        = envvars.LeaseTable
-	EnvJobsTable         = envvars.JobsTable
-	EnvTaskQueueURL      = envvars.TaskQueueURL
-	EnvCommitQueueURL    = envvars.CommitQueueURL
-	EnvBucket            = envvars.Bucket
-	EnvPrefix            = envvars.Prefix
-	EnvMode              = envvars.Mode
-	EnvGrants            = envvars.Grants
-	EnvEventBus          = envvars.EventBus
-	EnvMinInterval       = envvars.MinInterval
-	EnvSweepMaxJobs      = envvars.SweepMaxJobs
-	EnvSweepMaxBytes     = envvars.SweepMaxBytes
-	EnvLeaseTTL          = envvars.LeaseTTL
-	EnvMaxGroupBytes     = envvars.MaxGroupBytes
-	EnvInlineTaskBytes   = envvars.InlineTaskBytes
-	EnvMaxTaskAttempts   = envvars.MaxTaskAttempts
-	EnvCommitRetries     = envvars.CommitRetries
-	EnvScanConcurrency   = envvars.ScanConcurrency
-	EnvTargetFileSize    = envvars.TargetFileSize
-	EnvS3PathStyle       = envvars.S3PathStyle
-	EnvCommitTakeover    = envvars.CommitTakeover
-	EnvRewriterMemoryMB  = envvars.RewriterMemoryMB
-	EnvCoordinatorMemMB  = envvars.CoordinatorMemMB
-)
-
 // EnvNames lists every variable the functions read.
 func EnvNames() []string { return envvars.All() }
 
@@ -50,10 +13,10 @@ func EnvNames() []string { return envvars.All() }
 // and resources; the environment setting may not override them.
 func managedEnvNames() []string {
 	return []string{
-		EnvCatalogType, EnvCatalogName, EnvCatalogURI, EnvCatalogWarehouse, EnvCatalogConfig, EnvCatalogSigV4,
-		EnvCatalogSignName, EnvCatalogSignRegion, EnvCatalogProperties, EnvLeaseTable, EnvJobsTable,
-		EnvTaskQueueURL, EnvCommitQueueURL, EnvBucket, EnvPrefix, EnvMode, EnvGrants, EnvEventBus,
-		EnvMaxTaskAttempts, EnvCommitTakeover, EnvRewriterMemoryMB, EnvCoordinatorMemMB,
+		envvars.CatalogType, envvars.CatalogName, envvars.CatalogURI, envvars.CatalogWarehouse, envvars.CatalogConfig, envvars.CatalogSigV4,
+		envvars.CatalogSignName, envvars.CatalogSignRegion, envvars.CatalogProperties, envvars.LeaseTable, envvars.JobsTable,
+		envvars.TaskQueueURL, envvars.CommitQueueURL, envvars.Bucket, envvars.Prefix, envvars.Mode, envvars.Grants, envvars.EventBus,
+		envvars.MaxTaskAttempts, envvars.CommitTakeover, envvars.RewriterMemoryMB, envvars.CoordinatorMemMB,
 	}
 }
 
@@ -80,33 +43,33 @@ type Names struct {
 // values are left out (the functions treat unset and empty alike).
 func (s Settings) FunctionEnvironment(n Names) map[string]string {
 	env := map[string]string{
-		EnvMode:             s.Mode,
-		EnvGrants:           s.Grants.String(),
-		EnvCatalogType:      s.CatalogType,
-		EnvCatalogName:      s.CatalogName,
-		EnvCatalogURI:       s.CatalogURI,
-		EnvCatalogWarehouse: s.CatalogWarehouse,
-		EnvLeaseTable:       n.LeaseTable,
-		EnvJobsTable:        n.JobsTable,
-		EnvTaskQueueURL:     n.TaskQueueURL,
-		EnvCommitQueueURL:   n.CommitQueueURL,
-		EnvBucket:           n.Bucket,
-		EnvPrefix:           s.Prefix,
-		EnvEventBus:         n.EventBus,
-		EnvMaxTaskAttempts:  strconv.Itoa(s.MaxTaskAttempts),
-		EnvCommitTakeover:   s.CommitTakeover.Round(time.Second).String(),
+		envvars.Mode:             s.Mode,
+		envvars.Grants:           s.Grants.String(),
+		envvars.CatalogType:      s.CatalogType,
+		envvars.CatalogName:      s.CatalogName,
+		envvars.CatalogURI:       s.CatalogURI,
+		envvars.CatalogWarehouse: s.CatalogWarehouse,
+		envvars.LeaseTable:       n.LeaseTable,
+		envvars.JobsTable:        n.JobsTable,
+		envvars.TaskQueueURL:     n.TaskQueueURL,
+		envvars.CommitQueueURL:   n.CommitQueueURL,
+		envvars.Bucket:           n.Bucket,
+		envvars.Prefix:           s.Prefix,
+		envvars.EventBus:         n.EventBus,
+		envvars.MaxTaskAttempts:  strconv.Itoa(s.MaxTaskAttempts),
+		envvars.CommitTakeover:   s.CommitTakeover.Round(time.Second).String(),
 		// For the committer's cost estimate: one size stands for the planner
 		// and the committer, so the larger of the two (an upper bound).
-		EnvRewriterMemoryMB: strconv.Itoa(s.Rewriter.MemoryMB),
-		EnvCoordinatorMemMB: strconv.Itoa(max(s.Planner.MemoryMB, s.Committer.MemoryMB)),
+		envvars.RewriterMemoryMB: strconv.Itoa(s.Rewriter.MemoryMB),
+		envvars.CoordinatorMemMB: strconv.Itoa(max(s.Planner.MemoryMB, s.Committer.MemoryMB)),
 	}
 	if s.CatalogSigV4 {
-		env[EnvCatalogSigV4] = "true"
-		env[EnvCatalogSignName] = s.CatalogSigningName
-		env[EnvCatalogSignRegion] = s.CatalogSigningRegion
+		env[envvars.CatalogSigV4] = "true"
+		env[envvars.CatalogSignName] = s.CatalogSigningName
+		env[envvars.CatalogSignRegion] = s.CatalogSigningRegion
 	}
 	if len(s.CatalogProperties) > 0 {
-		env[EnvCatalogProperties] = formatProperties(s.CatalogProperties)
+		env[envvars.CatalogProperties] = formatProperties(s.CatalogProperties)
 	}
 	for k, v := range s.Environment {
 		env[k] = v

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/icekeeper/icekeeper/shared/envvars"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -409,13 +410,13 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		bucket = "${" + id + "}"
 	}
 	want := map[string]string{
-		EnvMode: "active", EnvGrants: "analytics.*,sales.orders", EnvMaxTaskAttempts: "5",
-		EnvCatalogType: "glue", EnvCatalogName: "default", EnvCatalogWarehouse: "s3://lake/warehouse",
-		EnvCatalogProperties: "glue.region=eu-west-1,s3.region=eu-west-1",
-		EnvTaskQueueURL:      queue("Tasks"), EnvCommitQueueURL: queue("Commits"),
-		EnvLeaseTable: table("Leases"), EnvJobsTable: table("Jobs"), EnvBucket: bucket,
-		EnvEventBus: "default", EnvCommitTakeover: "16m0s", "ICEKEEPER_LEASE_TTL": "45m",
-		EnvRewriterMemoryMB: "3008", EnvCoordinatorMemMB: "1024",
+		envvars.Mode: "active", envvars.Grants: "analytics.*,sales.orders", envvars.MaxTaskAttempts: "5",
+		envvars.CatalogType: "glue", envvars.CatalogName: "default", envvars.CatalogWarehouse: "s3://lake/warehouse",
+		envvars.CatalogProperties: "glue.region=eu-west-1,s3.region=eu-west-1",
+		envvars.TaskQueueURL:      queue("Tasks"), envvars.CommitQueueURL: queue("Commits"),
+		envvars.LeaseTable: table("Leases"), envvars.JobsTable: table("Jobs"), envvars.Bucket: bucket,
+		envvars.EventBus: "default", envvars.CommitTakeover: "16m0s", "ICEKEEPER_LEASE_TTL": "45m",
+		envvars.RewriterMemoryMB: "3008", envvars.CoordinatorMemMB: "1024",
 	}
 	for _, name := range functionIDs {
 		_, p := f.function(t, name)

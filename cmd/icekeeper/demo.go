@@ -204,17 +204,8 @@ func printDemo(w io.Writer, reports []demoReport) {
 	}
 }
 
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+// humanBytes renders a size for people (as the health report does).
+func humanBytes(n int64) string { return health.FormatBytes(n) }
 
 func tableIdent(name string) (table.Identifier, error) {
 	ident, err := messages.TableIdent(name)

@@ -278,8 +278,8 @@ func compactionRecommendation(plan compaction.Plan, th Thresholds, names *partit
 		partNames = append(partNames, p)
 	}
 	why := fmt.Sprintf("%d data files (%s) in %d partitions (%s): %d smaller than %s (%d%% of the %s target), %d with too many deletes (at least %.0f%% of rows or %d delete files); compaction rewrites them into about %d files",
-		rec.EstimatedFiles, byteString(rec.EstimatedBytes), len(parts), listNames(partNames),
-		small, byteString(th.SmallFileBytes), th.SmallFileBytes*100/th.TargetFileSize, byteString(th.TargetFileSize),
+		rec.EstimatedFiles, FormatBytes(rec.EstimatedBytes), len(parts), listNames(partNames),
+		small, FormatBytes(th.SmallFileBytes), th.SmallFileBytes*100/th.TargetFileSize, FormatBytes(th.TargetFileSize),
 		rec.EstimatedFiles-small, th.DeleteRatio*100, th.CompactionConfig().DeleteFileThreshold,
 		plan.EstOutputFiles)
 	if len(deletes) > 0 {

@@ -276,7 +276,7 @@ func (r *Report) AddOrphans(files []string, bytes int64, olderThan time.Time) {
 		recs = append(recs, Recommendation{
 			Action: ActionRemoveOrphans,
 			Why: fmt.Sprintf("%d files (%s) under the table location are referenced by no snapshot and no metadata file, and are older than %s",
-				len(files), byteString(bytes), olderThan.UTC().Format(time.RFC3339)),
+				len(files), FormatBytes(bytes), olderThan.UTC().Format(time.RFC3339)),
 			EstimatedBytes: bytes,
 			EstimatedFiles: len(files),
 		})
@@ -295,7 +295,8 @@ func sortPartitions(ps []PartitionHealth) {
 }
 
 // byteString prints a size for a human (the Why texts).
-func byteString(n int64) string {
+// FormatBytes renders a size for people: "3.3 KiB", "1.0 GiB".
+func FormatBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
