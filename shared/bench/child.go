@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -168,7 +169,28 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (localrun.Stats, error) 
 	if err != nil {
 		return localrun.Stats{}, err
 	}
-	return localrun.Drain(ctx, deps.Tasks, handler.Rewriter{Rewrite: r}.Handle, 1, a.MaxGroups)
+	h := handler.Rewriter{Rewrite: r}.Handle
+	if a.MaxGroups > 0 {
+		return localrun.Drain(ctx, deps.Tasks, h, 1, a.MaxGroups)
+	}
+	// Keep polling briefly after the queue looks empty: a task another
+	// rewriter released for redelivery, or one still becoming visible,
+	// must not be stranded when this process exits.
+	var total localrun.Stats
+	for idle := 0; idle < 3; {
+		st, err := localrun.Drain(ctx, deps.Tasks, h, 1, 0)
+		total.Batches, total.Delivered, total.Failed = total.Batches+st.Batches, total.Delivered+st.Delivered, total.Failed+st.Failed
+		if err != nil {
+			return total, err
+		}
+		if st.Delivered == 0 {
+			idle++
+			time.Sleep(300 * time.Millisecond)
+		} else {
+			idle = 0
+		}
+	}
+	return total, nil
 }
 
 func decodeOut(p Proc, v any) error {

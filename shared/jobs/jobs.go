@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"time"
@@ -433,6 +434,10 @@ func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, 
 // with ErrNotRunning when the job is no longer planned or running under
 // token, and ErrGroupSettled when the group is already done or failed.
 func (s *Store) RegisterAttempt(ctx context.Context, jobID string, token int64, group int, attempt string) error {
+	return retryConflicts(ctx, func() error { return s.registerAttempt(ctx, jobID, token, group, attempt) })
+}
+
+func (s *Store) registerAttempt(ctx context.Context, jobID string, token int64, group int, attempt string) error {
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
 			{ConditionCheck: &types.ConditionCheck{
@@ -465,6 +470,10 @@ func (s *Store) RegisterAttempt(ctx context.Context, jobID string, token int64, 
 // transaction. It fails with ErrGroupSettled when another attempt won (or
 // the group failed) and ErrNotRunning when the job moved on.
 func (s *Store) Claim(ctx context.Context, jobID string, token int64, group int, attempt, descriptorKey string, rowsWritten int64) error {
+	return retryConflicts(ctx, func() error { return s.claim(ctx, jobID, token, group, attempt, descriptorKey, rowsWritten) })
+}
+
+func (s *Store) claim(ctx context.Context, jobID string, token int64, group int, attempt, descriptorKey string, rowsWritten int64) error {
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
 			{Update: &types.Update{
@@ -538,7 +547,32 @@ func (s *Store) explainTxnFailure(ctx context.Context, err error, jobID string, 
 	if g.State != GroupPending {
 		return fmt.Errorf("%w: group %d of %s is %s (winner %s)", ErrGroupSettled, group, jobID, g.State, g.Winner)
 	}
-	return fmt.Errorf("jobs: %s group %d of %s: transaction cancelled: %w", what, group, jobID, err)
+	return fmt.Errorf("%w: %s group %d of %s: %w", errTxnConflict, what, group, jobID, err)
+}
+
+// errTxnConflict: a transaction was cancelled although both of its
+// conditions still hold (DynamoDB's TransactionConflict, when two
+// transactions touch the job item at once). It is safe to run again.
+var errTxnConflict = errors.New("jobs: transaction conflict")
+
+// retryConflicts runs a transaction again, a few times with a short
+// jittered backoff, while it is cancelled only by conflicts with other
+// transactions (two rewriters claiming at once), so that a transient
+// conflict does not throw away a rewrite.
+func retryConflicts(ctx context.Context, run func() error) error {
+	var err error
+	for i := 0; i < 6; i++ {
+		if err = run(); !errors.Is(err, errTxnConflict) {
+			return err
+		}
+		d := time.Duration(10<<i)*time.Millisecond + time.Duration(rand.Int64N(int64(10*time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	return err
 }
 
 func isConditionFailed(err error) bool {
