@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -17,10 +16,7 @@ import (
 func main() {
 	ctx := context.Background()
 	deps, log := lambdamain.Init(ctx, "committer", lambdamain.ActiveOnly(stages.CommitterNeeds))
-	if deps.Config.Mode != config.ModeActive {
-		lambda.Start(handler.Idle{Function: "committer", Mode: string(deps.Config.Mode), Log: log}.Handle)
-		return
-	}
+	lambdamain.IdleUnlessActive(deps, log, "committer")
 	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
 	if err != nil {
 		lambdamain.Fail(log, "catalog", err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -18,10 +17,7 @@ import (
 func main() {
 	ctx := context.Background()
 	deps, log := lambdamain.Init(ctx, "rewriter", lambdamain.ActiveOnly(stages.RewriterNeeds))
-	if deps.Config.Mode != config.ModeActive {
-		lambda.Start(handler.Idle{Function: "rewriter", Mode: string(deps.Config.Mode), Log: log}.Handle)
-		return
-	}
+	lambdamain.IdleUnlessActive(deps, log, "rewriter")
 	r, err := deps.Rewriter()
 	if err != nil {
 		lambdamain.Fail(log, "rewriter", err)

@@ -10,9 +10,11 @@ import (
 	"os"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/stages"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
@@ -57,6 +59,15 @@ func ActiveOnly(need []config.Need) func(config.Config) []config.Need {
 			return need
 		}
 		return nil
+	}
+}
+
+// IdleUnlessActive serves the Idle handler, and never returns, when the
+// configured mode is not active: the rewriter and the committer only work
+// in mode active.
+func IdleUnlessActive(deps *stages.Deps, log *slog.Logger, function string) {
+	if deps.Config.Mode != config.ModeActive {
+		lambda.Start(handler.Idle{Function: function, Mode: string(deps.Config.Mode), Log: log}.Handle)
 	}
 }
 
