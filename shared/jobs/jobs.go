@@ -297,20 +297,11 @@ func (s *Store) Transition(ctx context.Context, id string, from []State, to Stat
 		}
 		cond += "job_state = " + k
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.tableName),
-		Key:                       key(id, jobItem),
-		UpdateExpression:          aws.String("SET job_state = :to, job_reason = :reason, updated_at = :now"),
-		ConditionExpression:       aws.String("attribute_exists(job_id) AND (" + cond + ")"),
-		ExpressionAttributeValues: vals,
-	})
-	if err != nil {
-		if isConditionFailed(err) {
+	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, updated_at = :now", "attribute_exists(job_id) AND ("+cond+")", vals,
+		func() error {
 			return fmt.Errorf("%w: job %s to %s (expected one of %v)", ErrStateConflict, id, to, from)
-		}
-		return fmt.Errorf("jobs: transition %s to %s: %w", id, to, err)
-	}
-	return nil
+		},
+		func(err error) error { return fmt.Errorf("jobs: transition %s to %s: %w", id, to, err) })
 }
 
 // BeginCommit moves a job from one of the from states to committing, owned
@@ -345,41 +336,23 @@ func (s *Store) setCommitting(ctx context.Context, id, committer, cond string, f
 	} else {
 		vals[":stale"] = num(staleBefore.UnixMilli())
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.tableName),
-		Key:                       key(id, jobItem),
-		UpdateExpression:          aws.String("SET job_state = :committing, committer_id = :c, updated_at = :now"),
-		ConditionExpression:       aws.String("attribute_exists(job_id) AND (" + cond + ")"),
-		ExpressionAttributeValues: vals,
-	})
-	if err != nil {
-		if isConditionFailed(err) {
+	return s.updateJob(ctx, id, "SET job_state = :committing, committer_id = :c, updated_at = :now", "attribute_exists(job_id) AND ("+cond+")", vals,
+		func() error {
 			return fmt.Errorf("%w: job %s cannot become committing for %s", ErrStateConflict, id, committer)
-		}
-		return fmt.Errorf("jobs: committing %s: %w", id, err)
-	}
-	return nil
+		},
+		func(err error) error { return fmt.Errorf("jobs: committing %s: %w", id, err) })
 }
 
 // Heartbeat refreshes a committing job's updated_at for its owner; it
 // returns ErrStateConflict when committer no longer owns the job.
 func (s *Store) Heartbeat(ctx context.Context, id, committer string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.tableName),
-		Key:                 key(id, jobItem),
-		UpdateExpression:    aws.String("SET updated_at = :now"),
-		ConditionExpression: aws.String("job_state = :committing AND committer_id = :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":committing": str(string(Committing)), ":c": str(committer), ":now": num(s.now().UnixMilli()),
-		},
-	})
-	if err != nil {
-		if isConditionFailed(err) {
+	return s.updateJob(ctx, id, "SET updated_at = :now", "job_state = :committing AND committer_id = :c", map[string]types.AttributeValue{
+		":committing": str(string(Committing)), ":c": str(committer), ":now": num(s.now().UnixMilli()),
+	},
+		func() error {
 			return fmt.Errorf("%w: job %s is no longer committing for %s", ErrStateConflict, id, committer)
-		}
-		return fmt.Errorf("jobs: heartbeat %s: %w", id, err)
-	}
-	return nil
+		},
+		func(err error) error { return fmt.Errorf("jobs: heartbeat %s: %w", id, err) })
 }
 
 // EndCommitting ends a committing job without a commit (to failed or
@@ -388,45 +361,25 @@ func (s *Store) EndCommitting(ctx context.Context, id, committer string, to Stat
 	if to != Failed && to != Aborted {
 		return fmt.Errorf("jobs: end committing %s: %s is not failed or aborted", id, to)
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.tableName),
-		Key:                 key(id, jobItem),
-		UpdateExpression:    aws.String("SET job_state = :to, job_reason = :reason, updated_at = :now"),
-		ConditionExpression: aws.String("job_state = :committing AND committer_id = :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":committing": str(string(Committing)), ":c": str(committer), ":to": str(string(to)),
-			":reason": str(reason), ":now": num(s.now().UnixMilli()),
-		},
-	})
-	if err != nil {
-		if isConditionFailed(err) {
+	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, updated_at = :now", "job_state = :committing AND committer_id = :c", map[string]types.AttributeValue{
+		":committing": str(string(Committing)), ":c": str(committer), ":to": str(string(to)),
+		":reason": str(reason), ":now": num(s.now().UnixMilli()),
+	},
+		func() error {
 			return fmt.Errorf("%w: job %s is not committing for %s", ErrStateConflict, id, committer)
-		}
-		return fmt.Errorf("jobs: end committing %s: %w", id, err)
-	}
-	return nil
+		},
+		func(err error) error { return fmt.Errorf("jobs: end committing %s: %w", id, err) })
 }
 
 // MarkCommitted moves a committing job to committed and records the
 // snapshot it committed.
 func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.tableName),
-		Key:                 key(id, jobItem),
-		UpdateExpression:    aws.String("SET job_state = :to, job_reason = :reason, committed_snapshot = :snap, updated_at = :now"),
-		ConditionExpression: aws.String("job_state = :from"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":to": str(string(Committed)), ":from": str(string(Committing)),
-			":reason": str(reason), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
-		},
-	})
-	if err != nil {
-		if isConditionFailed(err) {
-			return fmt.Errorf("%w: job %s is not committing", ErrStateConflict, id)
-		}
-		return fmt.Errorf("jobs: mark %s committed: %w", id, err)
-	}
-	return nil
+	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, committed_snapshot = :snap, updated_at = :now", "job_state = :from", map[string]types.AttributeValue{
+		":to": str(string(Committed)), ":from": str(string(Committing)),
+		":reason": str(reason), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
+	},
+		func() error { return fmt.Errorf("%w: job %s is not committing", ErrStateConflict, id) },
+		func(err error) error { return fmt.Errorf("jobs: mark %s committed: %w", id, err) })
 }
 
 // RegisterAttempt records that attempt is about to write files for group, so
@@ -573,6 +526,25 @@ func retryConflicts(ctx context.Context, run func() error) error {
 		}
 	}
 	return err
+}
+
+// updateJob makes one conditional update of a job item. A failed
+// condition becomes conflict(); any other error other(err).
+func (s *Store) updateJob(ctx context.Context, id, update, cond string, vals map[string]types.AttributeValue, conflict func() error, other func(error) error) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tableName),
+		Key:                       key(id, jobItem),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeValues: vals,
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return conflict()
+		}
+		return other(err)
+	}
+	return nil
 }
 
 func isConditionFailed(err error) bool {
