@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
@@ -341,7 +342,10 @@ func TestPlanner_TwoPlannersRacingMakeOneJob(t *testing.T) {
 // redelivered request finds the job's snapshot and only finishes the
 // bookkeeping: one snapshot, every row once.
 func TestCommitter_CrashAfterCatalogCommitFinishesOnce(t *testing.T) {
-	e := setup(t, func(c *config.Config) { c.CommitTakeover = 0 })
+	// A short takeover window, so that the redelivery may take the job over
+	// from the "crashed" committer (which waits it out before crashing).
+	const takeover = 2 * time.Second
+	e := setup(t, func(c *config.Config) { c.CommitTakeover = takeover })
 	e.createTable(smallTable)
 	want := e.fingerprint()
 	r := e.plan()
@@ -351,6 +355,7 @@ func TestCommitter_CrashAfterCatalogCommitFinishesOnce(t *testing.T) {
 	e.committer.SetAfterCatalogCommit(func(string) error {
 		if crashes == 0 {
 			crashes++
+			time.Sleep(takeover + 100*time.Millisecond)
 			return errors.New("simulated crash after the catalog commit")
 		}
 		return nil

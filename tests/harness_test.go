@@ -30,6 +30,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
@@ -282,7 +283,7 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 	for p := range e.dataFilesOnDisk() {
 		for _, g := range groups {
 			for _, a := range g.Attempts {
-				if strings.Contains(p, a) {
+				if outputs.OfAttempt(p, a) {
 					left = append(left, p)
 				}
 			}

@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
@@ -124,6 +125,12 @@ type Settings struct {
 	// CommitTakeover is how long a job may sit in committing before another
 	// committer may take it over (longer than the function timeout).
 	CommitTakeover time.Duration
+	// CommitDeadline bounds every catalog commit: the committer refreshes
+	// its ownership of the job (a conditional heartbeat) right before the
+	// catalog call and gives the call at most CommitDeadline, which must be
+	// shorter than CommitTakeover, so no taker can act on the job while the
+	// call may still land (0: CommitTakeover / 2).
+	CommitDeadline time.Duration
 	// MaxAttempts is the delivery count at which a failing commit request
 	// gives up and aborts the job.
 	MaxAttempts int
@@ -196,6 +203,15 @@ func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables Ta
 	}
 	if s.MaxAttempts < 1 {
 		s.MaxAttempts = 3
+	}
+	if s.CommitTakeover <= 0 {
+		return nil, errors.New("commit: CommitTakeover must be positive (ICEKEEPER_COMMIT_TAKEOVER)")
+	}
+	if s.CommitDeadline == 0 {
+		s.CommitDeadline = s.CommitTakeover / 2
+	}
+	if s.CommitDeadline <= 0 || s.CommitDeadline >= s.CommitTakeover {
+		return nil, fmt.Errorf("commit: the commit deadline (%s) must be positive and shorter than the takeover window ICEKEEPER_COMMIT_TAKEOVER (%s)", s.CommitDeadline, s.CommitTakeover)
 	}
 	if log == nil {
 		log = slog.Default()
@@ -354,7 +370,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	res := Result{JobID: job.ID, Table: job.Table}
 	cur, err := c.catalog.LoadTable(ctx, ident)
 	if err != nil {
-		return res, fmt.Errorf("load table %s: %w", job.Table, err)
+		return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
 	}
 	if snap := FindJobSnapshot(cur, job.ID); snap != nil {
 		return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot in the table")
@@ -379,15 +395,9 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
-				if errors.Is(err, jobs.ErrStateConflict) {
-					return res, fmt.Errorf("%w: %v", ErrBusy, err)
-				}
-				return res, err
-			}
 			cur, err = c.catalog.LoadTable(ctx, ident)
 			if err != nil {
-				return res, fmt.Errorf("reload table %s: %w", job.Table, err)
+				return res, fmt.Errorf("reload table %s: %w", job.Table, classify(err))
 			}
 			if snap := FindJobSnapshot(cur, job.ID); snap != nil {
 				res2, err := c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot after a conflict")
@@ -395,10 +405,14 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 				return res2, err
 			}
 		}
-		if err := ValidateSince(ctx, cur, pin, staged.rewritten, staged.rewrittenPartitions); err != nil {
+		since, err := ValidateSince(ctx, cur, pin, staged.scope)
+		if err != nil {
 			return res, err
 		}
-		committed, err := c.commitOnce(ctx, cur, job, pin, staged)
+		if err := CheckStillValid(cur, pinned, staged.newFiles); err != nil {
+			return res, err
+		}
+		committed, err := c.commitOnce(ctx, cur, job, me, pin, staged, since.RemovedDeletes)
 		if err == nil {
 			if c.afterCatalogCommit != nil {
 				if herr := c.afterCatalogCommit(job.ID); herr != nil {
@@ -414,6 +428,9 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 			out.FilesRemoved, out.FilesAdded, out.DeletesRemoved, out.RowsWritten = res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten
 			return out, ferr
 		}
+		if errors.Is(err, ErrBusy) {
+			return res, err
+		}
 		if !IsConflict(err) {
 			// The outcome may be unknown (the catalog may have accepted it):
 			// look before deciding anything.
@@ -422,10 +439,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 					return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot after an error")
 				}
 			}
-			if errors.Is(err, table.ErrInvalidOperation) {
-				return res, fmt.Errorf("%w: %w", ErrAborted, err)
-			}
-			return res, fmt.Errorf("commit: %w", err)
+			return res, fmt.Errorf("commit: %w", classify(err))
 		}
 		res.Conflicts++
 		if attempt >= c.settings.MaxRetries {
@@ -440,12 +454,25 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 }
 
 type stagedRewrite struct {
-	oldFiles            []iceberg.DataFile
-	newFiles            []iceberg.DataFile
-	deadDeletes         []iceberg.DataFile
-	rewritten           map[string]struct{}
-	rewrittenPartitions map[string]struct{}
-	rowsWritten         int64
+	oldFiles    []iceberg.DataFile
+	newFiles    []iceberg.DataFile
+	deadDeletes []iceberg.DataFile
+	scope       Scope
+	rowsWritten int64
+}
+
+// Scope is what a job rewrites, as ValidateSince needs it.
+type Scope struct {
+	// Rewritten are the input data files' paths.
+	Rewritten map[string]struct{}
+	// RewrittenPartitions are the input files' partitions (partitionKey).
+	RewrittenPartitions map[string]struct{}
+	// MovedPartitions are the partitions, before and after, of rows that
+	// the job moves to another partition spec: an equality delete scoped to
+	// one of them may apply differently once the rows moved.
+	MovedPartitions map[string]struct{}
+	// Removing are the delete files the job removes as dead (fileKey).
+	Removing map[string]struct{}
 }
 
 // gather reads the plan and the winning descriptors, checks the job's
@@ -467,8 +494,10 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	if len(plan.Groups) != job.Groups || len(groups) != job.Groups {
 		return st, fmt.Errorf("%w: plan has %d groups, job %d, records %d", ErrInvariant, len(plan.Groups), job.Groups, len(groups))
 	}
-	st.rewritten = map[string]struct{}{}
+	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}}
+	movedInputs := map[string]struct{}{}
 	newPaths := map[string]struct{}{}
+	schemaID := pinned.Schema().ID
 	var totalScanned int64
 	for i, g := range groups {
 		pg := plan.Groups[i]
@@ -489,11 +518,21 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		if !equalStrings(messages.SortedCopy(d.InputPaths), pg.InputPaths) {
 			return st, fmt.Errorf("%w: group %d rewrote %d files, the plan has %d (or different ones)", ErrInvariant, g.Index, len(d.InputPaths), len(pg.InputPaths))
 		}
+		if d.SchemaID != schemaID {
+			return st, fmt.Errorf("%w: group %d was written with schema %d, the pinned metadata's current schema is %d", ErrInvariant, g.Index, d.SchemaID, schemaID)
+		}
+		if len(d.NewFiles) > 0 && d.SpecID != pg.OutputSpecID {
+			return st, fmt.Errorf("%w: group %d wrote spec %d, the plan asked for spec %d", ErrInvariant, g.Index, d.SpecID, pg.OutputSpecID)
+		}
+		moved := d.SpecID != pg.SpecID
 		for _, p := range d.InputPaths {
-			if _, dup := st.rewritten[p]; dup {
+			if _, dup := st.scope.Rewritten[p]; dup {
 				return st, fmt.Errorf("%w: input %s is in more than one group", ErrInvariant, p)
 			}
-			st.rewritten[p] = struct{}{}
+			st.scope.Rewritten[p] = struct{}{}
+			if moved {
+				movedInputs[p] = struct{}{}
+			}
 		}
 		cnt := d.Counters
 		if cnt.RowsBeforeDeletes != pg.InputRows {
@@ -511,11 +550,14 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 			if _, dup := newPaths[f.FilePath()]; dup {
 				return st, fmt.Errorf("%w: new file %s written twice", ErrInvariant, f.FilePath())
 			}
-			if !strings.Contains(f.FilePath(), d.Attempt) {
+			if !outputs.OfAttempt(f.FilePath(), d.Attempt) {
 				return st, fmt.Errorf("%w: new file %s is not named for attempt %s", ErrInvariant, f.FilePath(), d.Attempt)
 			}
 			newPaths[f.FilePath()] = struct{}{}
 			rows += f.Count()
+			if moved {
+				st.scope.MovedPartitions[partitionKey(f)] = struct{}{}
+			}
 		}
 		if rows != cnt.RowsWritten {
 			return st, fmt.Errorf("%w: group %d: new files hold %d rows, descriptor says %d", ErrInvariant, g.Index, rows, cnt.RowsWritten)
@@ -524,8 +566,8 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		st.rowsWritten += rows
 		totalScanned += cnt.RowsScanned
 	}
-	if int64(len(st.rewritten)) != job.InputFiles {
-		return st, fmt.Errorf("%w: %d input files accounted for, the job planned %d", ErrInvariant, len(st.rewritten), job.InputFiles)
+	if int64(len(st.scope.Rewritten)) != job.InputFiles {
+		return st, fmt.Errorf("%w: %d input files accounted for, the job planned %d", ErrInvariant, len(st.scope.Rewritten), job.InputFiles)
 	}
 	if st.rowsWritten != totalScanned {
 		return st, fmt.Errorf("%w: wrote %d rows in total, scanned %d", ErrInvariant, st.rowsWritten, totalScanned)
@@ -536,38 +578,51 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		return st, fmt.Errorf("open table IO: %w", err)
 	}
 	snapS := pinned.CurrentSnapshot()
-	st.oldFiles, st.rewrittenPartitions, err = liveFiles(ctx, fs, pinned, snapS, st.rewritten)
+	st.oldFiles, st.scope.RewrittenPartitions, err = liveFiles(ctx, fs, pinned, snapS, st.scope.Rewritten)
 	if err != nil {
 		return st, err
 	}
-	if len(st.oldFiles) != len(st.rewritten) {
-		return st, fmt.Errorf("%w: %d of %d input files are live at the pinned snapshot", ErrInvariant, len(st.oldFiles), len(st.rewritten))
+	if len(st.oldFiles) != len(st.scope.Rewritten) {
+		return st, fmt.Errorf("%w: %d of %d input files are live at the pinned snapshot", ErrInvariant, len(st.oldFiles), len(st.scope.Rewritten))
 	}
-	deadPos, err := compaction.CollectDeadPositionDeletes(ctx, fs, snapS, st.rewritten)
+	for _, f := range st.oldFiles {
+		if _, ok := movedInputs[f.FilePath()]; ok {
+			st.scope.MovedPartitions[partitionKey(f)] = struct{}{}
+		}
+	}
+	deadPos, err := compaction.CollectDeadPositionDeletes(ctx, fs, snapS, st.scope.Rewritten)
 	if err != nil {
 		return st, fmt.Errorf("collect dead position deletes: %w", err)
 	}
-	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, pinned.Metadata(), snapS, st.rewritten)
+	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, pinned.Metadata(), snapS, st.scope.Rewritten)
 	if err != nil {
 		return st, fmt.Errorf("collect dead equality deletes: %w", err)
 	}
-	dvs, err := deletionVectorsFor(ctx, fs, snapS, st.rewritten)
+	dvs, err := deletionVectorsFor(ctx, fs, snapS, st.scope.Rewritten)
 	if err != nil {
 		return st, err
 	}
-	seen := map[string]struct{}{}
 	for _, d := range append(append(deadPos, deadEq...), dvs...) {
-		if _, ok := seen[d.FilePath()+"#"+fmt.Sprint(d.ContentOffset())]; ok {
+		if _, ok := st.scope.Removing[fileKey(d)]; ok {
 			continue
 		}
-		seen[d.FilePath()+"#"+fmt.Sprint(d.ContentOffset())] = struct{}{}
+		st.scope.Removing[fileKey(d)] = struct{}{}
 		st.deadDeletes = append(st.deadDeletes, d)
 	}
 	return st, nil
 }
 
-// commitOnce stages and commits the rewrite on top of cur.
-func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.Job, pin messages.Pin, st stagedRewrite) (*table.Table, error) {
+// commitOnce stages the rewrite on top of cur, fences it, and commits it.
+// Delete files in skip were removed by another commit since S and are not
+// removed again.
+//
+// The fence: right before the catalog call the committer refreshes its
+// ownership of the committing job (a heartbeat conditional on the job being
+// committing under its id); losing it is ErrBusy, and nothing is sent. The
+// call then gets at most CommitDeadline, shorter than the takeover window
+// that the heartbeat restarted, so no other committer can take the job over
+// (and abort it, deleting its files) while this call may still land.
+func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.Job, me string, pin messages.Pin, st stagedRewrite, skip map[string]struct{}) (*table.Table, error) {
 	txn := cur.NewTransaction()
 	rw := txn.NewRewrite(iceberg.Properties{
 		SummaryJobID:                job.ID,
@@ -581,12 +636,23 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 		rw.AddDataFile(f)
 	}
 	for _, d := range st.deadDeletes {
+		if _, gone := skip[fileKey(d)]; gone {
+			continue
+		}
 		rw.DeleteFile(d)
 	}
 	if err := rw.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("stage rewrite: %w", err)
 	}
-	return txn.Commit(ctx)
+	if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
+		if errors.Is(err, jobs.ErrStateConflict) {
+			return nil, fmt.Errorf("%w: lost the committing job before the catalog commit: %v", ErrBusy, err)
+		}
+		return nil, fmt.Errorf("fence before the catalog commit: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
+	defer cancel()
+	return txn.Commit(cctx)
 }
 
 // finish records a committed job, removes losing attempts' files and
@@ -730,18 +796,36 @@ func IsConflict(err error) bool {
 	return strings.Contains(err.Error(), "requirement failed")
 }
 
+// Since is what ValidateSince learned from the snapshots after S.
+type Since struct {
+	// RemovedDeletes are delete files the job would remove as dead that
+	// another commit already removed (fileKey): removing them again would
+	// fail, and there is no need to.
+	RemovedDeletes map[string]struct{}
+}
+
 // ValidateSince examines every snapshot committed on top of the pinned one
 // and returns ErrAborted when committing the rewrite could lose a delete or
-// a removal: a position delete or deletion vector that may target a
-// rewritten file, or the removal of an input file. Appends and equality
-// deletes pass: the pinned data sequence number keeps equality deletes
-// applying to the new files.
-func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, rewritten, rewrittenPartitions map[string]struct{}) error {
+// a removal, or resurrect or hide a row:
+//   - a position delete or deletion vector that may target a rewritten file
+//     (its rows would come back in the new files);
+//   - the removal of an input file (its rows would come back, or twice);
+//   - a partition-scoped equality delete in a partition that rows move out
+//     of or into (the job moved them to another spec): the Iceberg spec
+//     applies such a delete only to data files of its own spec and
+//     partition, so it would stop applying to rows it applied to, or start
+//     applying to rows it did not.
+//
+// Appends pass, and so do global equality deletes and equality deletes of
+// partitions no row moves across: the pinned data sequence number keeps
+// them applying to the new files exactly as to the inputs.
+func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope) (Since, error) {
+	out := Since{RemovedDeletes: map[string]struct{}{}}
 	head := cur.CurrentSnapshot()
 	var since []*table.Snapshot
 	for s := head; ; {
 		if s == nil {
-			return fmt.Errorf("%w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, pin.SnapshotID)
+			return out, fmt.Errorf("%w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, pin.SnapshotID)
 		}
 		if s.SnapshotID == pin.SnapshotID {
 			break
@@ -754,17 +838,17 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, rewr
 		s = cur.SnapshotByID(*s.ParentSnapshotID)
 	}
 	if len(since) == 0 {
-		return nil
+		return out, nil
 	}
 	fs, err := cur.FS(ctx)
 	if err != nil {
-		return fmt.Errorf("open table IO: %w", err)
+		return out, fmt.Errorf("open table IO: %w", err)
 	}
 	posPathField, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
 	for _, s := range since {
 		manifests, err := s.Manifests(fs)
 		if err != nil {
-			return fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
+			return out, fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
 		}
 		for _, m := range manifests {
 			if m.SnapshotID() != s.SnapshotID {
@@ -772,7 +856,7 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, rewr
 			}
 			for e, err := range m.Entries(fs, false) {
 				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					return out, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 				}
 				if e.SnapshotID() != s.SnapshotID {
 					continue
@@ -780,32 +864,164 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, rewr
 				df := e.DataFile()
 				switch {
 				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
-					if _, ok := rewritten[df.FilePath()]; ok {
-						return fmt.Errorf("%w: snapshot %d removed input file %s", ErrAborted, s.SnapshotID, df.FilePath())
+					if _, ok := scope.Rewritten[df.FilePath()]; ok {
+						return out, fmt.Errorf("%w: snapshot %d removed input file %s", ErrAborted, s.SnapshotID, df.FilePath())
+					}
+				case e.Status() == iceberg.EntryStatusDELETED:
+					if _, ok := scope.Removing[fileKey(df)]; ok {
+						out.RemovedDeletes[fileKey(df)] = struct{}{}
+					}
+				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentEqDeletes:
+					if _, ok := scope.MovedPartitions[partitionKey(df)]; ok && len(df.Partition()) > 0 {
+						return out, fmt.Errorf("%w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, s.SnapshotID, df.FilePath(), partitionKey(df))
 					}
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
 					if target := referencedPath(df, posPathField.ID); target != "" {
-						if _, ok := rewritten[target]; ok {
-							return fmt.Errorf("%w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), target)
+						if _, ok := scope.Rewritten[target]; ok {
+							return out, fmt.Errorf("%w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), target)
 						}
 						continue
 					}
 					if lower, upper, ok := pathBounds(df, posPathField.ID); ok {
-						for p := range rewritten {
+						for p := range scope.Rewritten {
 							if p >= lower && p <= upper {
-								return fmt.Errorf("%w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), p)
+								return out, fmt.Errorf("%w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), p)
 							}
 						}
 						continue
 					}
-					if _, ok := rewrittenPartitions[partitionKey(df)]; ok {
-						return fmt.Errorf("%w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, s.SnapshotID, df.FilePath())
+					if _, ok := scope.RewrittenPartitions[partitionKey(df)]; ok {
+						return out, fmt.Errorf("%w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, s.SnapshotID, df.FilePath())
 					}
 				}
 			}
 		}
 	}
+	return out, nil
+}
+
+// CheckStillValid decides whether the files the job wrote are still valid
+// data files of the table as it is now (cur), with a reason when not
+// (ErrAborted). They were written with the pinned metadata's current schema
+// and the groups' output specs. Iceberg reads data files by field id, so
+// files written at an older schema stay valid under every change Iceberg
+// allows: a column added since reads as null or its initial default, a
+// dropped one is ignored, a renamed or moved one is found by its id, a
+// promoted one is widened on read. What cannot be right is a field id whose
+// type changed other than by a promotion, a required column the files lack
+// and that has no initial default, or a spec that is no longer in the
+// table's metadata.
+func CheckStillValid(cur, pinned *table.Table, newFiles []iceberg.DataFile) error {
+	written, now := pinned.Schema(), cur.Schema()
+	if written.ID != now.ID {
+		for _, f := range written.Fields() {
+			if err := stillValidField(f, now); err != nil {
+				return fmt.Errorf("%w: the schema changed since planning (schema %d, now %d) and the new files no longer fit it: %v", ErrAborted, written.ID, now.ID, err)
+			}
+		}
+		for _, f := range now.Fields() {
+			if _, ok := written.FindFieldByID(f.ID); !ok && f.Required && f.InitialDefault == nil {
+				return fmt.Errorf("%w: the schema changed since planning (schema %d, now %d): required column %q (id %d) is missing from the new files and has no initial default", ErrAborted, written.ID, now.ID, f.Name, f.ID)
+			}
+		}
+	}
+	specs := map[int]bool{}
+	for _, f := range newFiles {
+		specs[int(f.SpecID())] = true
+	}
+	for id := range specs {
+		if cur.Metadata().PartitionSpecByID(id) == nil {
+			return fmt.Errorf("%w: partition spec %d of the new files was removed from the table since planning", ErrAborted, id)
+		}
+	}
 	return nil
+}
+
+// stillValidField checks one written field, and its nested fields, against
+// the current schema.
+func stillValidField(f iceberg.NestedField, now *iceberg.Schema) error {
+	cur, ok := now.FindFieldByID(f.ID)
+	if !ok {
+		return nil // dropped since: ignored on read
+	}
+	wp, wPrim := f.Type.(iceberg.PrimitiveType)
+	cp, cPrim := cur.Type.(iceberg.PrimitiveType)
+	switch {
+	case wPrim && cPrim:
+		if !promotes(wp, cp) {
+			return fmt.Errorf("column %q (id %d) is %s in the new files and %s now", cur.Name, f.ID, f.Type, cur.Type)
+		}
+		return nil
+	case wPrim != cPrim:
+		return fmt.Errorf("column %q (id %d) is %s in the new files and %s now", cur.Name, f.ID, f.Type, cur.Type)
+	}
+	if nested, ok := f.Type.(iceberg.NestedType); ok {
+		for _, child := range nested.Fields() {
+			if err := stillValidField(child, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// promotes reports whether a column written as from reads as to: equal
+// types or an Iceberg type promotion (spec, "Schema Evolution": int to
+// long, float to double, decimal(P,S) to decimal(P',S) with P' >= P, and in
+// v3 date to timestamp or timestamp_ns).
+func promotes(from, to iceberg.PrimitiveType) bool {
+	if from.Equals(to) {
+		return true
+	}
+	switch f := from.(type) {
+	case iceberg.Int32Type:
+		_, ok := to.(iceberg.Int64Type)
+		return ok
+	case iceberg.Float32Type:
+		_, ok := to.(iceberg.Float64Type)
+		return ok
+	case iceberg.DecimalType:
+		t, ok := to.(iceberg.DecimalType)
+		return ok && t.Scale() == f.Scale() && t.Precision() >= f.Precision()
+	case iceberg.DateType:
+		switch to.(type) {
+		case iceberg.TimestampType, iceberg.TimestampNsType:
+			return true
+		}
+	}
+	return false
+}
+
+// classify marks errors that cannot succeed on retry as ErrAborted: iceberg-go
+// refusing the operation (ErrInvalidOperation, or its plain "... do not
+// belong to the table" when a file to remove is gone), the table dropped,
+// or metadata iceberg-go cannot accept. Anything else (I/O, throttling,
+// timeouts, the catalog unreachable) stays retryable.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrAborted) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, table.ErrInvalidOperation),
+		errors.Is(err, catalog.ErrNoSuchTable),
+		errors.Is(err, catalog.ErrNoSuchNamespace),
+		errors.Is(err, iceberg.ErrInvalidSchema),
+		errors.Is(err, table.ErrInvalidMetadata),
+		strings.Contains(msg, "do not belong to the table"),
+		strings.Contains(msg, "does not belong to the table"):
+		return fmt.Errorf("%w: %w", ErrAborted, err)
+	}
+	return err
+}
+
+// fileKey identifies a content file within the table: its path, and for a
+// deletion vector its offset in the Puffin file (several DVs share one).
+func fileKey(df iceberg.DataFile) string {
+	if off := df.ContentOffset(); off != nil {
+		return fmt.Sprintf("%s#%d", df.FilePath(), *off)
+	}
+	return df.FilePath()
 }
 
 // liveFiles returns the live data files of snap whose paths are in paths,

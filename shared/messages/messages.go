@@ -60,6 +60,19 @@ type Task struct {
 	InputBytes   int64  `json:"input_bytes"`
 	// TargetFileSize is the output file size the planner chose.
 	TargetFileSize int64 `json:"target_file_size"`
+	// OutputSpecID is the partition spec the new files are written in: the
+	// table's default spec at S unless the owner asked otherwise. Absent
+	// (tasks of older planners): the default spec of the pinned metadata.
+	OutputSpecID *int `json:"output_spec_id,omitempty"`
+}
+
+// OutputSpec returns the spec the new files are written in, or -1 for the
+// pinned metadata's default spec.
+func (t Task) OutputSpec() int {
+	if t.OutputSpecID == nil {
+		return -1
+	}
+	return *t.OutputSpecID
 }
 
 // CommitRequest asks the committer to finish a job: commit it when every
@@ -82,11 +95,13 @@ type Plan struct {
 
 // PlanGroup lists one group's input data files.
 type PlanGroup struct {
-	Index      int      `json:"index"`
-	SpecID     int      `json:"spec_id"`
-	Partition  string   `json:"partition"`
-	InputPaths []string `json:"input_paths"`
-	InputBytes int64    `json:"input_bytes"`
+	Index     int    `json:"index"`
+	SpecID    int    `json:"spec_id"`
+	Partition string `json:"partition"`
+	// OutputSpecID is the spec the group's new files are written in.
+	OutputSpecID int      `json:"output_spec_id"`
+	InputPaths   []string `json:"input_paths"`
+	InputBytes   int64    `json:"input_bytes"`
 	// InputRows is the input files' record count before deletes.
 	InputRows int64 `json:"input_rows"`
 }
@@ -121,6 +136,9 @@ type Descriptor struct {
 	Attempt string `json:"attempt"`
 	// SpecID is the partition spec of the new files.
 	SpecID int `json:"spec_id"`
+	// SchemaID is the schema the rows were read and the files written with
+	// (the pinned metadata's current schema).
+	SchemaID int `json:"schema_id"`
 	// InputPaths are the data files the attempt rewrote.
 	InputPaths []string `json:"input_paths"`
 	// NewFiles are codec.EncodeDataFile bytes of the files written.
@@ -171,16 +189,22 @@ func TableIdent(name string) (table.Identifier, error) {
 // TableName returns the dotted name of an identifier.
 func TableName(ident table.Identifier) string { return strings.Join(ident, ".") }
 
-// EncodeScanTasks encodes tasks with the pinned table's spec, schema and
+// EncodeScanTasks encodes tasks with the pinned table's specs, schema and
 // format version.
+//
+// iceberg-go's task codec frames a data file and its delete files with one
+// partition spec. After partition evolution a task can carry delete files of
+// another spec (a global equality delete written after the spec changed, an
+// old-spec position delete), so a task whose delete files all share the data
+// file's spec is plain codec bytes, and any other is a JSON envelope
+// (scanTaskEnvelope, which starts with '{': never the first byte of the
+// codec's Avro, whose first field is a non-negative length) holding the codec
+// bytes of the data file with its same-spec deletes plus each other delete
+// file encoded with its own spec.
 func EncodeScanTasks(meta table.Metadata, tasks []table.FileScanTask) ([][]byte, error) {
 	out := make([][]byte, 0, len(tasks))
 	for _, t := range tasks {
-		spec, err := specOf(meta, int(t.File.SpecID()))
-		if err != nil {
-			return nil, err
-		}
-		b, err := codec.EncodeFileScanTask(t, spec, meta.CurrentSchema(), meta.Version())
+		b, err := encodeScanTask(meta, t)
 		if err != nil {
 			return nil, fmt.Errorf("messages: encode scan task %s: %w", t.File.FilePath(), err)
 		}
@@ -189,36 +213,149 @@ func EncodeScanTasks(meta table.Metadata, tasks []table.FileScanTask) ([][]byte,
 	return out, nil
 }
 
-// DecodeScanTasks decodes tasks encoded by EncodeScanTasks. specID is each
-// task's spec, which the caller knows from the plan; tasks of one group share
-// a partition and so a spec.
+// scanTaskEnvelope carries a scan task whose delete files span specs.
+type scanTaskEnvelope struct {
+	// Task is the codec encoding of the task with only the delete files
+	// that share the data file's spec.
+	Task []byte `json:"task"`
+	// Deletes are the other delete files, each with its own spec.
+	Deletes []specDeleteFile `json:"deletes"`
+}
+
+type specDeleteFile struct {
+	Kind   string `json:"kind"` // position, equality or dv
+	SpecID int    `json:"spec_id"`
+	File   []byte `json:"file"`
+}
+
+const (
+	kindPosition = "position"
+	kindEquality = "equality"
+	kindDV       = "dv"
+)
+
+func encodeScanTask(meta table.Metadata, t table.FileScanTask) ([]byte, error) {
+	dataSpec := t.File.SpecID()
+	same := t
+	same.DeleteFiles, same.EqualityDeleteFiles, same.DeletionVectorFiles = nil, nil, nil
+	var other []specDeleteFile
+	split := func(kind string, files []iceberg.DataFile, keep *[]iceberg.DataFile) error {
+		for _, f := range files {
+			if f.SpecID() == dataSpec {
+				*keep = append(*keep, f)
+				continue
+			}
+			b, err := encodeDataFile(meta, f)
+			if err != nil {
+				return err
+			}
+			other = append(other, specDeleteFile{Kind: kind, SpecID: int(f.SpecID()), File: b})
+		}
+		return nil
+	}
+	if err := split(kindPosition, t.DeleteFiles, &same.DeleteFiles); err != nil {
+		return nil, err
+	}
+	if err := split(kindEquality, t.EqualityDeleteFiles, &same.EqualityDeleteFiles); err != nil {
+		return nil, err
+	}
+	if err := split(kindDV, t.DeletionVectorFiles, &same.DeletionVectorFiles); err != nil {
+		return nil, err
+	}
+	spec, schema, err := codecContext(meta, int(dataSpec))
+	if err != nil {
+		return nil, err
+	}
+	b, err := codec.EncodeFileScanTask(same, spec, schema, meta.Version())
+	if err != nil {
+		return nil, err
+	}
+	if len(other) == 0 {
+		return b, nil
+	}
+	return json.Marshal(scanTaskEnvelope{Task: b, Deletes: other})
+}
+
+// DecodeScanTasks decodes tasks encoded by EncodeScanTasks. specID is the
+// spec of every task's data file, which the caller knows from the plan (a
+// group is one partition of one spec); delete files of other specs carry
+// their own.
 func DecodeScanTasks(meta table.Metadata, specID int, blobs [][]byte) ([]table.FileScanTask, error) {
-	spec, err := specOf(meta, specID)
+	spec, schema, err := codecContext(meta, specID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]table.FileScanTask, 0, len(blobs))
 	for i, b := range blobs {
-		t, err := codec.DecodeFileScanTask(b, spec, meta.CurrentSchema(), meta.Version())
+		var env scanTaskEnvelope
+		if len(b) > 0 && b[0] == '{' {
+			if err := json.Unmarshal(b, &env); err != nil {
+				return nil, fmt.Errorf("%w: scan task %d: %v", ErrMalformed, i, err)
+			}
+			b = env.Task
+		}
+		t, err := codec.DecodeFileScanTask(b, spec, schema, meta.Version())
 		if err != nil {
 			return nil, fmt.Errorf("%w: scan task %d: %v", ErrMalformed, i, err)
+		}
+		if int(t.File.SpecID()) != specID {
+			return nil, fmt.Errorf("%w: scan task %d: data file has spec %d, the group %d", ErrMalformed, i, t.File.SpecID(), specID)
+		}
+		for _, d := range env.Deletes {
+			f, err := decodeDataFile(meta, d.SpecID, d.File)
+			if err != nil {
+				return nil, fmt.Errorf("%w: scan task %d: delete file: %v", ErrMalformed, i, err)
+			}
+			switch d.Kind {
+			case kindPosition:
+				t.DeleteFiles = append(t.DeleteFiles, f)
+			case kindEquality:
+				t.EqualityDeleteFiles = append(t.EqualityDeleteFiles, f)
+			case kindDV:
+				t.DeletionVectorFiles = append(t.DeletionVectorFiles, f)
+			default:
+				return nil, fmt.Errorf("%w: scan task %d: unknown delete kind %q", ErrMalformed, i, d.Kind)
+			}
 		}
 		out = append(out, t)
 	}
 	return out, nil
 }
 
-// EncodeDataFiles encodes data files with their spec from meta.
+func encodeDataFile(meta table.Metadata, f iceberg.DataFile) ([]byte, error) {
+	spec, schema, err := codecContext(meta, int(f.SpecID()))
+	if err != nil {
+		return nil, err
+	}
+	b, err := codec.EncodeDataFile(f, spec, schema, meta.Version())
+	if err != nil {
+		return nil, fmt.Errorf("messages: encode data file %s: %w", f.FilePath(), err)
+	}
+	return b, nil
+}
+
+func decodeDataFile(meta table.Metadata, specID int, b []byte) (iceberg.DataFile, error) {
+	spec, schema, err := codecContext(meta, specID)
+	if err != nil {
+		return nil, err
+	}
+	f, err := codec.DecodeDataFile(b, spec, schema, meta.Version())
+	if err != nil {
+		return nil, err
+	}
+	if int(f.SpecID()) != specID {
+		return nil, fmt.Errorf("%w: data file %s has spec %d, want %d", ErrMalformed, f.FilePath(), f.SpecID(), specID)
+	}
+	return f, nil
+}
+
+// EncodeDataFiles encodes data files, each with its own spec from meta.
 func EncodeDataFiles(meta table.Metadata, files []iceberg.DataFile) ([][]byte, error) {
 	out := make([][]byte, 0, len(files))
 	for _, f := range files {
-		spec, err := specOf(meta, int(f.SpecID()))
+		b, err := encodeDataFile(meta, f)
 		if err != nil {
 			return nil, err
-		}
-		b, err := codec.EncodeDataFile(f, spec, meta.CurrentSchema(), meta.Version())
-		if err != nil {
-			return nil, fmt.Errorf("messages: encode data file %s: %w", f.FilePath(), err)
 		}
 		out = append(out, b)
 	}
@@ -227,19 +364,50 @@ func EncodeDataFiles(meta table.Metadata, files []iceberg.DataFile) ([][]byte, e
 
 // DecodeDataFiles decodes files encoded by EncodeDataFiles with spec specID.
 func DecodeDataFiles(meta table.Metadata, specID int, blobs [][]byte) ([]iceberg.DataFile, error) {
-	spec, err := specOf(meta, specID)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]iceberg.DataFile, 0, len(blobs))
 	for i, b := range blobs {
-		f, err := codec.DecodeDataFile(b, spec, meta.CurrentSchema(), meta.Version())
+		f, err := decodeDataFile(meta, specID, b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: data file %d: %v", ErrMalformed, i, err)
 		}
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// codecContext is the spec and schema a file of spec specID is encoded and
+// decoded with: the table's current schema when it still has every source
+// column of the spec, else the newest schema that does (a spec's source
+// column may have been dropped since). Encoder and decoder read the same
+// metadata, so they agree.
+func codecContext(meta table.Metadata, specID int) (iceberg.PartitionSpec, *iceberg.Schema, error) {
+	spec, err := specOf(meta, specID)
+	if err != nil {
+		return spec, nil, err
+	}
+	hasSources := func(sc *iceberg.Schema) bool {
+		for _, f := range spec.Fields() {
+			if _, void := f.Transform.(iceberg.VoidTransform); void {
+				continue // a removed field (v1) reads nothing
+			}
+			for _, id := range f.SourceIDs {
+				if _, ok := sc.FindFieldByID(id); !ok {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if cur := meta.CurrentSchema(); hasSources(cur) {
+		return spec, cur, nil
+	}
+	schemas := meta.Schemas()
+	for i := len(schemas) - 1; i >= 0; i-- {
+		if hasSources(schemas[i]) {
+			return spec, schemas[i], nil
+		}
+	}
+	return spec, nil, fmt.Errorf("%w: no schema has every source column of partition spec %d", ErrMalformed, specID)
 }
 
 func specOf(meta table.Metadata, id int) (iceberg.PartitionSpec, error) {

@@ -32,6 +32,11 @@ const (
 	// PropertyMinInterval overrides the compaction cooldown (a Go duration
 	// such as 30m or 6h).
 	PropertyMinInterval = "icekeeper.compaction.min-interval"
+	// PropertyOutputSpec chooses the partition spec a compaction writes
+	// rows in (Spark's rewrite_data_files option output-spec-id):
+	// "current" (the default: the table's default spec), "input" (each
+	// group keeps its files' spec), or a spec id.
+	PropertyOutputSpec = "icekeeper.compaction.output-spec-id"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -188,9 +193,35 @@ func ValidateProperties(props map[string]string) error {
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
 			}
+		case PropertyOutputSpec:
+			if _, err := ParseOutputSpec(v); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Output specs (see PropertyOutputSpec).
+const (
+	OutputSpecCurrent = -1
+	OutputSpecInput   = -2
+)
+
+// ParseOutputSpec parses PropertyOutputSpec: OutputSpecCurrent for "" or
+// "current", OutputSpecInput for "input", else a spec id.
+func ParseOutputSpec(v string) (int, error) {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case "", "current":
+		return OutputSpecCurrent, nil
+	case "input":
+		return OutputSpecInput, nil
+	}
+	id, err := strconv.Atoi(v)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("%w: %s=%q: want current, input or a partition spec id", ErrBadProperty, PropertyOutputSpec, v)
+	}
+	return id, nil
 }
 
 // MinInterval returns the table's compaction cooldown, or def.

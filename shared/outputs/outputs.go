@@ -6,6 +6,12 @@
 // files of an attempt that crashed before it could say what it wrote can
 // still be found by listing the data location for names holding the id.
 //
+// An attempt may write in several runs (one iceberg-go write each, see
+// RunID): run k's write UUID is the attempt id with its last four hex digits
+// replaced by k. Files are therefore matched by the attempt's stem, its
+// first 32 characters, which every run shares and which carries 108 random
+// bits.
+//
 // Removal is idempotent: a file that is already gone is not an error.
 package outputs
 
@@ -18,15 +24,59 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 )
 
-// DataRoot returns where the table writes data files: write.data.path, or
-// the table location's data/ folder.
-func DataRoot(tbl *table.Table) string {
-	if p := tbl.Properties()[table.WriteDataPathKey]; p != "" {
-		return strings.TrimSuffix(p, "/")
+// stemLen is the length of an attempt id's stem: "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxx".
+const stemLen = 32
+
+// MaxRuns is how many runs one attempt may write.
+const MaxRuns = 1 << 16
+
+// NewAttemptID returns a fresh attempt id: a random UUID whose last four hex
+// digits are zero, so that RunID(id, 0) is the id itself.
+func NewAttemptID() string {
+	return uuid.NewString()[:stemLen] + "0000"
+}
+
+// AttemptStem is the part of an attempt id that every file of every run of
+// the attempt carries in its name.
+func AttemptStem(attempt string) string {
+	if len(attempt) < stemLen {
+		return attempt
 	}
-	return strings.TrimSuffix(tbl.Location(), "/") + "/data"
+	return attempt[:stemLen]
+}
+
+// RunID is the write UUID of run k of an attempt.
+func RunID(attempt string, k int) (uuid.UUID, error) {
+	if k < 0 || k >= MaxRuns {
+		return uuid.UUID{}, fmt.Errorf("outputs: run %d of attempt %s is out of range", k, attempt)
+	}
+	id, err := uuid.Parse(AttemptStem(attempt) + fmt.Sprintf("%04x", k))
+	if err != nil {
+		return uuid.UUID{}, fmt.Errorf("outputs: attempt id %q is not a UUID: %w", attempt, err)
+	}
+	return id, nil
+}
+
+// OfAttempt reports whether the file at path was written by the attempt.
+func OfAttempt(path, attempt string) bool {
+	if attempt == "" {
+		return false
+	}
+	return strings.Contains(path[strings.LastIndex(path, "/")+1:], AttemptStem(attempt))
+}
+
+// DataRoots returns where the table's writers put data files: the table
+// location's data/ folder (iceberg-go's partitioned writers always write
+// there) and write.data.path when it is set elsewhere.
+func DataRoots(tbl *table.Table) []string {
+	roots := []string{strings.TrimSuffix(tbl.Location(), "/") + "/data"}
+	if p := strings.TrimSuffix(tbl.Properties()[table.WriteDataPathKey], "/"); p != "" && p != roots[0] {
+		roots = append(roots, p)
+	}
+	return roots
 }
 
 // Remove deletes the files at paths. Missing files are skipped.
@@ -70,32 +120,34 @@ func FindAttemptFiles(ctx context.Context, tbl *table.Table, attempts []string) 
 	if !ok {
 		return nil, fmt.Errorf("outputs: table IO %T cannot list files", fs)
 	}
-	root := DataRoot(tbl)
 	var found []string
-	err = lister.WalkDir(root, func(path string, d iofs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, iofs.ErrNotExist) {
+	seen := map[string]bool{}
+	for _, root := range DataRoots(tbl) {
+		err = lister.WalkDir(root, func(path string, d iofs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, iofs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if d.IsDir() {
 				return nil
 			}
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if d.IsDir() {
-			return nil
-		}
-		name := path[strings.LastIndex(path, "/")+1:]
-		for _, a := range attempts {
-			if a != "" && strings.Contains(name, a) {
-				found = append(found, path)
-				break
+			for _, a := range attempts {
+				if OfAttempt(path, a) && !seen[path] {
+					seen[path] = true
+					found = append(found, path)
+					break
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("outputs: list %s: %w", root, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("outputs: list %s: %w", root, err)
 	}
 	return found, nil
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -249,6 +250,13 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 		return res, false, nil
 	}
 
+	outSpec, err := optin.ParseOutputSpec(tbl.Properties()[optin.PropertyOutputSpec])
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if outSpec >= 0 && tbl.Metadata().PartitionSpecByID(outSpec) == nil {
+		return res, false, fmt.Errorf("plan %s: %w: %s=%d: the table has no such partition spec", name, optin.ErrBadProperty, optin.PropertyOutputSpec, outSpec)
+	}
 	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}
 	job := jobs.Job{
 		ID: jobID, Table: name, Trigger: trigger, Token: l.Token,
@@ -257,6 +265,12 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	jobGroups := make([]jobs.Group, 0, len(groups))
 	for i, g := range groups {
 		pg := messages.PlanGroup{Index: i, SpecID: int(g.Tasks[0].File.SpecID()), Partition: PartitionString(g.Tasks[0]), InputBytes: g.TotalSizeBytes}
+		switch pg.OutputSpecID = outSpec; outSpec {
+		case optin.OutputSpecCurrent:
+			pg.OutputSpecID = tbl.Metadata().DefaultPartitionSpec()
+		case optin.OutputSpecInput:
+			pg.OutputSpecID = pg.SpecID
+		}
 		for _, t := range g.Tasks {
 			pg.InputPaths = append(pg.InputPaths, t.File.FilePath())
 			pg.InputRows += t.File.Count()
@@ -330,7 +344,7 @@ func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Jo
 	task := messages.Task{
 		Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: pg.Index, Token: job.Token,
 		Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
-		SpecID: pg.SpecID, Partition: pg.Partition, ScanTasks: encoded,
+		SpecID: pg.SpecID, OutputSpecID: &pg.OutputSpecID, Partition: pg.Partition, ScanTasks: encoded,
 		InputFiles: len(g.Tasks), InputBytes: g.TotalSizeBytes, TargetFileSize: target,
 	}
 	body, err := messages.Encode(task)

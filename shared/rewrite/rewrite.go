@@ -34,7 +34,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -103,6 +102,10 @@ type Settings struct {
 	MaxAttempts int
 	// ScanConcurrency is the read concurrency (0: GOMAXPROCS).
 	ScanConcurrency int
+	// RepartitionWindowBytes bounds the rows held by one write run of a
+	// group whose rows move to another partition spec (0: the default,
+	// DefaultRepartitionWindowBytes).
+	RepartitionWindowBytes int64
 }
 
 // Outcome says what handling a task did.
@@ -156,7 +159,7 @@ func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables 
 		now = time.Now
 	}
 	return &Rewriter{settings: s, jobs: js, leases: leases, blobs: blobs, commits: commits, tables: tables, log: log, now: now,
-		newAttempt: func() string { return uuid.NewString() }}, nil
+		newAttempt: outputs.NewAttemptID}, nil
 }
 
 // SetTracer traces the rewriter's phases (off by default).
@@ -302,11 +305,11 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 
 	desc := messages.Descriptor{
 		Version: messages.FormatVersion, JobID: task.JobID, Group: task.Group, Attempt: attempt, SpecID: task.SpecID,
-		Counters: counters.Counters,
+		SchemaID: counters.SchemaID, Counters: counters.Counters,
 	}
 	if len(written) > 0 {
-		// New files are written with the table's current spec, which can
-		// differ from the group's when the partitioning evolved.
+		// New files are written with the group's output spec, which can
+		// differ from its input spec when the partitioning evolved.
 		desc.SpecID = int(written[0].SpecID())
 	}
 	desc.InputPaths = counters.inputPaths
@@ -386,6 +389,8 @@ func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, re
 type measured struct {
 	messages.Counters
 	inputPaths []string
+	// SchemaID is the schema the rows were read and written with.
+	SchemaID int
 }
 
 // rewrite reads the group at the pinned snapshot with deletes applied and
@@ -398,9 +403,8 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	if err != nil {
 		return nil, m, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
 	}
-	attemptUUID, err := uuid.Parse(attempt)
-	if err != nil {
-		return nil, m, nil, fmt.Errorf("%w: attempt id %q is not a UUID", ErrTerminal, attempt)
+	if _, err := outputs.RunID(attempt, 0); err != nil {
+		return nil, m, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
 	}
 	var tbl *table.Table
 	var tasks []table.FileScanTask
@@ -429,37 +433,53 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	}
 	m.inputPaths = messages.SortedCopy(m.inputPaths)
 
+	// Rows are read at the pinned metadata's CURRENT schema, not at S's
+	// snapshot schema: values map to columns by field id (iceberg-go's
+	// projection reads each file by its field ids, promotes types and fills
+	// columns added since with nulls or their initial default), and the
+	// files are written with the same schema's field ids. Reading at S's
+	// schema and writing at the current one would match columns by name and
+	// move values between columns after a rename or a drop-and-re-add.
+	// The pinned metadata's current snapshot is S (pin.Opener checks it), so
+	// the scan resolves S without WithSnapshotID (which would select S's
+	// schema).
+	//
 	// Memory stays flat in the group's size: the scan hands the writer
 	// batches of ArrowBatchRows rows and at most WriteBufferBatches wait in
 	// between (iceberg-go's defaults, 131,072 rows and 64 batches, can hold
 	// a gigabyte when the reader outpaces the writer).
-	scanOpts := []table.ScanOption{table.WithSnapshotID(task.Pin.SnapshotID), table.WithArrowBatchSize(ArrowBatchRows)}
+	scanOpts := []table.ScanOption{table.WithArrowBatchSize(ArrowBatchRows)}
 	if r.settings.ScanConcurrency > 0 {
 		scanOpts = append(scanOpts, table.WithMaxConcurrency(r.settings.ScanConcurrency))
 	}
-	writeOpts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithWriteUUID(attemptUUID), table.WithRecordBatchBufferSize(WriteBufferBatches)}
+	writeOpts := []table.WriteRecordOption{table.WithRecordBatchBufferSize(WriteBufferBatches)}
 	if task.TargetFileSize > 0 {
 		writeOpts = append(writeOpts, table.WithTargetFileSize(task.TargetFileSize))
 	}
+	schema := tbl.Schema()
+	m.SchemaID = schema.ID
 	preserveLineage := tbl.Metadata().Version() >= 3 && allHaveLineage(tasks)
 	if preserveLineage {
 		scanOpts = append(scanOpts, table.WithRowLineage())
+		schema = iceberg.SchemaWithRowLineage(schema)
+		writeOpts = append(writeOpts, table.WithPreserveRowLineage(schema))
 	}
-	arrowSchema, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
+	_, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, m, tbl, fmt.Errorf("read group %d: %w", task.Group, err)
 	}
-	if preserveLineage {
-		projected := iceberg.SchemaWithRowLineage(tbl.Schema())
-		arrowSchema, err = table.SchemaToArrowSchemaWithOptions(projected, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Properties()})
-		if err != nil {
-			return nil, m, tbl, fmt.Errorf("%w: lineage schema: %w", ErrTerminal, err)
-		}
-		writeOpts = append(writeOpts, table.WithPreserveRowLineage(projected))
+	// The writer matches columns by these field ids.
+	arrowSchema, err := table.SchemaToArrowSchemaWithOptions(schema, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Properties()})
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: write schema: %w", ErrTerminal, err)
+	}
+	out, err := writeTable(tbl, task.OutputSpec(), int(tasks[0].File.SpecID()))
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
 	}
 
 	var written []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, arrowSchema, counting(records, &m.RowsScanned), writeOpts...) {
+	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, counting(records, &m.RowsScanned), attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
 		if err != nil {
 			return written, m, tbl, fmt.Errorf("write group %d: %w", task.Group, err)
 		}
