@@ -10,6 +10,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -45,28 +46,36 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 	tests := []struct {
 		name      string
 		write     func(t *testing.T, e *env, tbl *table.Table)
+		rowDelta  int64
 		wantState jobs.State
 	}{
 		{"append", func(t *testing.T, e *env, tbl *table.Table) {
 			if _, err := sampletable.AppendRows(e.ctx, tbl, 2_000_000, 2, 10); err != nil {
 				t.Fatal(err)
 			}
-		}, jobs.Committed},
+		}, +20, jobs.Committed},
 		{"position delete on a rewritten file", func(t *testing.T, e *env, tbl *table.Table) {
 			if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{12, 13}); err != nil {
 				t.Fatal(err)
 			}
-		}, jobs.Aborted},
+		}, -2, jobs.Aborted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)
 			e.createTable(smallTable)
+			before := e.fingerprint()
 			r := e.plan()
 			e.drainTasks()
 
+			// want is the table as the concurrent writer left it, read
+			// before the committer can touch it again.
+			var want fingerprint.Fingerprint
 			ic := &interloper{Catalog: e.cat, at: 1}
-			ic.write = func(tbl *table.Table) { tc.write(t, e, tbl) }
+			ic.write = func(tbl *table.Table) {
+				tc.write(t, e, tbl)
+				want = e.fingerprint()
+			}
 			c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
 				ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
 			if err != nil {
@@ -79,7 +88,9 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 			if !ic.fired {
 				t.Fatal("the concurrent writer never ran")
 			}
-			want := e.fingerprint() // the table as the writers left it
+			if want.Rows != before.Rows+tc.rowDelta {
+				t.Fatalf("the concurrent writer left %d rows, want %d%+d", want.Rows, before.Rows, tc.rowDelta)
+			}
 			j := e.job(r.JobID)
 			if j.State != tc.wantState {
 				t.Fatalf("job %s (%s), want %s", j.State, j.Reason, tc.wantState)

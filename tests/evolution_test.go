@@ -69,7 +69,7 @@ func (e *env) appendAtCurrentSchema(firstID int64, files, rows int) {
 		for r := 0; r < rows; r++ {
 			id := firstID + int64(f*rows+r)
 			for i, fld := range tbl.Schema().Fields() {
-				appendValue(e.t, b.Field(i), fld, id)
+				appendEvolvedValue(e.t, b.Field(i), fld, id)
 			}
 		}
 		rec := b.NewRecordBatch()
@@ -86,7 +86,7 @@ func (e *env) appendAtCurrentSchema(firstID int64, files, rows int) {
 	}
 }
 
-func appendValue(t *testing.T, b array.Builder, f iceberg.NestedField, id int64) {
+func appendEvolvedValue(t *testing.T, b array.Builder, f iceberg.NestedField, id int64) {
 	t.Helper()
 	if f.Name == "id" {
 		b.(*array.Int64Builder).Append(id)
@@ -114,10 +114,10 @@ func appendValue(t *testing.T, b array.Builder, f iceberg.NestedField, id int64)
 		sb := b.(*array.StructBuilder)
 		sb.Append(true)
 		for i, child := range ft.FieldList {
-			appendValue(t, sb.FieldBuilder(i), child, id)
+			appendEvolvedValue(t, sb.FieldBuilder(i), child, id)
 		}
 	default:
-		t.Fatalf("appendValue: no generator for %s", f.Type)
+		t.Fatalf("appendEvolvedValue: no generator for %s", f.Type)
 	}
 }
 

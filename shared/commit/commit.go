@@ -405,14 +405,13 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 				return res2, err
 			}
 		}
-		since, err := ValidateSince(ctx, cur, pin, staged.scope)
-		if err != nil {
+		if err := ValidateSince(ctx, cur, pin, staged.scope); err != nil {
 			return res, err
 		}
 		if err := CheckStillValid(cur, pinned, staged.newFiles); err != nil {
 			return res, err
 		}
-		committed, err := c.commitOnce(ctx, cur, job, me, pin, staged, since.RemovedDeletes)
+		committed, err := c.commitOnce(ctx, cur, job, me, pin, staged)
 		if err == nil {
 			if c.afterCatalogCommit != nil {
 				if herr := c.afterCatalogCommit(job.ID); herr != nil {
@@ -613,8 +612,6 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 }
 
 // commitOnce stages the rewrite on top of cur, fences it, and commits it.
-// Delete files in skip were removed by another commit since S and are not
-// removed again.
 //
 // The fence: right before the catalog call the committer refreshes its
 // ownership of the committing job (a heartbeat conditional on the job being
@@ -622,7 +619,7 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 // call then gets at most CommitDeadline, shorter than the takeover window
 // that the heartbeat restarted, so no other committer can take the job over
 // (and abort it, deleting its files) while this call may still land.
-func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.Job, me string, pin messages.Pin, st stagedRewrite, skip map[string]struct{}) (*table.Table, error) {
+func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.Job, me string, pin messages.Pin, st stagedRewrite) (*table.Table, error) {
 	txn := cur.NewTransaction()
 	rw := txn.NewRewrite(iceberg.Properties{
 		SummaryJobID:                job.ID,
@@ -636,9 +633,6 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 		rw.AddDataFile(f)
 	}
 	for _, d := range st.deadDeletes {
-		if _, gone := skip[fileKey(d)]; gone {
-			continue
-		}
 		rw.DeleteFile(d)
 	}
 	if err := rw.Commit(ctx); err != nil {
@@ -796,14 +790,6 @@ func IsConflict(err error) bool {
 	return strings.Contains(err.Error(), "requirement failed")
 }
 
-// Since is what ValidateSince learned from the snapshots after S.
-type Since struct {
-	// RemovedDeletes are delete files the job would remove as dead that
-	// another commit already removed (fileKey): removing them again would
-	// fail, and there is no need to.
-	RemovedDeletes map[string]struct{}
-}
-
 // ValidateSince examines every snapshot committed on top of the pinned one
 // and returns ErrAborted when committing the rewrite could lose a delete or
 // a removal, or resurrect or hide a row:
@@ -814,18 +800,23 @@ type Since struct {
 //     of or into (the job moved them to another spec): the Iceberg spec
 //     applies such a delete only to data files of its own spec and
 //     partition, so it would stop applying to rows it applied to, or start
-//     applying to rows it did not.
+//     applying to rows it did not;
+//   - the removal of a delete file that the job removes as dead: it applied
+//     to the job's inputs, so whoever removed it meant its rows to be seen
+//     again (or replaced it with other deletes, which the rules above
+//     examine); the new files, which have it applied, would hide them.
+//     Removing it twice would also fail ("cannot remove delete files that
+//     do not belong to the table"), on every retry.
 //
 // Appends pass, and so do global equality deletes and equality deletes of
 // partitions no row moves across: the pinned data sequence number keeps
 // them applying to the new files exactly as to the inputs.
-func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope) (Since, error) {
-	out := Since{RemovedDeletes: map[string]struct{}{}}
+func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope) error {
 	head := cur.CurrentSnapshot()
 	var since []*table.Snapshot
 	for s := head; ; {
 		if s == nil {
-			return out, fmt.Errorf("%w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, pin.SnapshotID)
+			return fmt.Errorf("%w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, pin.SnapshotID)
 		}
 		if s.SnapshotID == pin.SnapshotID {
 			break
@@ -838,17 +829,17 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 		s = cur.SnapshotByID(*s.ParentSnapshotID)
 	}
 	if len(since) == 0 {
-		return out, nil
+		return nil
 	}
 	fs, err := cur.FS(ctx)
 	if err != nil {
-		return out, fmt.Errorf("open table IO: %w", err)
+		return fmt.Errorf("open table IO: %w", err)
 	}
 	posPathField, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
 	for _, s := range since {
 		manifests, err := s.Manifests(fs)
 		if err != nil {
-			return out, fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
+			return fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
 		}
 		for _, m := range manifests {
 			if m.SnapshotID() != s.SnapshotID {
@@ -856,7 +847,7 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 			}
 			for e, err := range m.Entries(fs, false) {
 				if err != nil {
-					return out, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 				}
 				if e.SnapshotID() != s.SnapshotID {
 					continue
@@ -865,39 +856,39 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 				switch {
 				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
 					if _, ok := scope.Rewritten[df.FilePath()]; ok {
-						return out, fmt.Errorf("%w: snapshot %d removed input file %s", ErrAborted, s.SnapshotID, df.FilePath())
+						return fmt.Errorf("%w: snapshot %d removed input file %s", ErrAborted, s.SnapshotID, df.FilePath())
 					}
 				case e.Status() == iceberg.EntryStatusDELETED:
 					if _, ok := scope.Removing[fileKey(df)]; ok {
-						out.RemovedDeletes[fileKey(df)] = struct{}{}
+						return fmt.Errorf("%w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, s.SnapshotID, df.FilePath())
 					}
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentEqDeletes:
 					if _, ok := scope.MovedPartitions[partitionKey(df)]; ok && len(df.Partition()) > 0 {
-						return out, fmt.Errorf("%w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, s.SnapshotID, df.FilePath(), partitionKey(df))
+						return fmt.Errorf("%w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, s.SnapshotID, df.FilePath(), partitionKey(df))
 					}
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
 					if target := referencedPath(df, posPathField.ID); target != "" {
 						if _, ok := scope.Rewritten[target]; ok {
-							return out, fmt.Errorf("%w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), target)
+							return fmt.Errorf("%w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), target)
 						}
 						continue
 					}
 					if lower, upper, ok := pathBounds(df, posPathField.ID); ok {
 						for p := range scope.Rewritten {
 							if p >= lower && p <= upper {
-								return out, fmt.Errorf("%w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), p)
+								return fmt.Errorf("%w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), p)
 							}
 						}
 						continue
 					}
 					if _, ok := scope.RewrittenPartitions[partitionKey(df)]; ok {
-						return out, fmt.Errorf("%w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, s.SnapshotID, df.FilePath())
+						return fmt.Errorf("%w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, s.SnapshotID, df.FilePath())
 					}
 				}
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // CheckStillValid decides whether the files the job wrote are still valid
