@@ -279,4 +279,3 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 		}
 	})
 }
-
