@@ -70,6 +70,9 @@ var (
 	ErrAborted = errors.New("commit: job aborted")
 	// ErrInvariant: the job's outputs do not add up (terminal).
 	ErrInvariant = errors.New("commit: invariant violated")
+	// ErrConcurrent: a change committed since S conflicts with the job
+	// (always with ErrAborted). Not the table's failure: no backoff.
+	ErrConcurrent = errors.New("commit: concurrent change")
 	// ErrBusy: another committer is working on the job; retry later.
 	ErrBusy = errors.New("commit: another committer holds the job")
 	// errLeaseLost: another planner took the table over (terminal; the job
@@ -94,10 +97,13 @@ type Jobs interface {
 	MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error
 }
 
-// Leases renews and releases the job's lease.
+// Leases renews and releases the job's lease, and keeps the table's
+// failure record.
 type Leases interface {
 	Renew(ctx context.Context, l lease.Lease, ttl time.Duration) (lease.Lease, error)
 	Release(ctx context.Context, l lease.Lease) error
+	RecordFailure(ctx context.Context, table, class string) (lease.Backoff, error)
+	RecordSuccess(ctx context.Context, table string) error
 }
 
 // Blobs reads plans and descriptors.
@@ -165,6 +171,8 @@ type Result struct {
 	FilesAdded     int   `json:"files_added,omitempty"`
 	DeletesRemoved int   `json:"delete_files_removed,omitempty"`
 	RowsWritten    int64 `json:"rows_written,omitempty"`
+	// BackoffUntil is set when this failure backed the table off.
+	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 }
 
 // Committer commits jobs.
@@ -300,7 +308,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	}
 	ident, err := messages.TableIdent(job.Table)
 	if err != nil {
-		return c.abort(ctx, log, job, jobs.Failed, err.Error(), "")
+		return c.abort(ctx, log, job, jobs.Failed, err.Error(), "", messages.FailInvariant)
 	}
 	term := lease.Lease{Table: job.Table, Owner: job.ID, Token: job.Token}
 
@@ -309,7 +317,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	switch job.State {
 	case jobs.Planned, jobs.Running:
 		if req.Abort {
-			return c.abort(ctx, log, job, jobs.Failed, req.Reason, "")
+			return c.abort(ctx, log, job, jobs.Failed, req.Reason, "", req.Class)
 		}
 		if len(job.DoneGroups) < job.Groups {
 			res.Outcome = OutcomeWaiting
@@ -318,7 +326,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
 			if errors.Is(err, lease.ErrLost) {
-				return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "")
+				return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "", "")
 			}
 			return res, err
 		}
@@ -345,7 +353,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 		log.Warn("took over a committing job whose committer went silent", "previous_committer", job.CommitterID)
 		if req.Abort {
-			return c.abort(ctx, log, job, jobs.Failed, req.Reason, me)
+			return c.abort(ctx, log, job, jobs.Failed, req.Reason, me, req.Class)
 		}
 	}
 
@@ -358,7 +366,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		if errors.Is(err, ErrAborted) {
 			state = jobs.Aborted
 		}
-		out, aerr := c.abort(ctx, log, job, state, err.Error(), me)
+		out, aerr := c.abort(ctx, log, job, state, err.Error(), me, failClass(err))
 		out.Conflicts, out.Retries = res.Conflicts, res.Retries
 		return out, aerr
 	}
@@ -442,7 +450,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		}
 		res.Conflicts++
 		if attempt >= c.settings.MaxRetries {
-			return res, fmt.Errorf("%w: %d commit conflicts, retries exhausted: %w", ErrAborted, attempt+1, err)
+			return res, fmt.Errorf("%w: %w: %d commit conflicts, retries exhausted: %w", ErrAborted, ErrConcurrent, attempt+1, err)
 		}
 		log.Warn("commit conflict; reloading", "attempt", attempt+1, "err", err.Error())
 		res.Retries = attempt + 1
@@ -659,6 +667,9 @@ func (c *Committer) finish(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	if err := c.removeLosers(ctx, job); err != nil {
 		log.Warn("remove losing attempts' files", "err", err.Error())
 	}
+	if err := c.leases.RecordSuccess(ctx, job.Table); err != nil {
+		log.Warn("clear failure record", "err", err.Error())
+	}
 	if err := c.leases.Release(ctx, term); err != nil && !errors.Is(err, lease.ErrLost) {
 		log.Warn("release lease", "err", err.Error())
 	}
@@ -694,12 +705,31 @@ func (c *Committer) removeLosers(ctx context.Context, job jobs.Job) error {
 	return err
 }
 
+// failClass is the kind of failure a commit run ended with, for the table's
+// backoff: "" when the job's end is not the table's failure (a concurrent
+// change conflicted, or another job took the table over).
+func failClass(err error) string {
+	switch {
+	case errors.Is(err, ErrConcurrent), errors.Is(err, errLeaseLost):
+		return ""
+	case errors.Is(err, ErrInvariant):
+		return messages.FailInvariant
+	case errors.Is(err, ErrAborted):
+		return messages.FailTerminal
+	}
+	return messages.FailRetries
+}
+
 // abort ends a job without committing: it marks the job, deletes every file
 // any of its attempts wrote, and releases the lease. owner is the committer
 // that owns the committing state, or "" for a job that is not committing;
 // for a committing job the job's snapshot is looked for first, and found
 // means committed, not aborted.
-func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, state jobs.State, reason string, owner string) (Result, error) {
+//
+// class is the kind of failure (messages.Fail*), recorded on the table's
+// lease item so that a table whose jobs fail the same way twice in a row is
+// backed off; "" records nothing.
+func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, state jobs.State, reason string, owner, class string) (Result, error) {
 	committing := owner != ""
 	ctx = context.WithoutCancel(ctx)
 	res := Result{JobID: job.ID, Table: job.Table, Outcome: OutcomeFailed, Reason: reason}
@@ -732,7 +762,15 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 		}
 		return res, err
 	}
-	log.Warn("job ended without commit", "state", state, "reason", reason)
+	log.Warn("job ended without commit", "state", state, "reason", reason, "class", class)
+	if class != "" {
+		if b, err := c.leases.RecordFailure(ctx, job.Table, class); err != nil {
+			log.Warn("record failure", "err", err.Error())
+		} else if b.Active(c.now()) {
+			res.BackoffUntil = &b.Until
+			log.Error("table backed off: its jobs failed the same way in a row", "class", class, "streak", b.Streak, "backoff_until", b.Until.UTC().Format(time.RFC3339))
+		}
+	}
 	if ierr == nil {
 		if n, err := c.removeAll(ctx, job, ident); err != nil {
 			log.Warn("remove job outputs", "err", err.Error())
@@ -816,7 +854,7 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 	var since []*table.Snapshot
 	for s := head; ; {
 		if s == nil {
-			return fmt.Errorf("%w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, pin.SnapshotID)
+			return fmt.Errorf("%w: %w: pinned snapshot %d is no longer an ancestor of the table's current snapshot", ErrAborted, ErrConcurrent, pin.SnapshotID)
 		}
 		if s.SnapshotID == pin.SnapshotID {
 			break
@@ -856,33 +894,33 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 				switch {
 				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
 					if _, ok := scope.Rewritten[df.FilePath()]; ok {
-						return fmt.Errorf("%w: snapshot %d removed input file %s", ErrAborted, s.SnapshotID, df.FilePath())
+						return fmt.Errorf("%w: %w: snapshot %d removed input file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 					}
 				case e.Status() == iceberg.EntryStatusDELETED:
 					if _, ok := scope.Removing[fileKey(df)]; ok {
-						return fmt.Errorf("%w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, s.SnapshotID, df.FilePath())
+						return fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 					}
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentEqDeletes:
 					if _, ok := scope.MovedPartitions[partitionKey(df)]; ok && len(df.Partition()) > 0 {
-						return fmt.Errorf("%w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, s.SnapshotID, df.FilePath(), partitionKey(df))
+						return fmt.Errorf("%w: %w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), partitionKey(df))
 					}
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
 					if target := referencedPath(df, posPathField.ID); target != "" {
 						if _, ok := scope.Rewritten[target]; ok {
-							return fmt.Errorf("%w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), target)
+							return fmt.Errorf("%w: %w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), target)
 						}
 						continue
 					}
 					if lower, upper, ok := pathBounds(df, posPathField.ID); ok {
 						for p := range scope.Rewritten {
 							if p >= lower && p <= upper {
-								return fmt.Errorf("%w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, s.SnapshotID, df.FilePath(), p)
+								return fmt.Errorf("%w: %w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), p)
 							}
 						}
 						continue
 					}
 					if _, ok := scope.RewrittenPartitions[partitionKey(df)]; ok {
-						return fmt.Errorf("%w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, s.SnapshotID, df.FilePath())
+						return fmt.Errorf("%w: %w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 					}
 				}
 			}

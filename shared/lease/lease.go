@@ -23,6 +23,10 @@
 //     renewals, releases and checks fail (ErrLost).
 //   - Acquire reports the owner of an expired term it took over
 //     (Lease.Superseded), so the caller can end that owner's job cleanly.
+//   - The same item remembers how the table's jobs have been failing
+//     (RecordFailure, RecordSuccess): a table whose jobs fail the same way
+//     twice in a row is backed off for a while (Lease.Backoff, read by
+//     Acquire), instead of being hammered by every trigger and sweep.
 package lease
 
 import (
@@ -62,7 +66,29 @@ type Lease struct {
 	// Superseded is the owner of the expired term this Acquire took over
 	// (empty when the previous term was released or there was none).
 	Superseded string
+	// Backoff is the table's failure record as Acquire found it.
+	Backoff Backoff
 }
+
+// Backoff is how a table's jobs have been failing: the kind of the last
+// failure, how many jobs in a row failed that way, and until when the table
+// is left alone.
+type Backoff struct {
+	Class  string    `json:"class,omitempty"`
+	Streak int       `json:"streak,omitempty"`
+	Until  time.Time `json:"until,omitempty"`
+}
+
+// Active reports whether the table is backed off at now.
+func (b Backoff) Active(now time.Time) bool { return now.Before(b.Until) }
+
+// Backoff policy: from the second failure of the same kind in a row, the
+// table waits BackoffBase, doubling with each further one, at most
+// BackoffMax.
+const (
+	BackoffBase = time.Hour
+	BackoffMax  = 24 * time.Hour
+)
 
 // Valid reports whether the holder may still act at now, keeping margin in
 // hand before the expiry.
@@ -132,7 +158,7 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 	if err != nil {
 		return Lease{}, err
 	}
-	return Lease{Table: table, Owner: owner, Token: old.Token + 1, ExpiresAt: time.UnixMilli(exp.UnixMilli()), Superseded: old.Owner}, nil
+	return Lease{Table: table, Owner: owner, Token: old.Token + 1, ExpiresAt: time.UnixMilli(exp.UnixMilli()), Superseded: old.Owner, Backoff: old.Backoff}, nil
 }
 
 // Renew extends the caller's term to now+ttl. It returns ErrLost when the
@@ -188,6 +214,58 @@ func (s *Store) Release(ctx context.Context, l Lease) error {
 	return nil
 }
 
+// RecordFailure records that a job of the table ended without committing,
+// for a reason of the given class (a short stable word such as
+// "invariant" or "rewrite"). A second failure of the same class in a row
+// backs the table off (see BackoffBase); the new record is returned.
+func (s *Store) RecordFailure(ctx context.Context, table, class string) (Backoff, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tableName), Key: s.key(table), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Backoff{}, fmt.Errorf("lease: read failures of %s: %w", table, err)
+	}
+	old, err := decode(table, out.Item)
+	if err != nil {
+		return Backoff{}, err
+	}
+	b := Backoff{Class: class, Streak: 1}
+	if old.Backoff.Class == class {
+		b.Streak = old.Backoff.Streak + 1
+	}
+	if b.Streak >= 2 {
+		wait := BackoffBase << min(b.Streak-2, 10)
+		b.Until = s.now().Add(min(wait, BackoffMax))
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.tableName),
+		Key:              s.key(table),
+		UpdateExpression: aws.String("SET fail_class = :c, fail_streak = :n, backoff_until = :u"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":c": &types.AttributeValueMemberS{Value: class},
+			":n": num(int64(b.Streak)),
+			":u": num(b.Until.UnixMilli()),
+		},
+	})
+	if err != nil {
+		return Backoff{}, fmt.Errorf("lease: record failure of %s: %w", table, err)
+	}
+	return b, nil
+}
+
+// RecordSuccess clears the table's failure record (a job committed).
+func (s *Store) RecordSuccess(ctx context.Context, table string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.tableName),
+		Key:              s.key(table),
+		UpdateExpression: aws.String("REMOVE fail_class, fail_streak, backoff_until"),
+	})
+	if err != nil {
+		return fmt.Errorf("lease: clear failures of %s: %w", table, err)
+	}
+	return nil
+}
+
 // Get returns the table's current lease. ok is false when nobody holds an
 // unexpired lease; the returned Lease still carries the last token.
 func (s *Store) Get(ctx context.Context, table string) (l Lease, ok bool, err error) {
@@ -238,6 +316,18 @@ func decode(table string, item map[string]types.AttributeValue) (Lease, error) {
 			return Lease{}, fmt.Errorf("lease: %s: bad expires_at %q", table, v.Value)
 		}
 		l.ExpiresAt = time.UnixMilli(n)
+	}
+	if v, ok := item["fail_class"].(*types.AttributeValueMemberS); ok {
+		l.Backoff.Class = v.Value
+	}
+	if v, ok := item["fail_streak"].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.Atoi(v.Value)
+		l.Backoff.Streak = n
+	}
+	if v, ok := item["backoff_until"].(*types.AttributeValueMemberN); ok {
+		if n, err := strconv.ParseInt(v.Value, 10, 64); err == nil && n > 0 {
+			l.Backoff.Until = time.UnixMilli(n)
+		}
 	}
 	return l, nil
 }

@@ -167,3 +167,49 @@ func TestStore_AnExpiredTermNobodyTookCanBeRenewed(t *testing.T) {
 		t.Fatalf("acquire after renewal: %v, want ErrHeld", err)
 	}
 }
+
+// TestStore_SameFailureTwiceInARowBacksTheTableOff: one failure does not
+// back a table off; a second of the same kind does, for BackoffBase,
+// doubling with the next, as Acquire reports; a failure of another kind
+// starts a new streak, and a success clears the record.
+func TestStore_SameFailureTwiceInARowBacksTheTableOff(t *testing.T) {
+	s, c := setup(t)
+	ctx := context.Background()
+	b, err := s.RecordFailure(ctx, "db.t", "rewrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Streak != 1 || b.Active(c.now()) {
+		t.Fatalf("after one failure: %+v, want no backoff", b)
+	}
+	if b, _ = s.RecordFailure(ctx, "db.t", "rewrite"); b.Streak != 2 || !b.Until.Equal(c.now().Add(lease.BackoffBase)) {
+		t.Fatalf("after two failures: %+v, want a backoff of %s", b, lease.BackoffBase)
+	}
+	l, err := s.Acquire(ctx, "db.t", "job-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Backoff.Active(c.now()) || l.Backoff.Class != "rewrite" {
+		t.Fatalf("acquire reports %+v, want the active backoff", l.Backoff)
+	}
+	if b, _ = s.RecordFailure(ctx, "db.t", "rewrite"); !b.Until.Equal(c.now().Add(2 * lease.BackoffBase)) {
+		t.Fatalf("after three failures: %+v, want %s", b, 2*lease.BackoffBase)
+	}
+	if b, _ = s.RecordFailure(ctx, "db.t", "invariant"); b.Streak != 1 || b.Active(c.now()) {
+		t.Fatalf("a failure of another kind: %+v, want a new streak without backoff", b)
+	}
+	if _, err := s.RecordFailure(ctx, "db.t", "invariant"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordSuccess(ctx, "db.t"); err != nil {
+		t.Fatal(err)
+	}
+	c.add(2 * time.Minute)
+	l, err = s.Acquire(ctx, "db.t", "job-b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Backoff != (lease.Backoff{}) {
+		t.Fatalf("after a success: %+v, want no record", l.Backoff)
+	}
+}

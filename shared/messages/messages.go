@@ -82,7 +82,21 @@ type CommitRequest struct {
 	JobID   string `json:"job_id"`
 	Abort   bool   `json:"abort,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Class is the kind of failure behind an abort request ("rewrite",
+	// "planning", "stalled"), counted towards the table's backoff; empty
+	// when the job's end is not the table's failure (its lease moved on).
+	Class string `json:"class,omitempty"`
 }
+
+// Failure classes (CommitRequest.Class, and the committer's own).
+const (
+	FailRewrite   = "rewrite"
+	FailPlanning  = "planning"
+	FailStalled   = "stalled"
+	FailInvariant = "invariant"
+	FailTerminal  = "terminal"
+	FailRetries   = "retries_exhausted"
+)
 
 // Plan is the planner's durable record of a job's groups.
 type Plan struct {

@@ -47,10 +47,12 @@ type Catalog interface {
 	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
 }
 
-// Leases takes and releases table leases.
+// Leases takes and releases table leases, and keeps the table's failure
+// record.
 type Leases interface {
 	Acquire(ctx context.Context, table, owner string, ttl time.Duration) (lease.Lease, error)
 	Release(ctx context.Context, l lease.Lease) error
+	RecordFailure(ctx context.Context, table, class string) (lease.Backoff, error)
 }
 
 // Jobs records jobs.
@@ -91,6 +93,9 @@ const (
 	OutcomePlanned     Outcome = "planned"
 	OutcomeLeaseHeld   Outcome = "skipped_lease_held"
 	OutcomeNothingToDo Outcome = "nothing_to_do"
+	// OutcomeBackedOff: the table's jobs failed the same way in a row; it is
+	// left alone until its backoff ends (lease.Backoff).
+	OutcomeBackedOff Outcome = "skipped_backoff"
 )
 
 // Result reports one table's planning.
@@ -119,7 +124,13 @@ type Planner struct {
 	log      *slog.Logger
 	now      func() time.Time
 	tracer   tracing.Tracer
+	// ignoreBackoff plans backed-off tables too (an operator by hand).
+	ignoreBackoff bool
 }
+
+// IgnoreBackoff makes the planner plan tables that are backed off after
+// repeated failures (for an operator acting by hand).
+func (p *Planner) IgnoreBackoff() { p.ignoreBackoff = true }
 
 // SetTracer traces the planner's phase (off by default).
 func (p *Planner) SetTracer(t tracing.Tracer) { p.tracer = t }
@@ -174,12 +185,19 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		// crashed or stalled): ask the committer to end it and remove
 		// what it wrote. Its rewriters drop their tasks once they see the
 		// lease moved on, and it can no longer commit (its renewal fails).
-		p.requestAbort(ctx, log, l.Superseded, "lease expired and was taken over by job "+jobID)
+		p.requestAbort(ctx, log, l.Superseded, "lease expired and was taken over by job "+jobID, messages.FailStalled)
 	}
 	release := func(why string) {
 		if rerr := p.leases.Release(context.WithoutCancel(ctx), l); rerr != nil {
 			log.Warn("release lease", "err", rerr.Error(), "why", why)
 		}
+	}
+	if b := l.Backoff; b.Active(p.now()) && !p.ignoreBackoff {
+		release("backoff")
+		res.Outcome = OutcomeBackedOff
+		res.Reason = fmt.Sprintf("the table's last %d jobs failed the same way (%s); left alone until %s", b.Streak, b.Class, b.Until.UTC().Format(time.RFC3339))
+		log.Warn("skip: table backed off after repeated failures", "class", b.Class, "streak", b.Streak, "backoff_until", b.Until.UTC().Format(time.RFC3339))
+		return res, nil
 	}
 
 	var started bool
@@ -193,7 +211,7 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		if started {
 			// Tasks may be out and groups may have written files: the
 			// committer ends the job, removes them and releases the lease.
-			if p.requestAbort(ctx, log, jobID, "planning failed: "+err.Error()) {
+			if p.requestAbort(ctx, log, jobID, "planning failed: "+err.Error(), messages.FailPlanning) {
 				return res, err
 			}
 		}
@@ -201,6 +219,9 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		// job record, if it was written, and free the table.
 		if terr := p.jobs.Transition(context.WithoutCancel(ctx), jobID, []jobs.State{jobs.Planned}, jobs.Failed, err.Error()); terr != nil && !errors.Is(terr, jobs.ErrStateConflict) {
 			log.Warn("mark job failed", "err", terr.Error())
+		}
+		if _, ferr := p.leases.RecordFailure(context.WithoutCancel(ctx), name, messages.FailPlanning); ferr != nil {
+			log.Warn("record failure", "err", ferr.Error())
 		}
 		release("planning failed")
 		return res, err
@@ -323,8 +344,8 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 
 // requestAbort asks the committer to end a job; it reports whether the
 // request was sent.
-func (p *Planner) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason string) bool {
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason})
+func (p *Planner) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason, class string) bool {
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason, Class: class})
 	if err == nil {
 		err = p.commits.Send(context.WithoutCancel(ctx), string(body))
 	}

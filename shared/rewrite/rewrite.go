@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"iter"
 	"log/slog"
 	"time"
@@ -257,7 +258,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		return Result{}, err
 	}
 	if !holds {
-		r.requestAbort(ctx, log, task.JobID, "lease lost before group "+fmt.Sprint(task.Group)+" was rewritten")
+		r.requestAbort(ctx, log, task.JobID, "lease lost before group "+fmt.Sprint(task.Group)+" was rewritten", "")
 		return Result{}, fmt.Errorf("%w: job no longer holds the table lease", ErrStale)
 	}
 
@@ -295,7 +296,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 			if ferr := r.jobs.FailGroup(context.WithoutCancel(ctx), task.JobID, task.Group, reason); ferr != nil && !errors.Is(ferr, jobs.ErrGroupSettled) {
 				log.Warn("mark group failed", "err", ferr.Error())
 			}
-			r.requestAbort(ctx, log, task.JobID, reason)
+			r.requestAbort(ctx, log, task.JobID, reason, messages.FailRewrite)
 			if !errors.Is(err, ErrTerminal) {
 				err = fmt.Errorf("%w: %w", ErrTerminal, err)
 			}
@@ -376,8 +377,8 @@ func (r *Rewriter) handOff(ctx context.Context, jobID string) (bool, error) {
 	return true, nil
 }
 
-func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason string) {
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason})
+func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason, class string) {
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason, Class: class})
 	if err == nil {
 		err = r.commits.Send(context.WithoutCancel(ctx), string(body))
 	}
@@ -466,7 +467,7 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	}
 	_, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
 	if err != nil {
-		return nil, m, tbl, fmt.Errorf("read group %d: %w", task.Group, err)
+		return nil, m, tbl, classify(fmt.Errorf("read group %d: %w", task.Group, err))
 	}
 	// The writer matches columns by these field ids.
 	arrowSchema, err := table.SchemaToArrowSchemaWithOptions(schema, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Properties()})
@@ -481,7 +482,7 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	var written []iceberg.DataFile
 	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, counting(records, &m.RowsScanned), attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
 		if err != nil {
-			return written, m, tbl, fmt.Errorf("write group %d: %w", task.Group, err)
+			return written, m, tbl, classify(fmt.Errorf("write group %d: %w", task.Group, err))
 		}
 		written = append(written, df)
 		m.FilesOut++
@@ -529,6 +530,27 @@ func (r *Rewriter) openGroup(ctx context.Context, ident table.Identifier, task m
 		return tbl, nil, fmt.Errorf("%w: task has no files", ErrTerminal)
 	}
 	return tbl, tasks, nil
+}
+
+// classify marks read and write errors that no retry can fix as
+// ErrTerminal: an input or delete file that no longer exists (expired or
+// removed by another tool), and data, schema or metadata that iceberg-go
+// rejects. I/O failures, throttling and timeouts stay retryable.
+func classify(err error) error {
+	switch {
+	case err == nil, errors.Is(err, ErrTerminal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, iofs.ErrNotExist),
+		errors.Is(err, iceberg.ErrInvalidSchema),
+		errors.Is(err, iceberg.ErrInvalidArgument),
+		errors.Is(err, iceberg.ErrInvalidPartitionSpec),
+		errors.Is(err, iceberg.ErrNotImplemented),
+		errors.Is(err, iceberg.ErrType),
+		errors.Is(err, table.ErrInvalidOperation),
+		errors.Is(err, table.ErrInvalidMetadata):
+		return fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	return err
 }
 
 // counting passes records through, adding their row counts to n.

@@ -162,12 +162,15 @@ func (d *Deps) Describe() string {
 }
 
 // LocalStages builds all three stages with their Lambda handlers, for
-// running the pipeline outside Lambda (package localrun).
+// running the pipeline outside Lambda (package localrun): an operator's
+// cycle, which plans a table even while it is backed off after repeated
+// failures.
 func (d *Deps) LocalStages(cat catalog.Catalog) (localrun.Stages, *commit.Committer, error) {
 	p, err := d.Planner(cat)
 	if err != nil {
 		return localrun.Stages{}, nil, err
 	}
+	p.IgnoreBackoff()
 	r, err := d.Rewriter()
 	if err != nil {
 		return localrun.Stages{}, nil, err

@@ -141,6 +141,7 @@ const (
 	SkipBudgetJobs        = "budget_max_jobs"
 	SkipBudgetBytes       = "budget_max_bytes"
 	SkipUnresolved        = "unresolved_location"
+	SkipBackoff           = "backoff"
 )
 
 // TableOutcome reports one table.
@@ -421,6 +422,8 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 	case plan.OutcomeLeaseHeld:
 		d.count(o.Table, "LeaseSkips", "")
 		o.Reason = res.Reason
+	case plan.OutcomeBackedOff:
+		return d.skip(log, o, SkipBackoff, res.Reason), nil
 	default:
 		o.Reason = res.Reason
 	}

@@ -1,0 +1,55 @@
+package tests
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/plan"
+)
+
+// TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff: an
+// input file vanishes after planning (another tool expired it). No retry
+// can read it, so the first delivery fails the group and the job ends,
+// with the reason, its files removed and the lease released (the task
+// message itself goes on to the dead-letter queue). When the next job fails the same way,
+// the table is backed off: the planner leaves it alone and says why.
+func TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	for i := 0; i < 2; i++ {
+		r := e.plan()
+		if r.Outcome != plan.OutcomePlanned {
+			t.Fatalf("job %d: %s (%s)", i+1, r.Outcome, r.Reason)
+		}
+		victim := ""
+		for _, task := range e.liveTasks() {
+			victim = strings.TrimPrefix(task.File.FilePath(), "file://")
+		}
+		data, err := os.ReadFile(victim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(victim); err != nil {
+			t.Fatal(err)
+		}
+		e.drainTasks()
+		e.drainCommits()
+		j := e.job(r.JobID)
+		if j.State != jobs.Failed || !strings.Contains(j.Reason, "delivery 1") {
+			t.Fatalf("job %d: %s (%s), want failed on the first delivery", i+1, j.State, j.Reason)
+		}
+		if left := e.jobFilesOnDisk(r.JobID); len(left) > 0 {
+			t.Fatalf("job %d left %d files", i+1, len(left))
+		}
+		// Put the file back so that only the failure's kind carries over.
+		if err := os.WriteFile(victim, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.plan()
+	if r.Outcome != plan.OutcomeBackedOff || !strings.Contains(r.Reason, "rewrite") {
+		t.Fatalf("third planning: %s (%s), want backed off after two rewrite failures", r.Outcome, r.Reason)
+	}
+}
