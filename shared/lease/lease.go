@@ -23,6 +23,10 @@
 //     renewals, releases and checks fail (ErrLost).
 //   - Acquire reports the owner of an expired term it took over
 //     (Lease.Superseded), so the caller can end that owner's job cleanly.
+//   - The same item remembers every job that took a term (past_jobs, added
+//     by Acquire) until a later job has cleaned up after it (ForgetJobs), so
+//     files of crashed attempts and lost jobs are found by the next job on
+//     the table (Lease.PastJobs).
 //   - The same item remembers how the table's jobs have been failing
 //     (RecordFailure, RecordSuccess): a table whose jobs fail the same way
 //     twice in a row is backed off for a while (Lease.Backoff, read by
@@ -33,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -68,6 +73,9 @@ type Lease struct {
 	Superseded string
 	// Backoff is the table's failure record as Acquire found it.
 	Backoff Backoff
+	// PastJobs are the earlier jobs on the table not yet cleaned up after
+	// (as Acquire found them; this term's owner is not among them).
+	PastJobs []string
 }
 
 // Backoff is how a table's jobs have been failing: the kind of the last
@@ -135,7 +143,7 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.tableName),
 		Key:                 s.key(table),
-		UpdateExpression:    aws.String("SET lease_owner = :owner, expires_at = :exp, purge_at = :purge, acquired_at = :now ADD lease_token :one"),
+		UpdateExpression:    aws.String("SET lease_owner = :owner, expires_at = :exp, purge_at = :purge, acquired_at = :now ADD lease_token :one, past_jobs :jobs"),
 		ConditionExpression: aws.String("attribute_not_exists(lease_owner) OR expires_at < :now"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":owner": &types.AttributeValueMemberS{Value: owner},
@@ -143,6 +151,7 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 			":purge": num(exp.Add(s.purgeAfter).Unix()),
 			":now":   num(now.UnixMilli()),
 			":one":   num(1),
+			":jobs":  &types.AttributeValueMemberSS{Value: []string{owner}},
 		},
 		ReturnValues: types.ReturnValueAllOld,
 	})
@@ -158,7 +167,7 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 	if err != nil {
 		return Lease{}, err
 	}
-	return Lease{Table: table, Owner: owner, Token: old.Token + 1, ExpiresAt: time.UnixMilli(exp.UnixMilli()), Superseded: old.Owner, Backoff: old.Backoff}, nil
+	return Lease{Table: table, Owner: owner, Token: old.Token + 1, ExpiresAt: time.UnixMilli(exp.UnixMilli()), Superseded: old.Owner, Backoff: old.Backoff, PastJobs: old.PastJobs}, nil
 }
 
 // Renew extends the caller's term to now+ttl. It returns ErrLost when the
@@ -210,6 +219,24 @@ func (s *Store) Release(ctx context.Context, l Lease) error {
 			return fmt.Errorf("%w: table %s owner %s token %d", ErrLost, l.Table, l.Owner, l.Token)
 		}
 		return fmt.Errorf("lease: release %s: %w", l.Table, err)
+	}
+	return nil
+}
+
+// ForgetJobs removes jobs from the table's past jobs, once their files
+// were cleaned up.
+func (s *Store) ForgetJobs(ctx context.Context, table string, jobIDs []string) error {
+	if len(jobIDs) == 0 {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tableName),
+		Key:                       s.key(table),
+		UpdateExpression:          aws.String("DELETE past_jobs :jobs"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":jobs": &types.AttributeValueMemberSS{Value: jobIDs}},
+	})
+	if err != nil {
+		return fmt.Errorf("lease: forget past jobs of %s: %w", table, err)
 	}
 	return nil
 }
@@ -316,6 +343,10 @@ func decode(table string, item map[string]types.AttributeValue) (Lease, error) {
 			return Lease{}, fmt.Errorf("lease: %s: bad expires_at %q", table, v.Value)
 		}
 		l.ExpiresAt = time.UnixMilli(n)
+	}
+	if v, ok := item["past_jobs"].(*types.AttributeValueMemberSS); ok {
+		l.PastJobs = append([]string(nil), v.Value...)
+		sort.Strings(l.PastJobs)
 	}
 	if v, ok := item["fail_class"].(*types.AttributeValueMemberS); ok {
 		l.Backoff.Class = v.Value

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +212,42 @@ func TestStore_SameFailureTwiceInARowBacksTheTableOff(t *testing.T) {
 	}
 	if l.Backoff != (lease.Backoff{}) {
 		t.Fatalf("after a success: %+v, want no record", l.Backoff)
+	}
+}
+
+// TestStore_PastJobsAreRememberedUntilForgotten: every term's owner joins
+// the table's past jobs; the next Acquire reports them, and ForgetJobs
+// removes the ones cleaned up.
+func TestStore_PastJobsAreRememberedUntilForgotten(t *testing.T) {
+	s, _ := setup(t)
+	ctx := context.Background()
+	for _, j := range []string{"job-a", "job-b"} {
+		l, err := s.Acquire(ctx, "db.t", j, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := s.Acquire(ctx, "db.t", "job-c", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.PastJobs, ","); got != "job-a,job-b" {
+		t.Fatalf("past jobs %q, want job-a,job-b", got)
+	}
+	if err := s.ForgetJobs(ctx, "db.t", []string{"job-a", "job-c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Acquire(ctx, "db.t", "job-d", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.PastJobs, ","); got != "job-b" {
+		t.Fatalf("past jobs %q, want job-b", got)
 	}
 }

@@ -53,12 +53,15 @@ type Leases interface {
 	Acquire(ctx context.Context, table, owner string, ttl time.Duration) (lease.Lease, error)
 	Release(ctx context.Context, l lease.Lease) error
 	RecordFailure(ctx context.Context, table, class string) (lease.Backoff, error)
+	ForgetJobs(ctx context.Context, table string, jobIDs []string) error
 }
 
-// Jobs records jobs.
+// Jobs records jobs, and reads earlier ones to clean up after them.
 type Jobs interface {
 	Create(ctx context.Context, j jobs.Job, groups []jobs.Group) error
 	Transition(ctx context.Context, id string, from []jobs.State, to jobs.State, reason string) error
+	Get(ctx context.Context, id string) (jobs.Job, error)
+	Groups(ctx context.Context, id string) ([]jobs.Group, error)
 }
 
 // Blobs stores plan and task objects.
@@ -108,7 +111,10 @@ type Result struct {
 	InputFiles int64   `json:"input_files,omitempty"`
 	InputBytes int64   `json:"input_bytes,omitempty"`
 	// SkippedFiles are files the compaction planner left alone.
-	SkippedFiles int    `json:"skipped_files,omitempty"`
+	SkippedFiles int `json:"skipped_files,omitempty"`
+	// CleanedFiles are files of earlier jobs, referenced by no snapshot,
+	// that planning removed (see cleanUpAfter).
+	CleanedFiles int    `json:"cleaned_files,omitempty"`
 	Reason       string `json:"reason,omitempty"`
 }
 
@@ -240,6 +246,9 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	tbl, err := p.catalog.LoadTable(ctx, ident)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: load table: %w", name, err)
+	}
+	if len(l.PastJobs) > 0 {
+		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
 	}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {

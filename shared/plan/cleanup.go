@@ -1,0 +1,74 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/outputs"
+)
+
+// cleanUpAfter removes, before the new job plans, the files that earlier
+// jobs on the table wrote and that no snapshot references: every file of an
+// attempt that did not win a committed group (losers, crashed and killed
+// attempts, and all attempts of failed or aborted jobs). Those jobs' own
+// clean-up normally removed them already; this pass catches what it could
+// not see, such as a file written after its listing by an attempt that
+// registered before the job ended, or a job whose clean-up never ran.
+//
+// Only ended jobs are cleaned up: a job still running (a superseded one,
+// whose abort was just requested) is left for the next job. A job whose
+// record is gone (DynamoDB TTL) is forgotten. Winners of committed jobs are
+// never touched: their files are referenced by the table's snapshots. It
+// holds the table's lease, so no other icekeeper job is writing the table.
+// It returns how many files it removed. Errors are logged, never fatal:
+// planning goes on.
+func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table.Table, name string, past []string) (removed int) {
+	var attempts, done []string
+	for _, id := range past {
+		j, err := p.jobs.Get(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			done = append(done, id)
+			continue
+		}
+		if err != nil {
+			log.Warn("clean-up: read past job", "past_job", id, "err", err.Error())
+			continue
+		}
+		if !j.State.Terminal() {
+			continue
+		}
+		groups, err := p.jobs.Groups(ctx, id)
+		if err != nil {
+			log.Warn("clean-up: read past job's groups", "past_job", id, "err", err.Error())
+			continue
+		}
+		for _, g := range groups {
+			for _, a := range g.Attempts {
+				if j.State == jobs.Committed && a == g.Winner {
+					continue
+				}
+				attempts = append(attempts, a)
+			}
+		}
+		done = append(done, id)
+	}
+	if len(attempts) > 0 {
+		n, err := outputs.RemoveAttempts(ctx, tbl, attempts)
+		if err != nil {
+			log.Warn("clean-up: remove past attempts' files", "err", err.Error())
+			return 0 // keep the jobs, to try again next time
+		}
+		if n > 0 {
+			log.Warn("clean-up: removed files earlier jobs left behind", "files", n, "past_jobs", done)
+		}
+		removed = n
+	}
+	if err := p.leases.ForgetJobs(ctx, name, done); err != nil {
+		log.Warn("clean-up: forget past jobs", "err", err.Error())
+	}
+	return removed
+}
