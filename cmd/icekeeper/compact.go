@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -69,7 +70,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	cycle, err := localrun.RunCycle(ctx, st, tableName, "cli")
 	if err != nil {
-		return err
+		return interrupted(err)
 	}
 	if *asJSON {
 		if err := printJSON(stdout, cycle); err != nil {
@@ -82,6 +83,15 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return exitError{code: 1, err: fmt.Errorf("job %s %s: %s", cycle.Job.ID, cycle.Job.State, cycle.Job.Reason)}
 	}
 	return nil
+}
+
+// interrupted turns an interrupted cycle into exit code 130 (as a shell
+// reports a process ended by SIGINT), with the job's fate in the message.
+func interrupted(err error) error {
+	if errors.Is(err, localrun.ErrInterrupted) {
+		return exitError{code: 130, err: err}
+	}
+	return err
 }
 
 func printCycle(w io.Writer, c localrun.Cycle) {

@@ -112,7 +112,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		if rep.Cycle, err = localrun.RunCycle(ctx, st, dt.Name, "demo"); err != nil {
-			return err
+			return interrupted(err)
 		}
 		after, err := cat.LoadTable(ctx, ident)
 		if err != nil {

@@ -9,7 +9,9 @@ package localrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
@@ -89,7 +91,19 @@ type Stages struct {
 	Jobs interface {
 		Get(ctx context.Context, id string) (jobs.Job, error)
 	}
+	// End ends a job without committing it (the committer's abort path:
+	// the job is marked failed, every file its attempts wrote is removed,
+	// the lease released), when the cycle is interrupted. It returns how
+	// many files were removed.
+	End func(ctx context.Context, jobID, reason string) (int, error)
 }
+
+// ErrInterrupted: the cycle's context was cancelled (Ctrl-C, SIGTERM)
+// while rewriting; the job was ended and what it wrote removed.
+var ErrInterrupted = errors.New("interrupted")
+
+// endTimeout bounds ending an interrupted job.
+const endTimeout = 2 * time.Minute
 
 // Cycle is what one complete maintenance cycle of one table did.
 type Cycle struct {
@@ -98,24 +112,40 @@ type Cycle struct {
 	Commits   Stats       `json:"commits"`
 	Job       *jobs.Job   `json:"job,omitempty"`
 	Committed bool        `json:"committed"`
+	// Removed is how many files an interrupted cycle's job had written and
+	// were removed.
+	Removed int `json:"removed_files,omitempty"`
 }
 
 // RunCycle plans the table, runs rewriters until the task queue is empty,
 // then the committer until the commit queue is empty, and reads the job's
 // outcome. A job that did not commit is reported, not returned as an error.
+//
+// Interrupted (ctx cancelled) while rewriting, it ends the job with End,
+// which removes everything the job wrote, and returns ErrInterrupted.
+// Once the rewrites are done the commit is not interrupted: it takes
+// seconds and is bounded by the committer's own deadline, and stopping it
+// halfway would leave the job for a takeover instead.
 func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
 	var c Cycle
 	var err error
 	if c.Plan, err = s.Plan.PlanTable(ctx, table, trigger); err != nil {
+		if ctx.Err() != nil {
+			return c, fmt.Errorf("%w while planning: %v", ErrInterrupted, err)
+		}
 		return c, err
 	}
 	if c.Plan.Outcome != plan.OutcomePlanned {
 		return c, nil
 	}
-	if c.Rewrites, err = Drain(ctx, s.Tasks, s.Rewriter, 1, 0); err != nil {
+	c.Rewrites, err = Drain(ctx, s.Tasks, s.Rewriter, 1, 0)
+	if ctx.Err() != nil {
+		return c, c.end(ctx, s, "interrupted while rewriting")
+	}
+	if err != nil {
 		return c, err
 	}
-	if c.Commits, err = Drain(ctx, s.Commits, s.Committer, 1, 0); err != nil {
+	if c.Commits, err = Drain(context.WithoutCancel(ctx), s.Commits, s.Committer, 1, 0); err != nil {
 		return c, err
 	}
 	j, err := s.Jobs.Get(ctx, c.Plan.JobID)
@@ -125,4 +155,22 @@ func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, erro
 	c.Job = &j
 	c.Committed = j.State == jobs.Committed
 	return c, nil
+}
+
+// end ends an interrupted cycle's job.
+func (c *Cycle) end(ctx context.Context, s Stages, reason string) error {
+	if s.End == nil {
+		return fmt.Errorf("%w: job %s was left to its lease's expiry", ErrInterrupted, c.Plan.JobID)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+	defer cancel()
+	n, err := s.End(ectx, c.Plan.JobID, reason)
+	if err != nil {
+		return fmt.Errorf("%w: ending job %s: %v", ErrInterrupted, c.Plan.JobID, err)
+	}
+	c.Removed = n
+	if j, gerr := s.Jobs.Get(ectx, c.Plan.JobID); gerr == nil {
+		c.Job = &j
+	}
+	return fmt.Errorf("%w: job %s ended, %d files it wrote removed", ErrInterrupted, c.Plan.JobID, n)
 }

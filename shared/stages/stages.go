@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -179,10 +180,15 @@ func (d *Deps) LocalStages(cat catalog.Catalog) (localrun.Stages, *commit.Commit
 	if err != nil {
 		return localrun.Stages{}, nil, err
 	}
+	end := func(ctx context.Context, jobID, reason string) (int, error) {
+		res, err := c.Handle(ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason}, 1)
+		return res.FilesRemoved, err
+	}
 	return localrun.Stages{
 		Plan:      p,
 		Rewriter:  handler.Rewriter{Rewrite: r, Log: d.Log}.Handle,
 		Committer: handler.Committer{Commit: c, Log: d.Log}.Handle,
 		Tasks:     d.Tasks, Commits: d.Commits, Jobs: d.Jobs,
+		End: end,
 	}, c, nil
 }
