@@ -262,6 +262,9 @@ func (c *Committer) emit(res Result, took time.Duration) {
 	case OutcomeAborted:
 		ms = append(ms, metrics.Metric{Name: "JobsAborted", Value: 1, Unit: metrics.Count})
 	}
+	if res.BackoffUntil != nil {
+		ms = append(ms, metrics.Metric{Name: "TablesBackedOff", Value: 1, Unit: metrics.Count})
+	}
 	if err := c.metrics.Emit(dims, ms...); err != nil {
 		c.log.Warn("emit metrics", "err", err.Error())
 	}
