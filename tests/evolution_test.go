@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/rewrite"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
@@ -449,7 +451,37 @@ func TestEvolution_GlobalEqualityDeleteAfterASpecChange(t *testing.T) {
 			}
 			_ = tbl
 			e.compactAndRequireSame()
+			if st := e.stats(); st.EqualityDeleteFiles != 0 {
+				t.Fatalf("every file was rewritten but %d equality delete files are left", st.EqualityDeleteFiles)
+			}
 		})
+	}
+}
+
+// TestEvolution_RepartitionedInSmallWindows: a group whose rows move to a
+// new spec is written in windows (runs) when it is larger than the window;
+// every run's files carry the attempt's stem, rows land in their
+// partitions, and nothing is lost.
+func TestEvolution_RepartitionedInSmallWindows(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 2000, PositionDeletes: true, EqualityDeletes: true})
+	e.evolveSpec(func(u *table.UpdateSpec) { u.AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket") })
+	r, err := rewrite.New(rewrite.Settings{MaxAttempts: 3, RepartitionWindowBytes: 64 << 10}, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Commits, e.deps.Tables, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rewriter = r
+	res := e.compactAndRequireSame()
+	e.requirePartitionsMatchRows(e.load())
+	runs := map[string]bool{}
+	for _, task := range e.liveTasks() {
+		name := filepath.Base(task.File.FilePath())
+		// <partition>-<task>-<write UUID>-<file>.parquet; the UUID's last
+		// four hex digits are the run.
+		runs[name[len(name)-len("0000-00000.parquet"):len(name)-len("-00000.parquet")]] = true
+	}
+	if len(runs) < 3 {
+		t.Fatalf("files of %d runs (job %s), want several windows", len(runs), res.JobID)
 	}
 }
 
