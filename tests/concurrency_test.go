@@ -100,19 +100,7 @@ func TestPipeline_ConcurrentPositionDeleteOnRewrittenFileAborts(t *testing.T) {
 			want := e.fingerprint()
 			e.drainCommits()
 
-			j := e.job(r.JobID)
-			if j.State != jobs.Aborted || !strings.Contains(j.Reason, "position delete") {
-				t.Fatalf("job %s (%s), want aborted for the position delete", j.State, j.Reason)
-			}
-			if got := e.fingerprint(); got != want {
-				t.Fatalf("rows %s, want %s", got, want)
-			}
-			if e.jobSnapshots(r.JobID) != 0 {
-				t.Fatal("aborted job committed a snapshot")
-			}
-			if left := e.jobFilesOnDisk(r.JobID); len(left) > 0 {
-				t.Fatalf("aborted job left files %v", left)
-			}
+			e.requireAborted(r.JobID, "position delete", want)
 
 			// The lease was released: the next job runs and commits.
 			r2 := e.plan()

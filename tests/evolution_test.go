@@ -14,7 +14,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
@@ -136,6 +135,14 @@ func (e *env) compactAndRequireSame() plan.Result {
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
 	return r
+}
+
+// createEvolvedTable creates evolvedTable in the given format version.
+func (e *env) createEvolvedTable(version int) {
+	e.t.Helper()
+	o := evolvedTable
+	o.FormatVersion = version
+	e.createTable(o)
 }
 
 // evolvedTable is a partitioned sample table with position (or DV) and
@@ -275,9 +282,7 @@ func requireColumn(t *testing.T, e *env, col string, ok func(string) bool, what 
 // after a column was added.
 func TestEvolution_RowLineageSurvivesASchemaChange(t *testing.T) {
 	e := setup(t)
-	o := evolvedTable
-	o.FormatVersion = 3
-	e.createTable(o)
+	e.createEvolvedTable(3)
 	e.evolveSchema(func(u *table.UpdateSchema) {
 		u.AddColumn([]string{"extra"}, iceberg.PrimitiveTypes.Int64, "", false, nil)
 	})
@@ -433,9 +438,7 @@ func TestEvolution_GlobalEqualityDeleteAfterASpecChange(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			e := setup(t)
-			o := evolvedTable
-			o.FormatVersion = version
-			e.createTable(o)
+			e.createEvolvedTable(version)
 			e.evolveSpec(func(u *table.UpdateSpec) { u.RemoveField("region") })
 			var ids []int64
 			for id := int64(2); id < 700; id += 13 {
@@ -494,9 +497,7 @@ func TestEvolution_SchemaChangeBetweenPlanningAndCommit(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			e := setup(t)
-			o := evolvedTable
-			o.FormatVersion = version
-			e.createTable(o)
+			e.createEvolvedTable(version)
 			r := e.plan()
 			e.evolveSchema(func(u *table.UpdateSchema) { u.RenameColumn([]string{"note"}, "comment") })
 			e.drainTasks()
@@ -536,16 +537,7 @@ func TestEvolution_ConcurrentEqualityDeleteInAPartitionRowsMoveOutOfAborts(t *te
 		t.Fatalf("the concurrent delete removed %d rows, want 3", before.Rows-want.Rows)
 	}
 	e.drainCommits()
-	j := e.job(r.JobID)
-	if j.State != jobs.Aborted || !strings.Contains(j.Reason, "equality delete") {
-		t.Fatalf("job %s (%s), want aborted for the equality delete", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows %s, want %s", got, want)
-	}
-	if left := e.jobFilesOnDisk(r.JobID); len(left) > 0 {
-		t.Fatalf("aborted job left %d files", len(left))
-	}
+	e.requireAborted(r.JobID, "equality delete", want)
 }
 
 // setDefaultSpec makes an existing spec the table's default again (as a

@@ -303,3 +303,22 @@ func (e *env) requireCommitted(jobID string, want fingerprint.Fingerprint) {
 		e.t.Fatalf("rows %s, want %s", got, want)
 	}
 }
+
+// requireAborted fails the test unless the job ended aborted for a reason
+// containing why, committed nothing, left no file, and the table's live
+// rows are exactly want.
+func (e *env) requireAborted(jobID, why string, want fingerprint.Fingerprint) {
+	e.t.Helper()
+	if j := e.job(jobID); j.State != jobs.Aborted || !strings.Contains(j.Reason, why) {
+		e.t.Fatalf("job %s (%s), want aborted for %q", j.State, j.Reason, why)
+	}
+	if got := e.fingerprint(); got != want {
+		e.t.Fatalf("rows %s, want %s", got, want)
+	}
+	if e.jobSnapshots(jobID) != 0 {
+		e.t.Fatal("aborted job committed a snapshot")
+	}
+	if left := e.jobFilesOnDisk(jobID); len(left) > 0 {
+		e.t.Fatalf("aborted job left files %v", left)
+	}
+}
