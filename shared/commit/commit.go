@@ -944,17 +944,9 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 // and that has no initial default, or a spec that is no longer in the
 // table's metadata.
 func CheckStillValid(cur, pinned *table.Table, newFiles []iceberg.DataFile) error {
-	written, now := pinned.Schema(), cur.Schema()
-	if written.ID != now.ID {
-		for _, f := range written.Fields() {
-			if err := stillValidField(f, now); err != nil {
-				return fmt.Errorf("%w: the schema changed since planning (schema %d, now %d) and the new files no longer fit it: %v", ErrAborted, written.ID, now.ID, err)
-			}
-		}
-		for _, f := range now.Fields() {
-			if _, ok := written.FindFieldByID(f.ID); !ok && f.Required && f.InitialDefault == nil {
-				return fmt.Errorf("%w: the schema changed since planning (schema %d, now %d): required column %q (id %d) is missing from the new files and has no initial default", ErrAborted, written.ID, now.ID, f.Name, f.ID)
-			}
+	if written, now := pinned.Schema(), cur.Schema(); written.ID != now.ID {
+		if err := checkSchemaStillValid(written, now); err != nil {
+			return err
 		}
 	}
 	specs := map[int]bool{}
@@ -964,6 +956,22 @@ func CheckStillValid(cur, pinned *table.Table, newFiles []iceberg.DataFile) erro
 	for id := range specs {
 		if cur.Metadata().PartitionSpecByID(id) == nil {
 			return fmt.Errorf("%w: partition spec %d of the new files was removed from the table since planning", ErrAborted, id)
+		}
+	}
+	return nil
+}
+
+// checkSchemaStillValid checks files written at schema written against
+// schema now (see CheckStillValid).
+func checkSchemaStillValid(written, now *iceberg.Schema) error {
+	for _, f := range written.Fields() {
+		if err := stillValidField(f, now); err != nil {
+			return fmt.Errorf("%w: the schema changed since planning (schema %d, now %d) and the new files no longer fit it: %v", ErrAborted, written.ID, now.ID, err)
+		}
+	}
+	for _, f := range now.Fields() {
+		if _, ok := written.FindFieldByID(f.ID); !ok && f.Required && f.InitialDefault == nil {
+			return fmt.Errorf("%w: the schema changed since planning (schema %d, now %d): required column %q (id %d) is missing from the new files and has no initial default", ErrAborted, written.ID, now.ID, f.Name, f.ID)
 		}
 	}
 	return nil
