@@ -93,7 +93,6 @@ func TestCheckStillValid_DecidesByFieldID(t *testing.T) {
 	}
 }
 
-
 // TestClassify_TerminalVersusRetryable: errors no retry can fix end the job
 // (ErrAborted); transient ones are returned as they are, for redelivery.
 func TestClassify_TerminalVersusRetryable(t *testing.T) {
