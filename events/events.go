@@ -4,7 +4,20 @@
 // Accepted (EventBridge envelopes):
 //   - "Scheduled Event" from aws.events: a sweep over the granted tables.
 //   - "Glue Data Catalog Table State Change" from aws.glue: detail.databaseName
-//     is the namespace, detail.changedTables the tables.
+//     is the namespace, detail.tableName the table, detail.typeOfChange the
+//     Glue API call (UpdateTable wakes the table; partition calls such as
+//     CreatePartition or BatchUpdatePartition, which an Iceberg table's
+//     commits never make, are noise and wake nothing).
+//   - "Glue Data Catalog Database State Change" from aws.glue:
+//     detail.databaseName and detail.changedTables; CreateTable wakes each
+//     table, DeleteTable, BatchDeleteTable, CreateDatabase and
+//     DeleteDatabase wake nothing.
+//     Both Glue shapes are AWS's: the AWS Glue Developer Guide, "Automating
+//     AWS Glue with EventBridge", and the CDK's generated event classes
+//     (aws_glue.events.GlueDataCatalogTableStateChange: changedPartitions,
+//     databaseName, tableName, typeOfChange;
+//     GlueDataCatalogDatabaseStateChange: changedTables, databaseName,
+//     typeOfChange).
 //   - "Object Created" from aws.s3 (S3 EventBridge notifications) for a key
 //     ending in /metadata/<name>.metadata.json (or .metadata.json.gz): a
 //     commit through any catalog that writes table metadata to S3. The table
@@ -14,6 +27,8 @@
 //     catalogs or writers can put on the bus): detail.namespace (a string,
 //     dotted for nested namespaces, or a list of levels) and detail.table.
 //
+// A well-formed event that needs no work (a Glue partition change, a
+// dropped table) decodes to a Trigger with no table and Ignored saying why.
 // Anything else, or a malformed event, is rejected with ErrRejected and a
 // message saying why; the planner logs and counts it and never retries it.
 // The JSON files beside this file are real-shaped samples of each event,
@@ -39,6 +54,7 @@ var ErrRejected = errors.New("events: rejected")
 const (
 	KindSchedule = "schedule"
 	KindGlue     = "glue_table_state_change"
+	KindGlueDB   = "glue_database_state_change"
 	KindS3       = "s3_metadata_object_created"
 	KindCommit   = "icekeeper_commit"
 )
@@ -48,6 +64,7 @@ const (
 	DetailTypeSchedule = "Scheduled Event"
 	SourceSchedule     = "aws.events"
 	DetailTypeGlue     = "Glue Data Catalog Table State Change"
+	DetailTypeGlueDB   = "Glue Data Catalog Database State Change"
 	SourceGlue         = "aws.glue"
 	DetailTypeS3       = "Object Created"
 	SourceS3           = "aws.s3"
@@ -68,13 +85,26 @@ type Trigger struct {
 	Sweep bool `json:"sweep,omitempty"`
 	// ID is the event id, for logs.
 	ID string `json:"id,omitempty"`
+	// Ignored says why a well-formed event names no table to visit (for
+	// example a Glue partition change); empty otherwise.
+	Ignored string `json:"ignored,omitempty"`
 }
 
+// glueDetail is the detail of both Glue Data Catalog state change events:
+// the table event carries tableName (and changedPartitions), the database
+// event changedTables.
 type glueDetail struct {
-	DatabaseName  string   `json:"databaseName"`
-	ChangedTables []string `json:"changedTables"`
-	TypeOfChange  string   `json:"typeOfChange"`
+	DatabaseName      string   `json:"databaseName"`
+	TableName         string   `json:"tableName"`
+	ChangedTables     []string `json:"changedTables"`
+	ChangedPartitions []string `json:"changedPartitions"`
+	TypeOfChange      string   `json:"typeOfChange"`
 }
+
+// Glue API calls whose events wake a table: a commit through the Glue
+// catalog is an UpdateTable (the new metadata location); a new table may be
+// worth a first look.
+var glueWakes = map[string]bool{"UpdateTable": true, "CreateTable": true}
 
 // Decode decodes one EventBridge event.
 func Decode(raw []byte) (Trigger, error) {
@@ -85,32 +115,8 @@ func Decode(raw []byte) (Trigger, error) {
 	switch {
 	case ev.DetailType == DetailTypeSchedule && ev.Source == SourceSchedule:
 		return Trigger{Kind: KindSchedule, Sweep: true, ID: ev.ID}, nil
-	case ev.DetailType == DetailTypeGlue && ev.Source == SourceGlue:
-		var d glueDetail
-		if err := json.Unmarshal(ev.Detail, &d); err != nil {
-			return Trigger{}, fmt.Errorf("%w: glue event %s: bad detail: %v", ErrRejected, ev.ID, err)
-		}
-		if strings.TrimSpace(d.DatabaseName) == "" {
-			return Trigger{}, fmt.Errorf("%w: glue event %s: detail.databaseName is empty", ErrRejected, ev.ID)
-		}
-		if len(d.ChangedTables) == 0 {
-			return Trigger{}, fmt.Errorf("%w: glue event %s: detail.changedTables is empty", ErrRejected, ev.ID)
-		}
-		seen := map[string]bool{}
-		var tables []string
-		for _, t := range d.ChangedTables {
-			t = strings.TrimSpace(t)
-			if t == "" || strings.Contains(t, ".") {
-				return Trigger{}, fmt.Errorf("%w: glue event %s: bad table name %q", ErrRejected, ev.ID, t)
-			}
-			name := d.DatabaseName + "." + t
-			if !seen[name] {
-				seen[name] = true
-				tables = append(tables, name)
-			}
-		}
-		sort.Strings(tables)
-		return Trigger{Kind: KindGlue, Tables: tables, ID: ev.ID}, nil
+	case (ev.DetailType == DetailTypeGlue || ev.DetailType == DetailTypeGlueDB) && ev.Source == SourceGlue:
+		return decodeGlue(ev)
 	case ev.DetailType == DetailTypeS3 && ev.Source == SourceS3:
 		return decodeS3(ev)
 	case ev.DetailType == DetailTypeCommit && ev.Source == SourceCommit:
@@ -120,6 +126,50 @@ func Decode(raw []byte) (Trigger, error) {
 	default:
 		return Trigger{}, fmt.Errorf("%w: unsupported event %q from %q", ErrRejected, ev.DetailType, ev.Source)
 	}
+}
+
+func decodeGlue(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	kind, what := KindGlue, "glue table event"
+	if ev.DetailType == DetailTypeGlueDB {
+		kind, what = KindGlueDB, "glue database event"
+	}
+	var d glueDetail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: %s %s: bad detail: %v", ErrRejected, what, ev.ID, err)
+	}
+	if strings.TrimSpace(d.DatabaseName) == "" {
+		return Trigger{}, fmt.Errorf("%w: %s %s: detail.databaseName is empty", ErrRejected, what, ev.ID)
+	}
+	if strings.TrimSpace(d.TypeOfChange) == "" {
+		return Trigger{}, fmt.Errorf("%w: %s %s: detail.typeOfChange is empty", ErrRejected, what, ev.ID)
+	}
+	names := d.ChangedTables
+	if kind == KindGlue {
+		if strings.TrimSpace(d.TableName) == "" {
+			return Trigger{}, fmt.Errorf("%w: %s %s: detail.tableName is empty", ErrRejected, what, ev.ID)
+		}
+		names = []string{d.TableName}
+	} else if len(names) == 0 && glueWakes[d.TypeOfChange] {
+		return Trigger{}, fmt.Errorf("%w: %s %s: detail.changedTables is empty", ErrRejected, what, ev.ID)
+	}
+	seen := map[string]bool{}
+	var tables []string
+	for _, t := range names {
+		t = strings.TrimSpace(t)
+		if t == "" || strings.Contains(t, ".") {
+			return Trigger{}, fmt.Errorf("%w: %s %s: bad table name %q", ErrRejected, what, ev.ID, t)
+		}
+		name := d.DatabaseName + "." + t
+		if !seen[name] {
+			seen[name] = true
+			tables = append(tables, name)
+		}
+	}
+	sort.Strings(tables)
+	if !glueWakes[d.TypeOfChange] {
+		return Trigger{Kind: kind, ID: ev.ID, Ignored: fmt.Sprintf("glue %s of %s changes no table's data", d.TypeOfChange, strings.Join(tables, ", "))}, nil
+	}
+	return Trigger{Kind: kind, Tables: tables, ID: ev.ID}, nil
 }
 
 type s3Detail struct {

@@ -15,6 +15,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 	}{
 		{"scheduled.json", Trigger{Kind: KindSchedule, Sweep: true, ID: "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa"}},
 		{"glue-table-state-change.json", Trigger{Kind: KindGlue, Tables: []string{"demo.events"}, ID: "2617428d-715f-edef-70b9-bd2eb6f1c8c7"}},
+		{"glue-database-state-change.json", Trigger{Kind: KindGlueDB, Tables: []string{"demo.events"}, ID: "5089ddb8-2ab5-4739-7323-8519741f53d7"}},
 		{"s3-metadata-object-created.json", Trigger{Kind: KindS3, Locations: []string{"s3://lakehouse/warehouse/demo.db/events"}, ID: "17793124-05d4-b198-2fde-7ededc63b103"}},
 		{"icekeeper-commit.json", Trigger{Kind: KindCommit, Tables: []string{"demo.events"}, ID: "6a7e8feb-b491-4cf7-a9f1-bf3703467718"}},
 	}
@@ -35,16 +36,40 @@ func TestDecode_SampleEvents(t *testing.T) {
 	}
 }
 
-func TestDecode_GlueEventListsEveryChangedTableOnce(t *testing.T) {
+func TestDecode_GlueDatabaseEventListsEveryCreatedTableOnce(t *testing.T) {
 	t.Parallel()
-	raw := `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","id":"x",
-	  "detail":{"databaseName":"db","changedTables":["b","a","b"],"typeOfChange":"BatchUpdateTable"}}`
+	raw := `{"detail-type":"Glue Data Catalog Database State Change","source":"aws.glue","id":"x",
+	  "detail":{"databaseName":"db","changedTables":["b","a","b"],"typeOfChange":"CreateTable"}}`
 	got, err := Decode([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"db.a", "db.b"}; !reflect.DeepEqual(got.Tables, want) {
-		t.Fatalf("tables %v, want %v", got.Tables, want)
+	if want := []string{"db.a", "db.b"}; !reflect.DeepEqual(got.Tables, want) || got.Ignored != "" {
+		t.Fatalf("got %+v, want tables %v", got, want)
+	}
+}
+
+// TestDecode_GlueChangesThatTouchNoTableDataWakeNothing: dropped tables,
+// databases and Glue partition calls (which an Iceberg commit never makes)
+// decode without error, name no table and say why.
+func TestDecode_GlueChangesThatTouchNoTableDataWakeNothing(t *testing.T) {
+	t.Parallel()
+	for name, raw := range map[string]string{
+		"delete table":       `{"detail-type":"Glue Data Catalog Database State Change","source":"aws.glue","detail":{"databaseName":"db","changedTables":["t"],"typeOfChange":"DeleteTable"}}`,
+		"batch delete table": `{"detail-type":"Glue Data Catalog Database State Change","source":"aws.glue","detail":{"databaseName":"db","changedTables":["t","u"],"typeOfChange":"BatchDeleteTable"}}`,
+		"create database":    `{"detail-type":"Glue Data Catalog Database State Change","source":"aws.glue","detail":{"databaseName":"db","typeOfChange":"CreateDatabase"}}`,
+		"create partition":   `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"db","tableName":"t","typeOfChange":"CreatePartition","changedPartitions":["[2026-11-30]"]}}`,
+		"batch update parts": `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"db","tableName":"t","typeOfChange":"BatchUpdatePartition","changedPartitions":["[a]","[b]"]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := Decode([]byte(raw))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if len(got.Tables) != 0 || got.Ignored == "" {
+				t.Fatalf("got %+v, want no table and a reason", got)
+			}
+		})
 	}
 }
 
@@ -62,10 +87,13 @@ func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 		"s3 short key":        `{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"x"}}}`,
 		"commit dotted level": `{"detail-type":"Iceberg Table Committed","source":"icekeeper","detail":{"namespace":["a.b","c"],"table":"t"}}`,
 		"spoofed source":      `{"detail-type":"Iceberg Table Committed","source":"aws.glue","detail":{"namespace":"db","table":"t"}}`,
-		"glue no db":          `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"changedTables":["t"]}}`,
-		"glue no tables":      `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d"}}`,
+		"glue no db":          `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"tableName":"t","typeOfChange":"UpdateTable"}}`,
+		"glue no table":       `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","typeOfChange":"UpdateTable"}}`,
+		"glue old shape":      `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","changedTables":["t"],"typeOfChange":"UpdateTable"}}`,
+		"glue no change type": `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","tableName":"t"}}`,
 		"glue bad detail":     `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":[1]}`,
-		"glue dotted":         `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","changedTables":["a.b"]}}`,
+		"glue dotted":         `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","tableName":"a.b","typeOfChange":"UpdateTable"}}`,
+		"glue db no tables":   `{"detail-type":"Glue Data Catalog Database State Change","source":"aws.glue","detail":{"databaseName":"d","typeOfChange":"CreateTable"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Decode([]byte(raw))

@@ -15,6 +15,7 @@ const (
 	DetailTypeSchedule = "Scheduled Event"
 	SourceGlue         = "aws.glue"
 	DetailTypeGlue     = "Glue Data Catalog Table State Change"
+	DetailTypeGlueDB   = "Glue Data Catalog Database State Change"
 	SourceS3           = "aws.s3"
 	DetailTypeS3       = "Object Created"
 	SourceCommit       = "icekeeper"
@@ -30,8 +31,12 @@ type Rules struct {
 // newRules creates the rules that target the planner:
 //
 //   - the sweep schedule (a "Scheduled Event" from aws.events), always;
-//   - Glue table state changes, for a Glue catalog, filtered to the granted
-//     databases (not in mode off, where nothing is granted to look at);
+//   - Glue table and database state changes, for a Glue catalog, filtered
+//     to the granted databases and to the calls that change a table's data
+//     (UpdateTable, CreateTable; partition calls and drops wake nothing),
+//     not in mode off, where nothing is granted to look at. Shapes: the AWS
+//     Glue Developer Guide, "Automating AWS Glue with EventBridge", and the
+//     samples in events/ (events/SOURCES.md);
 //   - S3 "Object Created" for table metadata files (*/metadata/*.metadata.json)
 //     under the granted locations, not in mode off. The warehouse buckets
 //     must send events to EventBridge (a bucket setting this stack does not
@@ -70,8 +75,8 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 			Description: jsii.String("icekeeper: a granted Glue table changed"),
 			EventPattern: &awsevents.EventPattern{
 				Source:     jsii.Strings(SourceGlue),
-				DetailType: jsii.Strings(DetailTypeGlue),
-				Detail:     &map[string]any{"databaseName": dbs},
+				DetailType: jsii.Strings(DetailTypeGlue, DetailTypeGlueDB),
+				Detail:     &map[string]any{"databaseName": dbs, "typeOfChange": []string{"UpdateTable", "CreateTable"}},
 			},
 			Targets: &[]awsevents.IRuleTarget{target},
 		})

@@ -818,6 +818,7 @@ func TestIcekeeperStack_RulesMatchThePlannersSampleEvents(t *testing.T) {
 	}
 	for _, c := range []struct{ file, rule string }{
 		{"glue-table-state-change.json", "GlueTableChanges"},
+		{"glue-database-state-change.json", "GlueTableChanges"},
 		{"s3-metadata-object-created.json", "TableMetadataWritten"},
 		{"icekeeper-commit.json", "CommitEvents"},
 	} {
@@ -841,11 +842,14 @@ func TestIcekeeperStack_RulesMatchThePlannersSampleEvents(t *testing.T) {
 			t.Errorf("sweep schedule %v, want rate(1 hour)", p["ScheduleExpression"])
 		}
 	}
-	// A data file, another database and an ungranted location do not wake the planner.
+	// A data file, another database, an ungranted location, a Glue
+	// partition change and a dropped table do not wake the planner.
 	for _, ev := range []map[string]any{
 		{"source": "aws.s3", "detail-type": "Object Created", "detail": map[string]any{"bucket": map[string]any{"name": "lakehouse"}, "object": map[string]any{"key": "warehouse/demo.db/events/data/x.parquet"}}},
 		{"source": "aws.s3", "detail-type": "Object Created", "detail": map[string]any{"bucket": map[string]any{"name": "lakehouse"}, "object": map[string]any{"key": "warehouse/other.db/t/metadata/1.metadata.json"}}},
-		{"source": "aws.glue", "detail-type": "Glue Data Catalog Table State Change", "detail": map[string]any{"databaseName": "other"}},
+		{"source": "aws.glue", "detail-type": "Glue Data Catalog Table State Change", "detail": map[string]any{"databaseName": "other", "tableName": "t", "typeOfChange": "UpdateTable"}},
+		{"source": "aws.glue", "detail-type": "Glue Data Catalog Table State Change", "detail": map[string]any{"databaseName": "demo", "tableName": "events", "typeOfChange": "CreatePartition"}},
+		{"source": "aws.glue", "detail-type": "Glue Data Catalog Database State Change", "detail": map[string]any{"databaseName": "demo", "changedTables": []any{"events"}, "typeOfChange": "DeleteTable"}},
 	} {
 		for id, p := range rules {
 			if p["EventPattern"] != nil && matches(p["EventPattern"], ev) {

@@ -169,7 +169,7 @@ func withProps(o sampletable.Options, props map[string]string) sampletable.Optio
 func TestTriggers_SampleEventsReachTheirTable(t *testing.T) {
 	// The S3 sample names an s3:// location: see
 	// TestTriggers_S3EventResolvesTheTableByLocation.
-	for _, file := range []string{"glue-table-state-change.json", "icekeeper-commit.json"} {
+	for _, file := range []string{"glue-table-state-change.json", "glue-database-state-change.json", "icekeeper-commit.json"} {
 		t.Run(file, func(t *testing.T) {
 			d := setupDispatch(t, config.ModeActive, "demo")
 			d.createNamed("demo.events", withProps(smallTable, optedIn))
@@ -211,6 +211,34 @@ func TestTriggers_S3EventResolvesTheTableByLocation(t *testing.T) {
 	o := outcomeOf(t, d.handle(raw), "demo.events")
 	if o.Action != trigger.ActionPlanned {
 		t.Fatalf("outcome %+v", o)
+	}
+}
+
+// TestTriggers_GluePartitionNoiseAndDropsPlanNothing: a Glue partition
+// change on an opted-in, granted table and the drop of a table are
+// acknowledged, counted as ignored, and neither reads nor plans the table.
+func TestTriggers_GluePartitionNoiseAndDropsPlanNothing(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo")
+	d.createNamed("demo.events", withProps(smallTable, optedIn))
+	for _, raw := range []string{
+		`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"databaseName":"demo","tableName":"events","typeOfChange":"BatchCreatePartition","changedPartitions":["[x]"]}}`,
+		`{"source":"aws.glue","detail-type":"Glue Data Catalog Database State Change","detail":{"databaseName":"demo","changedTables":["events"],"typeOfChange":"DeleteTable"}}`,
+	} {
+		resp := d.handle([]byte(raw))
+		if resp.Rejected != "" {
+			t.Fatalf("rejected: %s", resp.Rejected)
+		}
+		for _, o := range resp.Tables {
+			if o.Action == trigger.ActionPlanned {
+				t.Fatalf("planned on %s", raw)
+			}
+		}
+	}
+	if got := d.metrics.metricTotals(t)["TriggersIgnored"]; got != 2 {
+		t.Fatalf("TriggersIgnored = %v, want 2", got)
+	}
+	if got := d.metrics.metricTotals(t)["JobsPlanned"]; got != 0 {
+		t.Fatalf("JobsPlanned = %v, want 0", got)
 	}
 }
 

@@ -142,6 +142,7 @@ const (
 	SkipBudgetBytes       = "budget_max_bytes"
 	SkipUnresolved        = "unresolved_location"
 	SkipBackoff           = "backoff"
+	SkipNoTableChange     = "no_table_change"
 )
 
 // TableOutcome reports one table.
@@ -245,6 +246,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		if o.Table != "" || o.Action != "" {
 			out.Tables = append(out.Tables, o)
 		}
+	}
+	if trig.Ignored != "" {
+		d.count("", "TriggersIgnored", SkipNoTableChange)
+		log.Info("trigger changes no table's data", "reason", trig.Ignored)
+		out.Tables = append(out.Tables, TableOutcome{Action: ActionSkipped, Skip: SkipNoTableChange, Reason: trig.Ignored})
+		return out, nil
 	}
 	if trig.Sweep {
 		outs, err := d.sweep(ctx, log, trig)
