@@ -12,10 +12,13 @@ import (
 )
 
 // perTable is every table's series of one health gauge: a SEARCH over the
-// Table dimension the planner emits it with.
+// exact dimension set the planner emits it with ({Function, Table},
+// Function = planner). A SEARCH schema {Namespace,D1,...} matches only
+// metrics with exactly those dimensions (CloudWatch User Guide, "Search
+// expression syntax").
 func perTable(name, stat string) awscloudwatch.SearchExpression {
 	return awscloudwatch.NewSearchExpression(&awscloudwatch.SearchExpressionProps{
-		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Table} MetricName="%s"', '%s', 3600)`, MetricNamespace, name, stat)),
+		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Function,Table} Function="planner" MetricName="%s"', '%s', 3600)`, MetricNamespace, name, stat)),
 		Label:      jsii.String(""),
 		Period:     awscdk.Duration_Hours(jsii.Number(1)),
 	})

@@ -88,16 +88,14 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 	}
 	l := Lambdas{
 		Planner:   newFn(Planner, "Planner", "icekeeper planner: EventBridge events in, health reports and compaction jobs out", 0),
-		Rewriter:  newFn(Rewriter, "Rewriter", "icekeeper rewriter: one file group per task", s.RewriterConcurrency),
+		Rewriter:  newFn(Rewriter, "Rewriter", "icekeeper rewriter: one file group per task", s.RewriterReserved),
 		Committer: newFn(Committer, "Committer", "icekeeper committer: one atomic commit per job", 0),
 	}
 	rewriterSource := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(1),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}
-	if s.RewriterConcurrency >= 2 { // SQS event sources accept 2 to 1000
-		rewriterSource.MaxConcurrency = jsii.Number(float64(min(s.RewriterConcurrency, 1000)))
-	}
+	rewriterSource.MaxConcurrency = jsii.Number(float64(s.RewriterConcurrency)) // 2 to 1000, validated
 	l.Rewriter.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Tasks, rewriterSource))
 	l.Committer.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Commits, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(1),

@@ -36,7 +36,10 @@ var (
 	stateActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 		"dynamodb:Query", "dynamodb:ConditionCheckItem"}
 
-	glueRead   = []string{"glue:GetDatabase", "glue:GetTable", "glue:GetTables"}
+	// glue:GetCatalog: the Glue Iceberg REST endpoint requires it for every
+	// call, /v1/config at catalog start included (AWS Glue Developer Guide,
+	// "AWS Glue REST APIs for Apache Iceberg specifications").
+	glueRead   = []string{"glue:GetCatalog", "glue:GetDatabase", "glue:GetTable", "glue:GetTables"}
 	glueUpdate = []string{"glue:UpdateTable"}
 )
 
@@ -103,6 +106,7 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	jobs := bucket + "/" + a.s.key(JobsPrefix) + "*"
 	health := bucket + "/" + a.s.key(HealthPrefix) + "*"
 	descriptors := bucket + "/" + a.s.key(JobsPrefix) + "*/descriptors/*"
+	joblog := bucket + "/" + a.s.key(LogPrefix) + "*"
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
@@ -118,6 +122,8 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	)
 	q.Commits.GrantSendMessages(fns.Rewriter)
 	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
+	// The maintenance log: one record per job (shared/joblog).
+	add(fns.Committer, statement("MaintenanceLogWrite", []string{"s3:PutObject"}, []string{joblog}))
 }
 
 // glue returns a statement allowing actions on the catalog, the granted

@@ -96,9 +96,16 @@ type Settings struct {
 	SweepSchedule string
 
 	Planner, Rewriter, Committer FunctionSettings
-	// RewriterConcurrency is the rewriter's reserved concurrency (and the
-	// task queue event source's maximum concurrency): the fan-out throttle.
+	// RewriterConcurrency is the task queue event source's maximum
+	// concurrency: how many groups are rewritten at once (the fan-out
+	// throttle).
 	RewriterConcurrency int
+	// RewriterReserved is the rewriter's reserved concurrency, 0 for none
+	// (the default: a new account's whole concurrency quota can be 10, and
+	// Lambda refuses a reservation that leaves less than 10 unreserved).
+	// When set it must be at least RewriterConcurrency, or the poller is
+	// throttled and throttled receives use up attempts.
+	RewriterReserved int
 	// MaxTaskAttempts is ICEKEEPER_MAX_TASK_ATTEMPTS and both queues'
 	// maxReceiveCount.
 	MaxTaskAttempts int
@@ -108,7 +115,9 @@ type Settings struct {
 
 	JobsExpirationDays   int
 	HealthExpirationDays int
-	LogRetentionDays     int
+	// MaintenanceLogDays is how long maintenance log records are kept.
+	MaintenanceLogDays int
+	LogRetentionDays   int
 
 	// Alarms turns the alarms and the dashboard on (default true).
 	Alarms     bool
@@ -146,6 +155,7 @@ func DefaultSettings() Settings {
 		CommitTakeover:        16 * time.Minute,
 		JobsExpirationDays:    14,
 		HealthExpirationDays:  90,
+		MaintenanceLogDays:    400,
 		LogRetentionDays:      30,
 		Alarms:                true,
 		Thresholds: Thresholds{
@@ -182,11 +192,13 @@ const (
 	CtxRewriterTimeout       = "rewriterTimeout"
 	CtxCommitterMemory       = "committerMemoryMb"
 	CtxCommitterTimeout      = "committerTimeout"
-	CtxRewriterConcurrency   = "rewriterReservedConcurrency"
+	CtxRewriterConcurrency   = "rewriterMaxConcurrency"
+	CtxRewriterReserved      = "rewriterReservedConcurrency"
 	CtxMaxTaskAttempts       = "maxTaskAttempts"
 	CtxCommitTakeover        = "commitTakeover"
 	CtxJobsExpirationDays    = "jobsExpirationDays"
 	CtxHealthExpirationDays  = "healthExpirationDays"
+	CtxMaintenanceLogDays    = "maintenanceLogDays"
 	CtxLogRetentionDays      = "logRetentionDays"
 	CtxAlarms                = "alarms"
 	CtxAlarmEmail            = "alarmEmail"
@@ -211,7 +223,7 @@ func ContextKeys() []string {
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
 		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
-		CtxRewriterConcurrency, CtxMaxTaskAttempts, CtxCommitTakeover, CtxJobsExpirationDays, CtxHealthExpirationDays,
+		CtxRewriterConcurrency, CtxRewriterReserved, CtxMaxTaskAttempts, CtxCommitTakeover, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
 		CtxArchitecture, CtxStackName,
@@ -249,10 +261,12 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.integer(CtxCommitterMemory, &s.Committer.MemoryMB)
 	r.duration(CtxCommitterTimeout, &s.Committer.Timeout)
 	r.integer(CtxRewriterConcurrency, &s.RewriterConcurrency)
+	r.integer(CtxRewriterReserved, &s.RewriterReserved)
 	r.integer(CtxMaxTaskAttempts, &s.MaxTaskAttempts)
 	r.duration(CtxCommitTakeover, &s.CommitTakeover)
 	r.integer(CtxJobsExpirationDays, &s.JobsExpirationDays)
 	r.integer(CtxHealthExpirationDays, &s.HealthExpirationDays)
+	r.integer(CtxMaintenanceLogDays, &s.MaintenanceLogDays)
 	r.integer(CtxLogRetentionDays, &s.LogRetentionDays)
 	r.boolean(CtxAlarms, &s.Alarms)
 	r.str(CtxAlarmEmail, &s.AlarmEmail)
@@ -348,14 +362,20 @@ func (s Settings) Validate() error {
 	if v := s.CommitVisibility(); v > 12*time.Hour {
 		bad(CtxCommitTakeover, "the commit queue's visibility timeout would be %s, beyond SQS's 12h", v)
 	}
-	if s.RewriterConcurrency < 1 {
-		bad(CtxRewriterConcurrency, "%d: want at least 1", s.RewriterConcurrency)
+	if s.RewriterConcurrency < 2 || s.RewriterConcurrency > 1000 {
+		bad(CtxRewriterConcurrency, "%d: want 2 to 1000 (the SQS event source's maximum concurrency)", s.RewriterConcurrency)
+	}
+	if s.RewriterReserved != 0 && s.RewriterReserved < s.RewriterConcurrency {
+		bad(CtxRewriterReserved, "%d is below %s (%d): the poller would be throttled and throttled receives use up attempts; set it to 0 (none) or at least %d", s.RewriterReserved, CtxRewriterConcurrency, s.RewriterConcurrency, s.RewriterConcurrency)
 	}
 	if s.MaxTaskAttempts < 1 || s.MaxTaskAttempts > 1000 {
 		bad(CtxMaxTaskAttempts, "%d: want 1 to 1000 (SQS maxReceiveCount)", s.MaxTaskAttempts)
 	}
 	if s.JobsExpirationDays < 1 {
 		bad(CtxJobsExpirationDays, "%d: want at least 1", s.JobsExpirationDays)
+	}
+	if s.MaintenanceLogDays < 1 {
+		bad(CtxMaintenanceLogDays, "%d: want at least 1", s.MaintenanceLogDays)
 	}
 	if s.HealthExpirationDays < 1 {
 		bad(CtxHealthExpirationDays, "%d: want at least 1", s.HealthExpirationDays)

@@ -302,8 +302,8 @@ func TestIcekeeperStack_FunctionsAreTracedArm64ProvidedAL2023(t *testing.T) {
 		}
 	}
 	_, rw := f.function(t, "Rewriter")
-	if rw["MemorySize"] != 3008.0 || rw["Timeout"] != 900.0 || rw["ReservedConcurrentExecutions"] != 10.0 {
-		t.Errorf("rewriter memory %v timeout %v reserved %v, want 3008, 900, 10", rw["MemorySize"], rw["Timeout"], rw["ReservedConcurrentExecutions"])
+	if rw["MemorySize"] != 3008.0 || rw["Timeout"] != 900.0 || rw["ReservedConcurrentExecutions"] != nil {
+		t.Errorf("rewriter memory %v timeout %v reserved %v, want 3008, 900, none (a new account's quota can be 10)", rw["MemorySize"], rw["Timeout"], rw["ReservedConcurrentExecutions"])
 	}
 	for _, name := range []string{"Planner", "Committer"} {
 		if _, p := f.function(t, name); p["MemorySize"].(float64) >= 3008 || p["Timeout"].(float64) >= 900 || p["ReservedConcurrentExecutions"] != nil {
@@ -514,6 +514,7 @@ func TestIcekeeperStack_StorageMatchesTheCode(t *testing.T) {
 			"LifecycleConfiguration": map[string]any{"Rules": assertions.Match_ArrayWith(&[]any{
 				assertions.Match_ObjectLike(&map[string]any{"Prefix": "jobs/", "ExpirationInDays": 14, "Status": "Enabled"}),
 				assertions.Match_ObjectLike(&map[string]any{"Prefix": "health/", "ExpirationInDays": 90, "Status": "Enabled"}),
+				assertions.Match_ObjectLike(&map[string]any{"Prefix": "log/", "ExpirationInDays": 400, "Status": "Enabled"}),
 			})},
 		})
 	})
@@ -559,6 +560,16 @@ func TestIcekeeperStack_OnlyTheCommitterUpdatesTheCatalog(t *testing.T) {
 	}
 	if !f.actions(t, "Committer")["glue:UpdateTable"] {
 		t.Error("committer may not update the catalog")
+	}
+	// The Glue Iceberg REST endpoint requires glue:GetCatalog on every call.
+	for _, fn := range []string{"Planner", "Committer"} {
+		if !f.actions(t, fn)["glue:GetCatalog"] {
+			t.Errorf("%s lacks glue:GetCatalog", fn)
+		}
+	}
+	// The committer writes the maintenance log.
+	if !f.actions(t, "Committer")["s3:PutObject"] {
+		t.Error("committer cannot write the maintenance log")
 	}
 }
 
@@ -696,6 +707,8 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		"timeout over 15m":       {map[string]any{CtxRewriterTimeout: "20m"}, "rewriterTimeout"},
 		"bad mode":               {map[string]any{CtxMode: "on"}, `mode: "on"`},
 		"bad grant":              {map[string]any{CtxGrants: "a..b"}, "malformed grant"},
+		"reserved below max":     {map[string]any{CtxRewriterConcurrency: 10, CtxRewriterReserved: 4}, "the poller would be throttled"},
+		"max concurrency of 1":   {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -711,10 +724,10 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 	f := mustSynth(t, map[string]any{
 		CtxMode: "active", CtxGrants: "demo", CtxCatalogType: "rest", CtxCatalogURI: "http://rest:8181",
 		CtxCatalogSigV4: "false", CtxTableLocations: `{"demo.*":"s3://wh/demo"}`,
-		CtxRewriterMemory: "4096", CtxRewriterConcurrency: "1", CtxArchitecture: "x86_64",
+		CtxRewriterMemory: "4096", CtxRewriterConcurrency: "3", CtxRewriterReserved: "5", CtxArchitecture: "x86_64",
 	})
 	_, rw := f.function(t, "Rewriter")
-	if rw["MemorySize"] != 4096.0 || rw["ReservedConcurrentExecutions"] != 1.0 || flat(rw["Architectures"]) != `["x86_64"]` {
+	if rw["MemorySize"] != 4096.0 || rw["ReservedConcurrentExecutions"] != 5.0 || flat(rw["Architectures"]) != `["x86_64"]` {
 		t.Errorf("rewriter memory %v reserved %v arch %v", rw["MemorySize"], rw["ReservedConcurrentExecutions"], flat(rw["Architectures"]))
 	}
 	for a := range f.actions(t, "Committer") {
@@ -964,7 +977,7 @@ func TestIcekeeperStack_Dashboard(t *testing.T) {
 		body = flat(props(r)["DashboardBody"])
 	}
 	for _, want := range []string{
-		`SEARCH('{Icekeeper,Table} MetricName=\"HealthScore\"'`, `MetricName=\"SmallFiles\"`, `MetricName=\"DeleteFiles\"`,
+		`SEARCH('{Icekeeper,Function,Table} Function=\"planner\" MetricName=\"HealthScore\"'`, `MetricName=\"SmallFiles\"`, `MetricName=\"DeleteFiles\"`,
 		"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
 		"SELECT SUM(JobsPlanned) FROM Icekeeper", "SELECT SUM(JobsCommitted) FROM Icekeeper",
 		"SELECT SUM(BytesIn) FROM Icekeeper", "SELECT SUM(BytesOut) FROM Icekeeper", "SELECT SUM(RowsRewritten) FROM Icekeeper",

@@ -31,6 +31,8 @@ const (
 const (
 	JobsPrefix   = "jobs/"
 	HealthPrefix = "health/"
+	// LogPrefix holds the maintenance log, log/<table>/ (shared/joblog).
+	LogPrefix = "log/"
 )
 
 // newStorage creates the bucket (S3-managed encryption, no public access,
@@ -59,6 +61,11 @@ func newStorage(scope constructs.Construct, s Settings) Storage {
 				Id:         jsii.String("expire-health"),
 				Prefix:     jsii.String(s.key(HealthPrefix)),
 				Expiration: awscdk.Duration_Days(jsii.Number(float64(s.HealthExpirationDays))),
+			},
+			{
+				Id:         jsii.String("expire-log"),
+				Prefix:     jsii.String(s.key(LogPrefix)),
+				Expiration: awscdk.Duration_Days(jsii.Number(float64(s.MaintenanceLogDays))),
 			},
 		},
 	})
