@@ -6,7 +6,7 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test test-short build lambdas bench bench-smoke vet fmt clean
+.PHONY: demo test test-short build lambdas bench bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -22,6 +22,12 @@ test:
 ## test-short: skip the tests that build the Lambda binaries
 test-short:
 	$(GO) test -count=1 -short ./...
+
+## fuzz-pipeline: the differential harness on SEEDS random seeds (default 20);
+## a failing seed prints the command that replays it
+SEEDS ?= 20
+fuzz-pipeline:
+	ICEKEEPER_FUZZ_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m ./tests -run 'TestDifferential_CompactionPreservesLiveRows'
 
 ## bench: the benchmark (1 GB per table; see docs/PERFORMANCE.md). BENCH_FLAGS adds flags.
 bench:
@@ -83,7 +89,7 @@ LOCAL_CONTEXT    ?= -c stackName=IcekeeperLocal -c mode=active -c 'grants=demo.*
 	-c warehouseLocation=s3://warehouse -c 'tableLocationTemplate={warehouse}/{namespacePath}/{table}' \
 	-c assetDir=../$(LOCAL_LAMBDA) -c architecture=$(LOCAL_CDK_ARCH) -c removalPolicy=destroy -c alarms=false
 
-.PHONY: infra-test cdk-cli synth deploy lambdas-local localstack-up localstack-down deploy-local
+.PHONY: infra-test cdk-cli synth bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
 
 ## infra-test: the CDK stack's tests, offline (needs Node for jsii, no AWS)
 infra-test:
@@ -99,6 +105,10 @@ $(CDK):
 ## synth: build the bootstraps, then synthesize the stack into infra/cdk.out
 synth: lambdas $(CDK)
 	cd infra && $(INFRA_ENV) $(CDK) synth -q $(CDK_CONTEXT)
+
+## bootstrap: prepare the account and region for CDK deployments (once per account and region)
+bootstrap: $(CDK)
+	cd infra && $(INFRA_ENV) $(CDK) bootstrap $(CDK_CONTEXT)
 
 ## deploy: deploy the stack with the current AWS credentials (run make lambdas first)
 deploy: $(CDK)
