@@ -22,5 +22,5 @@ func main() {
 	if err != nil {
 		lambdamain.Fail(log, "rewriter", err)
 	}
-	lambda.Start(handler.Rewriter{Rewrite: r, Log: log}.Handle)
+	lambda.Start(handler.Rewriter{Rewrite: r, Requeue: deps.Tasks, Log: log}.Handle)
 }

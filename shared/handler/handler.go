@@ -83,19 +83,38 @@ func (h Planner) Handle(ctx context.Context, raw json.RawMessage) (PlannerRespon
 	return PlannerResponse{Trigger: trig, Tables: out.Tables, Errors: out.Errors}, err
 }
 
+// Requeuer makes a failed message visible again after a delay (SQS
+// ChangeMessageVisibility on the task queue; *queue.Queue).
+type Requeuer interface {
+	Release(ctx context.Context, receiptHandle string, seconds int32) error
+}
+
 // Rewriter handles SQS task batches for the rewriter function.
 type Rewriter struct {
 	Rewrite TaskRewriter
+	// Requeue, when set, brings a failed task back after
+	// rewrite.RetryDelay instead of the queue's visibility timeout.
+	Requeue Requeuer
 	Log     *slog.Logger
 }
 
 // Handle rewrites each task in the batch and reports the failed ones.
 func (h Rewriter) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
-	return eachMessage(ctx, logger(h.Log), ev, "task", func(ctx context.Context, task messages.Task, n int) error {
+	log := logger(h.Log)
+	resp := eachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
+		n := receiveCount(rec)
 		_, err := h.Rewrite.Handle(ctx, task, n)
+		if err != nil && h.Requeue != nil {
+			delay := rewrite.RetryDelay(n, err)
+			if rerr := h.Requeue.Release(context.WithoutCancel(ctx), rec.ReceiptHandle, int32(delay.Seconds())); rerr != nil {
+				log.Warn("requeue failed task", "job_id", task.JobID, "group", task.Group, "err", rerr.Error())
+			}
+		}
 		return err
-	}), nil
+	})
+	return resp, nil
 }
+
 
 // Committer handles SQS commit-request batches for the committer function.
 type Committer struct {
@@ -105,16 +124,16 @@ type Committer struct {
 
 // Handle finishes each job in the batch and reports the failed requests.
 func (h Committer) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
-	return eachMessage(ctx, logger(h.Log), ev, "commit request", func(ctx context.Context, req messages.CommitRequest, n int) error {
-		_, err := h.Commit.Handle(ctx, req, n)
+	return eachMessage(ctx, logger(h.Log), ev, "commit request", func(ctx context.Context, req messages.CommitRequest, rec lambdaevents.SQSMessage) error {
+		_, err := h.Commit.Handle(ctx, req, receiveCount(rec))
 		return err
 	}), nil
 }
 
 // eachMessage decodes every record as a T and hands it to handle with its
-// delivery count; malformed records and handler errors become batch item
-// failures (a malformed record never succeeds, so it reaches the DLQ).
-func eachMessage[T any](ctx context.Context, log *slog.Logger, ev lambdaevents.SQSEvent, what string, handle func(context.Context, T, int) error) lambdaevents.SQSEventResponse {
+// record; malformed records and handler errors become batch item failures
+// (a malformed record never succeeds, so it reaches the DLQ).
+func eachMessage[T any](ctx context.Context, log *slog.Logger, ev lambdaevents.SQSEvent, what string, handle func(context.Context, T, lambdaevents.SQSMessage) error) lambdaevents.SQSEventResponse {
 	var resp lambdaevents.SQSEventResponse
 	for _, rec := range ev.Records {
 		var msg T
@@ -122,7 +141,7 @@ func eachMessage[T any](ctx context.Context, log *slog.Logger, ev lambdaevents.S
 		if err != nil {
 			log.Error("malformed "+what, "message_id", rec.MessageId, "err", err.Error())
 		} else {
-			err = handle(ctx, msg, receiveCount(rec))
+			err = handle(ctx, msg, rec)
 		}
 		if err != nil {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, lambdaevents.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})

@@ -47,7 +47,7 @@ func TestPlanner_RejectsMalformedEventsWithoutFailing(t *testing.T) {
 
 func TestPlanner_DispatchesDecodedEventsAndFailsOnRetryableErrors(t *testing.T) {
 	t.Parallel()
-	glue := []byte(`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"databaseName":"db","changedTables":["t"]}}`)
+	glue := []byte(`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"databaseName":"db","tableName":"t","typeOfChange":"UpdateTable"}}`)
 	d := &fakeDispatcher{}
 	resp, err := Planner{Dispatch: d}.Handle(context.Background(), glue)
 	if err != nil || len(resp.Tables) != 1 || len(d.got) != 1 || d.got[0].Tables[0] != "db.t" {
@@ -89,5 +89,46 @@ func TestRewriter_ReportsFailuresPerMessage(t *testing.T) {
 	}
 	if len(got) != 2 || !got["bad"] || !got["garbage"] {
 		t.Fatalf("failures %v, want bad and garbage", got)
+	}
+}
+
+type recordingRequeuer struct{ got map[string]int32 }
+
+func (r *recordingRequeuer) Release(_ context.Context, receipt string, seconds int32) error {
+	r.got[receipt] = seconds
+	return nil
+}
+
+type erroringRewriter map[int]error
+
+func (f erroringRewriter) Handle(_ context.Context, task messages.Task, _ int) (rewrite.Result, error) {
+	return rewrite.Result{}, f[task.Group]
+}
+
+// TestRewriter_FailedTasksComeBackAfterABackoff: a task that failed with a
+// retryable error is made visible again after rewrite.RetryDelay for its
+// delivery count, a terminal one at once (on to the dead-letter queue), and
+// a successful one is left alone.
+func TestRewriter_FailedTasksComeBackAfterABackoff(t *testing.T) {
+	t.Parallel()
+	rq := &recordingRequeuer{got: map[string]int32{}}
+	rw := erroringRewriter{1: errors.New("throttled"), 2: rewrite.ErrTerminal}
+	var ev lambdaevents.SQSEvent
+	for g, count := range map[int]string{0: "1", 1: "2", 2: "1"} {
+		body, _ := messages.Encode(messages.Task{Version: messages.FormatVersion, JobID: "j", Group: g})
+		ev.Records = append(ev.Records, lambdaevents.SQSMessage{MessageId: string(rune('a' + g)), ReceiptHandle: string(rune('A' + g)), Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": count}})
+	}
+	resp, _ := Rewriter{Rewrite: rw, Requeue: rq}.Handle(context.Background(), ev)
+	if len(resp.BatchItemFailures) != 2 {
+		t.Fatalf("failures %+v, want 2", resp.BatchItemFailures)
+	}
+	if _, ok := rq.got["A"]; ok {
+		t.Error("a successful task was requeued")
+	}
+	if want := int32(rewrite.RetryDelay(2, errors.New("x")).Seconds()); rq.got["B"] != want || want != 40 {
+		t.Errorf("retryable failure on delivery 2 comes back after %ds, want %ds (40)", rq.got["B"], want)
+	}
+	if got, ok := rq.got["C"]; !ok || got != 0 {
+		t.Errorf("terminal failure comes back after %ds (requeued %v), want at once", got, ok)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
@@ -63,9 +64,10 @@ type Jobs interface {
 	FailGroup(ctx context.Context, jobID string, group int, reason string) error
 }
 
-// Leases tells whether a job still holds its table's lease.
+// Leases renews a job's lease on its table: the work in progress keeps it
+// (lease.ErrLost when another job took the table over or it was released).
 type Leases interface {
-	Holds(ctx context.Context, table, owner string, token int64) (bool, error)
+	Renew(ctx context.Context, l lease.Lease, ttl time.Duration) (lease.Lease, error)
 }
 
 // Blobs stores descriptors and reads oversized task payloads.
@@ -107,6 +109,22 @@ type Settings struct {
 	// group whose rows move to another partition spec (0: the default,
 	// DefaultRepartitionWindowBytes).
 	RepartitionWindowBytes int64
+	// LeaseTTL is how long each task's renewal extends the job's lease
+	// (ICEKEEPER_LEASE_TTL; 0: 30 minutes).
+	LeaseTTL time.Duration
+}
+
+// RetryDelay is how long a task that failed on its n-th delivery waits
+// before SQS delivers it again: at once for a terminal failure (it only
+// has to reach the dead-letter queue), else 20 s doubling, at most 5
+// minutes, well inside the lease that the task's renewal extended. Without
+// it a failed task would wait for the queue's visibility timeout (six
+// rewriter timeouts).
+func RetryDelay(n int, err error) time.Duration {
+	if errors.Is(err, ErrTerminal) {
+		return 0
+	}
+	return min(20*time.Second<<min(max(n-1, 0), 8), 5*time.Minute)
 }
 
 // Outcome says what handling a task did.
@@ -152,6 +170,9 @@ func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables 
 	}
 	if s.MaxAttempts < 1 {
 		return nil, errors.New("rewrite: MaxAttempts must be at least 1 (ICEKEEPER_MAX_TASK_ATTEMPTS)")
+	}
+	if s.LeaseTTL <= 0 {
+		s.LeaseTTL = 30 * time.Minute
 	}
 	if log == nil {
 		log = slog.Default()
@@ -253,11 +274,13 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	if job.State != jobs.Planned && job.State != jobs.Running {
 		return Result{}, fmt.Errorf("%w: job is %s", ErrStale, job.State)
 	}
-	holds, err := r.leases.Holds(ctx, task.Table, task.JobID, task.Token)
-	if err != nil {
-		return Result{}, err
-	}
-	if !holds {
+	// The work in progress keeps the job's term: each task renews it, so a
+	// job whose rewriting outlasts one TTL is not taken over while its
+	// tasks (and their retries) still run.
+	if _, err := r.leases.Renew(ctx, lease.Lease{Table: task.Table, Owner: task.JobID, Token: task.Token}, r.settings.LeaseTTL); err != nil {
+		if !errors.Is(err, lease.ErrLost) {
+			return Result{}, err
+		}
 		r.requestAbort(ctx, log, task.JobID, "lease lost before group "+fmt.Sprint(task.Group)+" was rewritten", "")
 		return Result{}, fmt.Errorf("%w: job no longer holds the table lease", ErrStale)
 	}

@@ -115,7 +115,7 @@ func OpenCatalog(ctx context.Context, cfg config.Config, clients *awsclients.Cli
 // PlannerNeeds, RewriterNeeds and CommitterNeeds list each stage's resources.
 var (
 	PlannerNeeds   = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
-	RewriterNeeds  = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedCommitQueue}
+	RewriterNeeds  = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
 	CommitterNeeds = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket}
 	AllNeeds       = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
 )
@@ -134,7 +134,7 @@ func (d *Deps) Planner(cat catalog.Catalog) (*plan.Planner, error) {
 
 // Rewriter builds the rewriter.
 func (d *Deps) Rewriter() (*rewrite.Rewriter, error) {
-	r, err := rewrite.New(rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency},
+	r, err := rewrite.New(rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL},
 		d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now)
 	if err == nil {
 		r.SetMetrics(d.Metrics)
