@@ -115,7 +115,6 @@ func (h Rewriter) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdae
 	return resp, nil
 }
 
-
 // Committer handles SQS commit-request batches for the committer function.
 type Committer struct {
 	Commit JobCommitter
