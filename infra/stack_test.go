@@ -287,6 +287,21 @@ func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	})
 }
 
+// TestIcekeeperStack_DestroyEmptiesTheBucket: with removalPolicy=destroy
+// the bucket is emptied before deletion (CDK's auto-delete custom
+// resource); by default it is retained and never emptied.
+func TestIcekeeperStack_DestroyEmptiesTheBucket(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxRemovalPolicy] = "destroy"
+	f := mustSynth(t, ctx)
+	if n := len(f.ofType("Custom::S3AutoDeleteObjects")); n != 1 {
+		t.Errorf("destroy: %d auto-delete resources, want 1", n)
+	}
+	if n := len(mustSynth(t, activeContext()).ofType("Custom::S3AutoDeleteObjects")); n != 0 {
+		t.Errorf("retain: %d auto-delete resources, want none", n)
+	}
+}
+
 func TestIcekeeperStack_FunctionsAreTracedArm64ProvidedAL2023(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for _, name := range functionIDs {
@@ -499,6 +514,7 @@ func TestIcekeeperStack_StorageMatchesTheCode(t *testing.T) {
 				map[string]any{"AttributeName": "job_id", "KeyType": "HASH"},
 				map[string]any{"AttributeName": "item_key", "KeyType": "RANGE"},
 			},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": "purge_at", "Enabled": true},
 			"BillingMode":                      "PAY_PER_REQUEST",
 			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
 		})

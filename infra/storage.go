@@ -49,7 +49,9 @@ func newStorage(scope constructs.Construct, s Settings) Storage {
 		EnforceSSL:        jsii.Bool(true),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		RemovalPolicy:     removal,
-		AutoDeleteObjects: jsii.Bool(false),
+		// With removalPolicy=destroy the stack empties the bucket before
+		// deleting it (CloudFormation cannot delete a bucket with objects).
+		AutoDeleteObjects: jsii.Bool(s.RemovalPolicy == "destroy"),
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{
 				Id:                                  jsii.String("expire-jobs"),
@@ -82,6 +84,9 @@ func newStorage(scope constructs.Construct, s Settings) Storage {
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(JobKey), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:      &awsdynamodb.Attribute{Name: jsii.String(JobItemKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		// Job and group items carry purge_at, 90 days after creation
+		// (shared/jobs.RecordRetention).
+		TimeToLiveAttribute: jsii.String(LeaseTTLKey),
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},

@@ -190,6 +190,10 @@ func (s *Store) Create(ctx context.Context, j Job, groups []Group) error {
 	j.CreatedAt, j.UpdatedAt = now, now
 	j.Groups = len(groups)
 	item := encodeJob(j)
+	// Job and group items expire (DynamoDB TTL on purge_at, Unix seconds)
+	// long after any job can still run.
+	purge := &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(RecordRetention).Unix(), 10)}
+	item[PurgeAttribute] = purge
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           aws.String(s.tableName),
 		Item:                item,
@@ -204,15 +208,25 @@ func (s *Store) Create(ctx context.Context, j Job, groups []Group) error {
 	for _, g := range groups {
 		g.JobID = j.ID
 		g.State = GroupPending
+		gi := encodeGroup(g)
+		gi[PurgeAttribute] = purge
 		if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.tableName),
-			Item:      encodeGroup(g),
+			Item:      gi,
 		}); err != nil {
 			return fmt.Errorf("jobs: create group %d of %s: %w", g.Index, j.ID, err)
 		}
 	}
 	return nil
 }
+
+// RecordRetention is how long job and group records are kept (DynamoDB
+// TTL on PurgeAttribute): far longer than any job runs, long enough for
+// the next job on the table to clean up after it (plan.cleanUpAfter).
+const RecordRetention = 90 * 24 * time.Hour
+
+// PurgeAttribute is the jobs table's TTL attribute.
+const PurgeAttribute = "purge_at"
 
 // Get reads a job with a consistent read.
 func (s *Store) Get(ctx context.Context, id string) (Job, error) {

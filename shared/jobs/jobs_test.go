@@ -3,8 +3,13 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
@@ -20,6 +25,16 @@ func setup(t *testing.T) *jobs.Store {
 }
 
 func setupClock(t *testing.T) (*jobs.Store, *clock) {
+	s, c, _, _ := setupAll(t)
+	return s, c
+}
+
+func ttlSetup(t *testing.T) (*jobs.Store, *dynamodb.Client, string) {
+	s, _, db, table := setupAll(t)
+	return s, db, table
+}
+
+func setupAll(t *testing.T) (*jobs.Store, *clock, *dynamodb.Client, string) {
 	t.Helper()
 	cloud := localcloud.Start()
 	t.Cleanup(cloud.Close)
@@ -32,7 +47,7 @@ func setupClock(t *testing.T) (*jobs.Store, *clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, c
+	return s, c, cloud.Clients.DynamoDB, res.JobsTable
 }
 
 func create(t *testing.T, s *jobs.Store, id string, groups int) {
@@ -190,5 +205,34 @@ func TestStore_OnlyTheOwnerOfTheCommittingStateDecides(t *testing.T) {
 	}
 	if j, _ := s.Get(ctx, "j1"); j.State != jobs.Aborted || j.Reason != "conflict" || j.CommitterID != "B" {
 		t.Fatalf("job %+v", j)
+	}
+}
+
+// TestStore_RecordsExpireByTTL: job and group items carry purge_at (Unix
+// seconds) RecordRetention after creation, for the jobs table's TTL.
+func TestStore_RecordsExpireByTTL(t *testing.T) {
+	s, db, table := ttlSetup(t)
+	ctx := context.Background()
+	created := time.Unix(1_800_000_000, 0)
+	if err := s.Create(ctx, jobs.Job{ID: "j-ttl", Table: "db.t"}, []jobs.Group{{Index: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatInt(created.Add(jobs.RecordRetention).Unix(), 10)
+	n := 0
+	for _, it := range out.Items {
+		if id, _ := it["job_id"].(*types.AttributeValueMemberS); id == nil || id.Value != "j-ttl" {
+			continue
+		}
+		n++
+		if v, ok := it[jobs.PurgeAttribute].(*types.AttributeValueMemberN); !ok || v.Value != want {
+			t.Errorf("item %v: purge_at %v, want %s", it["item_key"], it[jobs.PurgeAttribute], want)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d items, want the job and its group", n)
 	}
 }
