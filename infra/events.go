@@ -88,7 +88,7 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 	if len(locs) > 0 {
 		keys := make([]any, 0, len(locs))
 		for _, l := range locs {
-			keys = append(keys, map[string]string{"wildcard": l.MetadataKeyPattern()})
+			keys = append(keys, map[string]string{"wildcard": l.MetadataKeyPattern()}, map[string]string{"wildcard": l.GzipMetadataKeyPattern()})
 		}
 		r.S3 = awsevents.NewRule(scope, jsii.String("TableMetadataWritten"), &awsevents.RuleProps{
 			Description: jsii.String("icekeeper: a new metadata file under a granted table location"),

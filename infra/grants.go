@@ -49,6 +49,11 @@ func (l Location) ListPrefixes() []string {
 // metadata files written under the location.
 func (l Location) MetadataKeyPattern() string { return l.Key + "/metadata/*.metadata.json" }
 
+// GzipMetadataKeyPattern matches gzip-compressed metadata files named
+// *.metadata.json.gz (iceberg-go and Java name them *.gz.metadata.json,
+// which MetadataKeyPattern already matches).
+func (l Location) GzipMetadataKeyPattern() string { return l.Key + "/metadata/*.metadata.json.gz" }
+
 // Locations resolves every grant entry to its S3 location: the explicit
 // tableLocations entry when there is one, otherwise the location template
 // over the warehouse (a namespace entry puts "*" for the table). It fails,

@@ -871,6 +871,17 @@ func TestIcekeeperStack_RulesMatchThePlannersSampleEvents(t *testing.T) {
 			t.Errorf("sweep schedule %v, want rate(1 hour)", p["ScheduleExpression"])
 		}
 	}
+	// Compressed metadata files wake the planner too.
+	for _, key := range []string{"warehouse/demo.db/events/metadata/00008-x.gz.metadata.json", "warehouse/demo.db/events/metadata/00008-x.metadata.json.gz"} {
+		ev := map[string]any{"source": "aws.s3", "detail-type": "Object Created", "detail": map[string]any{"bucket": map[string]any{"name": "lakehouse"}, "object": map[string]any{"key": key}}}
+		matched := false
+		for _, p := range rules {
+			matched = matched || p["EventPattern"] != nil && matches(p["EventPattern"], ev)
+		}
+		if !matched {
+			t.Errorf("no rule matches %s", key)
+		}
+	}
 	// A data file, another database, an ungranted location, a Glue
 	// partition change and a dropped table do not wake the planner.
 	for _, ev := range []map[string]any{
