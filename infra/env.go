@@ -16,7 +16,7 @@ func managedEnvNames() []string {
 		envvars.CatalogType, envvars.CatalogName, envvars.CatalogURI, envvars.CatalogWarehouse, envvars.CatalogConfig, envvars.CatalogSigV4,
 		envvars.CatalogSignName, envvars.CatalogSignRegion, envvars.CatalogProperties, envvars.LeaseTable, envvars.JobsTable,
 		envvars.TaskQueueURL, envvars.CommitQueueURL, envvars.Bucket, envvars.Prefix, envvars.Mode, envvars.Grants, envvars.EventBus,
-		envvars.MaxTaskAttempts, envvars.CommitTakeover, envvars.RewriterMemoryMB, envvars.CoordinatorMemMB,
+		envvars.MaxTaskAttempts, envvars.CommitTakeover, envvars.LeaseTTL, envvars.RewriterMemoryMB, envvars.CoordinatorMemMB,
 	}
 }
 
@@ -58,6 +58,7 @@ func (s Settings) FunctionEnvironment(n Names) map[string]string {
 		envvars.EventBus:         n.EventBus,
 		envvars.MaxTaskAttempts:  strconv.Itoa(s.MaxTaskAttempts),
 		envvars.CommitTakeover:   s.CommitTakeover.Round(time.Second).String(),
+		envvars.LeaseTTL:         s.LeaseTTL.Round(time.Second).String(),
 		// For the committer's cost estimate: one size stands for the planner
 		// and the committer, so the larger of the two (an upper bound).
 		envvars.RewriterMemoryMB: strconv.Itoa(s.Rewriter.MemoryMB),

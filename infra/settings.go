@@ -112,6 +112,9 @@ type Settings struct {
 	// CommitTakeover is ICEKEEPER_COMMIT_TAKEOVER; the commit queue's
 	// visibility timeout spans more than it.
 	CommitTakeover time.Duration
+	// LeaseTTL is ICEKEEPER_LEASE_TTL: how long a job keeps its table
+	// after its last renewal (each task renews it, and the committer).
+	LeaseTTL time.Duration
 
 	JobsExpirationDays   int
 	HealthExpirationDays int
@@ -127,7 +130,7 @@ type Settings struct {
 	// RemovalPolicy of the bucket and tables: retain or destroy.
 	RemovalPolicy string
 	// Environment holds extra ICEKEEPER_* variables (tuning such as
-	// ICEKEEPER_LEASE_TTL), set on every function.
+	// ICEKEEPER_SWEEP_MAX_JOBS), set on every function.
 	Environment map[string]string
 
 	// AssetDir holds <function>/bootstrap for each function.
@@ -153,6 +156,7 @@ func DefaultSettings() Settings {
 		RewriterConcurrency:   10,
 		MaxTaskAttempts:       3,
 		CommitTakeover:        16 * time.Minute,
+		LeaseTTL:              30 * time.Minute,
 		JobsExpirationDays:    14,
 		HealthExpirationDays:  90,
 		MaintenanceLogDays:    400,
@@ -196,6 +200,7 @@ const (
 	CtxRewriterReserved      = "rewriterReservedConcurrency"
 	CtxMaxTaskAttempts       = "maxTaskAttempts"
 	CtxCommitTakeover        = "commitTakeover"
+	CtxLeaseTTL              = "leaseTtl"
 	CtxJobsExpirationDays    = "jobsExpirationDays"
 	CtxHealthExpirationDays  = "healthExpirationDays"
 	CtxMaintenanceLogDays    = "maintenanceLogDays"
@@ -223,7 +228,7 @@ func ContextKeys() []string {
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
 		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
-		CtxRewriterConcurrency, CtxRewriterReserved, CtxMaxTaskAttempts, CtxCommitTakeover, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
+		CtxRewriterConcurrency, CtxRewriterReserved, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
 		CtxArchitecture, CtxStackName,
@@ -264,6 +269,7 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.integer(CtxRewriterReserved, &s.RewriterReserved)
 	r.integer(CtxMaxTaskAttempts, &s.MaxTaskAttempts)
 	r.duration(CtxCommitTakeover, &s.CommitTakeover)
+	r.duration(CtxLeaseTTL, &s.LeaseTTL)
 	r.integer(CtxJobsExpirationDays, &s.JobsExpirationDays)
 	r.integer(CtxHealthExpirationDays, &s.HealthExpirationDays)
 	r.integer(CtxMaintenanceLogDays, &s.MaintenanceLogDays)
@@ -358,6 +364,17 @@ func (s Settings) Validate() error {
 	}
 	if s.CommitTakeover <= s.Committer.Timeout {
 		bad(CtxCommitTakeover, "%s must exceed %s (%s): a committer still running must never be taken over", s.CommitTakeover, CtxCommitterTimeout, s.Committer.Timeout)
+	}
+	// A task renews the job's term when it starts, and a failed one comes
+	// back within rewrite.RetryDelay's 5-minute cap: the term must outlast
+	// both. A crashed committer's job must be past the takeover window when
+	// a planner can supersede its term, so the abort request it sends can
+	// take the job over.
+	if need := s.Rewriter.Timeout + 5*time.Minute; s.LeaseTTL <= need {
+		bad(CtxLeaseTTL, "%s must exceed %s (%s) plus the 5m retry backoff cap (%s): a job would lose its table while a task or its retry still runs", s.LeaseTTL, CtxRewriterTimeout, s.Rewriter.Timeout, need)
+	}
+	if need := s.Committer.Timeout + s.CommitTakeover; s.LeaseTTL <= need {
+		bad(CtxLeaseTTL, "%s must exceed %s plus %s (%s): a superseded job's abort request must find a crashed committer past its takeover window", s.LeaseTTL, CtxCommitterTimeout, CtxCommitTakeover, need)
 	}
 	if v := s.CommitVisibility(); v > 12*time.Hour {
 		bad(CtxCommitTakeover, "the commit queue's visibility timeout would be %s, beyond SQS's 12h", v)

@@ -396,7 +396,8 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 	ctx := activeContext()
 	ctx[CtxMaxTaskAttempts] = 5
 	ctx[CtxCatalogProperties] = "s3.region=eu-west-1,glue.region=eu-west-1"
-	ctx[CtxEnvironment] = map[string]any{"ICEKEEPER_LEASE_TTL": "45m"}
+	ctx[CtxLeaseTTL] = "45m"
+	ctx[CtxEnvironment] = map[string]any{"ICEKEEPER_SWEEP_MAX_JOBS": "20"}
 	f := mustSynth(t, ctx)
 	known := map[string]bool{}
 	for _, n := range configEnvNames(t) {
@@ -430,7 +431,7 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		envvars.CatalogProperties: "glue.region=eu-west-1,s3.region=eu-west-1",
 		envvars.TaskQueueURL:      queue("Tasks"), envvars.CommitQueueURL: queue("Commits"),
 		envvars.LeaseTable: table("Leases"), envvars.JobsTable: table("Jobs"), envvars.Bucket: bucket,
-		envvars.EventBus: "default", envvars.CommitTakeover: "16m0s", "ICEKEEPER_LEASE_TTL": "45m",
+		envvars.EventBus: "default", envvars.CommitTakeover: "16m0s", envvars.LeaseTTL: "45m0s", "ICEKEEPER_SWEEP_MAX_JOBS": "20",
 		envvars.RewriterMemoryMB: "3008", envvars.CoordinatorMemMB: "1024",
 	}
 	for _, name := range functionIDs {
@@ -715,16 +716,18 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		ctx  map[string]any
 		want string
 	}{
-		"grant without location": {map[string]any{CtxMode: "advisory", CtxGrants: "sales.orders"}, `grant "sales.orders" has no S3 location`},
-		"credential property":    {map[string]any{CtxCatalogProperties: "s3.secret-access-key=x"}, "looks like a credential"},
-		"managed env override":   {map[string]any{CtxEnvironment: `{"ICEKEEPER_MODE":"active"}`}, "ICEKEEPER_MODE is set by the stack"},
-		"unknown env":            {map[string]any{CtxEnvironment: `{"ICEKEEPER_NOPE":"1"}`}, "ICEKEEPER_NOPE is not a variable"},
-		"takeover too short":     {map[string]any{CtxCommitTakeover: "10m"}, "must exceed committerTimeout"},
-		"timeout over 15m":       {map[string]any{CtxRewriterTimeout: "20m"}, "rewriterTimeout"},
-		"bad mode":               {map[string]any{CtxMode: "on"}, `mode: "on"`},
-		"bad grant":              {map[string]any{CtxGrants: "a..b"}, "malformed grant"},
-		"reserved below max":     {map[string]any{CtxRewriterConcurrency: 10, CtxRewriterReserved: 4}, "the poller would be throttled"},
-		"max concurrency of 1":   {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
+		"grant without location":  {map[string]any{CtxMode: "advisory", CtxGrants: "sales.orders"}, `grant "sales.orders" has no S3 location`},
+		"credential property":     {map[string]any{CtxCatalogProperties: "s3.secret-access-key=x"}, "looks like a credential"},
+		"managed env override":    {map[string]any{CtxEnvironment: `{"ICEKEEPER_MODE":"active"}`}, "ICEKEEPER_MODE is set by the stack"},
+		"unknown env":             {map[string]any{CtxEnvironment: `{"ICEKEEPER_NOPE":"1"}`}, "ICEKEEPER_NOPE is not a variable"},
+		"takeover too short":      {map[string]any{CtxCommitTakeover: "10m"}, "must exceed committerTimeout"},
+		"timeout over 15m":        {map[string]any{CtxRewriterTimeout: "20m"}, "rewriterTimeout"},
+		"bad mode":                {map[string]any{CtxMode: "on"}, `mode: "on"`},
+		"bad grant":               {map[string]any{CtxGrants: "a..b"}, "malformed grant"},
+		"reserved below max":      {map[string]any{CtxRewriterConcurrency: 10, CtxRewriterReserved: 4}, "the poller would be throttled"},
+		"lease shorter than task": {map[string]any{CtxLeaseTTL: "18m"}, "a job would lose its table while a task or its retry still runs"},
+		"lease within takeover":   {map[string]any{CtxLeaseTTL: "25m"}, "must find a crashed committer past its takeover window"},
+		"max concurrency of 1":    {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
