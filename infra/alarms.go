@@ -117,7 +117,7 @@ func newAlarms(scope constructs.Construct, s Settings, q Queues, fns Lambdas) Al
 	for _, d := range []struct {
 		id, what string
 		queue    awssqs.Queue
-	}{{"TasksDLQNotEmpty", "rewriter tasks", q.TasksDLQ}, {"CommitsDLQNotEmpty", "commit requests", q.CommitsDLQ}} {
+	}{{"TasksDLQNotEmpty", "rewriter tasks", q.TasksDLQ}, {"CommitsDLQNotEmpty", "commit requests", q.CommitsDLQ}, {"PlannerDLQNotEmpty", "planner events", q.PlannerDLQ}} {
 		alarm(d.id, fmt.Sprintf("icekeeper: %s reached the dead-letter queue after %d attempts; see the failed job's reason in the jobs table and redrive or purge", d.what, s.MaxTaskAttempts),
 			d.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(5))}),
 			0, above)

@@ -59,7 +59,8 @@ func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alar
 			withLabel(q.Commits.MetricApproximateAgeOfOldestMessage(peak), "commits")),
 		graph("Dead-letter queues", 8,
 			withLabel(q.TasksDLQ.MetricApproximateNumberOfMessagesVisible(peak), "task DLQ"),
-			withLabel(q.CommitsDLQ.MetricApproximateNumberOfMessagesVisible(peak), "commit DLQ")),
+			withLabel(q.CommitsDLQ.MetricApproximateNumberOfMessagesVisible(peak), "commit DLQ"),
+			withLabel(q.PlannerDLQ.MetricApproximateNumberOfMessagesVisible(peak), "planner event DLQ")),
 	)
 	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
 		Markdown: jsii.String("## Throughput"), Width: jsii.Number(24), Height: jsii.Number(1),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -91,6 +92,14 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 		Rewriter:  newFn(Rewriter, "Rewriter", "icekeeper rewriter: one file group per task", s.RewriterReserved),
 		Committer: newFn(Committer, "Committer", "icekeeper committer: one atomic commit per job", 0),
 	}
+	// The planner's asynchronous invocations (EventBridge events): two
+	// retries within two hours, then the event goes to the planner's
+	// dead-letter queue instead of being dropped.
+	l.Planner.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		OnFailure:     awslambdadestinations.NewSqsDestination(q.PlannerDLQ),
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
+	})
 	rewriterSource := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(1),
 		ReportBatchItemFailures: jsii.Bool(true),

@@ -16,9 +16,14 @@ import (
 // deliveries the queue does, so a group fails its job on the last one. The
 // visibility timeouts follow the consumers' timeouts (Settings.TaskVisibility
 // and CommitVisibility).
+//
+// PlannerDLQ receives the planner's asynchronous invocations (EventBridge
+// events) that failed every retry or grew too old, so a trigger is never
+// lost silently.
 type Queues struct {
 	Tasks, TasksDLQ     awssqs.Queue
 	Commits, CommitsDLQ awssqs.Queue
+	PlannerDLQ          awssqs.Queue
 }
 
 // dlqRetention keeps dead letters for SQS's maximum, so there is time to
@@ -45,7 +50,7 @@ func newQueues(scope constructs.Construct, s Settings) Queues {
 			},
 		})
 	}
-	q := Queues{TasksDLQ: dlq("TasksDLQ"), CommitsDLQ: dlq("CommitsDLQ")}
+	q := Queues{TasksDLQ: dlq("TasksDLQ"), CommitsDLQ: dlq("CommitsDLQ"), PlannerDLQ: dlq("PlannerDLQ")}
 	q.Tasks = queue("Tasks", seconds(s.TaskVisibility()), q.TasksDLQ)
 	q.Commits = queue("Commits", seconds(s.CommitVisibility()), q.CommitsDLQ)
 	return q

@@ -276,7 +276,7 @@ var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 4, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 4,
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 4,
 		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
 		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
 	} {
@@ -285,6 +285,40 @@ func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	assert(t, "email subscription", func() {
 		f.tpl.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{"Protocol": "email", "Endpoint": "ops@example.com"})
 	})
+}
+
+// TestIcekeeperStack_PlannerEventsThatFailGoToADeadLetterQueue: the
+// planner's asynchronous invocations have an on-failure destination (the
+// planner DLQ, which has an alarm) instead of being dropped after retries.
+func TestIcekeeperStack_PlannerEventsThatFailGoToADeadLetterQueue(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	var dlq string
+	for id := range f.ofType("AWS::SQS::Queue") {
+		if strings.HasPrefix(id, "PlannerDLQ") {
+			dlq = id
+		}
+	}
+	if dlq == "" {
+		t.Fatal("no planner DLQ")
+	}
+	plannerID, _ := f.function(t, "Planner")
+	found := false
+	for _, r := range f.ofType("AWS::Lambda::EventInvokeConfig") {
+		p := props(r)
+		if strings.Contains(flat(p["FunctionName"]), plannerID) && strings.Contains(flat(p["DestinationConfig"]), dlq) && p["MaximumRetryAttempts"] == 2.0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the planner's async invocations have no on-failure destination to its DLQ")
+	}
+	alarmed := false
+	for id := range f.ofType("AWS::CloudWatch::Alarm") {
+		alarmed = alarmed || strings.HasPrefix(id, "PlannerDLQNotEmpty")
+	}
+	if !alarmed {
+		t.Error("no alarm on the planner DLQ")
+	}
 }
 
 // TestIcekeeperStack_DestroyEmptiesTheBucket: with removalPolicy=destroy
