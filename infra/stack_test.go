@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -1031,6 +1032,61 @@ func TestIcekeeperStack_AlarmAndDashboardMetricsAreTheEmittedNames(t *testing.T)
 	}
 	if !emitted["Table"] {
 		t.Error(`dimension "Table" (used by the per-table SEARCH) not found in shared/`)
+	}
+}
+
+// TestIcekeeperStack_EveryWidgetAndAlarmFindsAnEmittedMetric checks the
+// dashboard and the alarms against the metrics the code really emits, as
+// recorded from the end-to-end tests' EMF lines in
+// testdata/emitted-metrics.json (tests/emitted_metrics_test.go keeps that
+// file equal to what a full run emits). A Metrics Insights SUM over the
+// namespace must name an emitted metric; a SEARCH must name one emitted
+// with exactly its dimension set (and Function value), since a SEARCH
+// schema matches only that set.
+func TestIcekeeperStack_EveryWidgetAndAlarmFindsAnEmittedMetric(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "emitted-metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigs []struct {
+		Name       string   `json:"name"`
+		Dimensions []string `json:"dimensions"`
+		Function   string   `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &sigs); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	exact := map[string]bool{}
+	for _, sg := range sigs {
+		names[sg.Name] = true
+		exact[sg.Name+"{"+strings.Join(sg.Dimensions, ",")+"}"+sg.Function] = true
+	}
+	f := mustSynth(t, activeContext())
+	var texts []string
+	for _, r := range f.ofType("AWS::CloudWatch::Dashboard") {
+		texts = append(texts, flat(props(r)["DashboardBody"]))
+	}
+	for _, r := range f.ofType("AWS::CloudWatch::Alarm") {
+		texts = append(texts, flat(props(r)))
+	}
+	all := strings.ReplaceAll(strings.Join(texts, "\n"), `\"`, `"`)
+	sums := regexp.MustCompile(`SELECT SUM\((\w+)\) FROM `+MetricNamespace).FindAllStringSubmatch(all, -1)
+	searches := regexp.MustCompile(`SEARCH\('\{`+MetricNamespace+`,([\w,]+)\} Function="(\w+)" MetricName="(\w+)"'`).FindAllStringSubmatch(all, -1)
+	if len(sums) == 0 || len(searches) == 0 {
+		t.Fatalf("found %d SUM and %d SEARCH references; the patterns no longer match the stack", len(sums), len(searches))
+	}
+	for _, m := range sums {
+		if !names[m[1]] {
+			t.Errorf("SELECT SUM(%s): no end-to-end test emitted %s", m[1], m[1])
+		}
+	}
+	for _, m := range searches {
+		dims := strings.Split(m[1], ",")
+		sort.Strings(dims)
+		if key := m[3] + "{" + strings.Join(dims, ",") + "}" + m[2]; !exact[key] {
+			t.Errorf("SEARCH %s with dimensions {%s} and Function=%s matches nothing the code emits", m[3], m[1], m[2])
+		}
 	}
 }
 

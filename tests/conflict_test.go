@@ -81,6 +81,7 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			c.SetMetrics(e.deps.Metrics)
 			res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
 			if err != nil {
 				t.Fatalf("commit: %v", err)
@@ -98,6 +99,9 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 			if tc.wantState == jobs.Committed {
 				if res.Retries < 1 {
 					t.Fatalf("committed without meeting the conflict: %+v", res)
+				}
+				if m := e.metrics.metricTotals(t); m["CommitConflicts"] < 1 || m["CommitRetries"] < 1 {
+					t.Fatalf("conflict and retry not counted: %v", m)
 				}
 				if e.jobSnapshots(r.JobID) != 1 {
 					t.Fatal("want exactly one job snapshot")

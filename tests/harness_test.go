@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 	cloud = localcloud.Start()
 	code := m.Run()
 	cloud.Close()
+	if diff := checkMetricsContract(); diff != "" && code == 0 {
+		fmt.Fprintln(os.Stderr, diff)
+		code = 1
+	}
 	os.Exit(code)
 }
 

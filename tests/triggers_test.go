@@ -23,6 +23,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
@@ -67,6 +68,7 @@ type syncBuffer struct {
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
+	recordEMF(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
@@ -239,6 +241,24 @@ func TestTriggers_GluePartitionNoiseAndDropsPlanNothing(t *testing.T) {
 	}
 	if got := d.metrics.metricTotals(t)["JobsPlanned"]; got != 0 {
 		t.Fatalf("JobsPlanned = %v, want 0", got)
+	}
+}
+
+// TestTriggers_EventForATableWithAJobInFlightCountsALeaseSkip: a commit
+// event arrives while a job holds the table's lease; the planner skips the
+// table and counts it (LeaseSkips), planning nothing.
+func TestTriggers_EventForATableWithAJobInFlightCountsALeaseSkip(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo")
+	d.createNamed("demo.events", withProps(smallTable, optedIn))
+	if r := d.plan(); r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %s", r.Outcome)
+	}
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action == trigger.ActionPlanned || o.Plan == nil || o.Plan.Outcome != plan.OutcomeLeaseHeld {
+		t.Fatalf("outcome %+v, want the lease held", o)
+	}
+	if got := d.metrics.metricTotals(t)["LeaseSkips"]; got != 1 {
+		t.Fatalf("LeaseSkips = %v, want 1", got)
 	}
 }
 
