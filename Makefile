@@ -89,7 +89,7 @@ LOCAL_CONTEXT    ?= -c stackName=IcekeeperLocal -c mode=active -c 'grants=demo.*
 	-c warehouseLocation=s3://warehouse -c 'tableLocationTemplate={warehouse}/{namespacePath}/{table}' \
 	-c assetDir=../$(LOCAL_LAMBDA) -c architecture=$(LOCAL_CDK_ARCH) -c removalPolicy=destroy -c alarms=false
 
-.PHONY: infra-test cdk-cli synth bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
+.PHONY: infra-test cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
 
 ## infra-test: the CDK stack's tests, offline (needs Node for jsii, no AWS)
 infra-test:
@@ -105,6 +105,10 @@ $(CDK):
 ## synth: build the bootstraps, then synthesize the stack into infra/cdk.out
 synth: lambdas $(CDK)
 	cd infra && $(INFRA_ENV) $(CDK) synth -q $(CDK_CONTEXT)
+
+## preview: synthesize the stack and print what it will be allowed to do (from infra/settings.json)
+preview: lambdas $(CDK)
+	cd infra && $(INFRA_ENV) $(CDK) synth -q $(CDK_CONTEXT) > /dev/null
 
 ## bootstrap: prepare the account and region for CDK deployments (once per account and region)
 bootstrap: $(CDK)

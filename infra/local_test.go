@@ -11,9 +11,40 @@ import (
 	"testing"
 )
 
-// cdk.json's context is documentation of the defaults: it must say what
-// DefaultSettings says.
-func TestCdkJSON_ContextIsTheDefaults(t *testing.T) {
+// settings.json is the deployment's settings file, committed with the
+// defaults: it must say what DefaultSettings says, and name every setting.
+func TestSettingsFile_IsTheDefaults(t *testing.T) {
+	ctx, err := readSettingsFile(DefaultSettingsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ContextKeys() {
+		if _, ok := ctx[k]; !ok {
+			t.Errorf("%s does not show the default of %q", DefaultSettingsFile, k)
+		}
+	}
+	if a, _ := ctx[CtxAssetDir].(string); a != DefaultSettings().AssetDir {
+		t.Errorf("%s assetDir %q, default %q", DefaultSettingsFile, a, DefaultSettings().AssetDir)
+	}
+	dir := t.TempDir()
+	writeBootstraps(t, dir)
+	ctx[CtxAssetDir] = dir
+	got, err := settingsFrom(t, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultSettings()
+	want.AssetDir = dir
+	want.Grants, _ = ParseGrants("")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s gives\n %+v\nDefaultSettings is\n %+v", DefaultSettingsFile, got, want)
+	}
+}
+
+// cdk.json holds the CDK's own settings only: the app, and as context the
+// recommended feature flags, no icekeeper setting (those live in
+// settings.json, so that `cdk -c` overrides them for one run only).
+func TestCdkJSON_HoldsOnlyTheCDKsSettings(t *testing.T) {
 	raw, err := os.ReadFile("cdk.json")
 	if err != nil {
 		t.Fatal(err)
@@ -25,35 +56,31 @@ func TestCdkJSON_ContextIsTheDefaults(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for k := range doc.Context {
-		if !contains(ContextKeys(), k) {
-			t.Errorf("cdk.json sets %q, which the app does not read", k)
-		}
-	}
-	for _, k := range ContextKeys() {
-		if _, ok := doc.Context[k]; !ok {
-			t.Errorf("cdk.json does not show the default of %q", k)
-		}
-	}
 	if doc.App != "go run ." {
 		t.Errorf("app %q, want go run .", doc.App)
 	}
-	if a, _ := doc.Context[CtxAssetDir].(string); a != DefaultSettings().AssetDir {
-		t.Errorf("cdk.json assetDir %q, default %q", a, DefaultSettings().AssetDir)
+	for k := range doc.Context {
+		if contains(ContextKeys(), k) {
+			t.Errorf("cdk.json sets icekeeper's %q; it belongs in %s", k, DefaultSettingsFile)
+		}
+		if !strings.HasPrefix(k, "@aws-cdk") {
+			t.Errorf("cdk.json context %q is not a CDK feature flag", k)
+		}
 	}
-	dir := t.TempDir()
-	writeBootstraps(t, dir)
-	ctx := doc.Context
-	ctx[CtxAssetDir] = dir
-	got, err := settingsFrom(t, ctx)
-	if err != nil {
+	if doc.Context["@aws-cdk/aws-iam:minimizePolicies"] != true {
+		t.Error("cdk.json lacks the recommended feature flags")
+	}
+}
+
+// TestSettingsFile_UnknownSettingsAreRefused: a misspelled key in the
+// settings file stops the synth, naming it.
+func TestSettingsFile_UnknownSettingsAreRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(p, []byte(`{"mode":"advisory","grantz":"sales"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultSettings()
-	want.AssetDir = dir
-	want.Grants, _ = ParseGrants("")
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("cdk.json context gives\n %+v\nDefaultSettings is\n %+v", got, want)
+	if _, err := readSettingsFile(p); err == nil || !strings.Contains(err.Error(), "grantz") {
+		t.Fatalf("err %v, want the unknown key named", err)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command infra is icekeeper's AWS CDK app: it reads the deployment's
-// settings from the CDK context (cdk.json, `cdk -c key=value`) and
-// synthesizes one IcekeeperStack. See infra/README.md for the settings, the
-// IAM model and how to deploy.
+// settings from settings.json (DefaultSettingsFile; `cdk -c key=value`
+// overrides one for one run), prints what the deployment may do, and
+// synthesizes one IcekeeperStack. cdk.json holds only the CDK's own
+// settings (the recommended feature flags). See infra/README.md for the
+// settings, the IAM model and how to deploy.
 package main
 
 import (
@@ -14,11 +16,20 @@ import (
 
 func main() {
 	defer jsii.Close()
-	app := awscdk.NewApp(nil)
+	path := DefaultSettingsFile
+	if p := os.Getenv(SettingsFileEnv); p != "" {
+		path = p
+	}
+	file, err := readSettingsFile(path)
+	if err != nil {
+		fail(err)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &file})
 	settings, err := SettingsFromContext(app.Node())
 	if err != nil {
 		fail(err)
 	}
+	fmt.Fprint(os.Stderr, settings.Summary())
 	name := "Icekeeper"
 	if v, ok := app.Node().TryGetContext(jsii.String(CtxStackName)).(string); ok && v != "" {
 		name = v

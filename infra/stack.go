@@ -47,6 +47,8 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 		sprops.Description = jsii.String("icekeeper: autonomous maintenance for Apache Iceberg tables (mode " + s.Mode + ")")
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
+	// What was deployed, readable from the template in the console.
+	stack.TemplateOptions().SetMetadata(&map[string]any{"Icekeeper::Settings": s.Summary()})
 	out := &IcekeeperStack{Stack: stack}
 	out.Storage = newStorage(stack, s)
 	out.Queues = newQueues(stack, s)

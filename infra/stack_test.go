@@ -59,7 +59,9 @@ func synth(t *testing.T, ctx map[string]any) (*fixture, error) {
 	t.Helper()
 	assets := t.TempDir()
 	writeBootstraps(t, assets)
-	c := map[string]any{}
+	// The CDK feature flags of cdk.json, so the tests check the stack a
+	// deployment synthesizes.
+	c := cdkFeatureFlags(t)
 	for k, v := range ctx {
 		c[k] = v
 	}
@@ -270,7 +272,10 @@ func (f *fixture) tableResources(t *testing.T, name string) []string {
 	return out
 }
 
-const partition = "arn:${AWS::Partition}"
+// partition is the ARN prefix of the tests' stacks: their region
+// (eu-west-1) is known and cdk.json sets @aws-cdk/core:target-partitions,
+// so the CDK writes the partition itself instead of ${AWS::Partition}.
+const partition = "arn:aws"
 
 var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 
@@ -1128,4 +1133,20 @@ func TestGrants_ParseLikeOptIn(t *testing.T) {
 			t.Errorf("ParseGrants(%q) accepted", bad)
 		}
 	}
+}
+
+// cdkFeatureFlags reads cdk.json's context: the CDK's feature flags.
+func cdkFeatureFlags(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile("cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Context
 }
