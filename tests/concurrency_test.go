@@ -26,7 +26,10 @@ var smallTable = sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, 
 // TestPipeline_ConcurrentAppendDuringRewriteIsKept: rows appended after the
 // job pinned its snapshot survive the commit, and so do all the others.
 func TestPipeline_ConcurrentAppendDuringRewriteIsKept(t *testing.T) {
-	e := setup(t)
+	overCatalogs(t, testConcurrentAppendIsKept)
+}
+
+func testConcurrentAppendIsKept(t *testing.T, e *env) {
 	tbl := e.createTable(smallTable)
 	r := e.plan()
 	e.drainTasks()
@@ -53,7 +56,10 @@ func TestPipeline_ConcurrentAppendDuringRewriteIsKept(t *testing.T) {
 // new files; the new files carry the pinned data sequence number, so the
 // delete still applies and those rows stay deleted. The job commits.
 func TestPipeline_ConcurrentEqualityDeleteStaysApplied(t *testing.T) {
-	e := setup(t)
+	overCatalogs(t, testConcurrentEqualityDeleteStaysApplied)
+}
+
+func testConcurrentEqualityDeleteStaysApplied(t *testing.T, e *env) {
 	tbl := e.createTable(smallTable)
 	r := e.plan()
 	e.drainTasks()
@@ -87,29 +93,30 @@ func TestPipeline_ConcurrentEqualityDeleteStaysApplied(t *testing.T) {
 func TestPipeline_ConcurrentPositionDeleteOnRewrittenFileAborts(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			e := setup(t)
-			opts := smallTable
-			opts.FormatVersion = version
-			tbl := e.createTable(opts)
-			r := e.plan()
-			e.drainTasks()
+			overCatalogs(t, func(t *testing.T, e *env) {
+				opts := smallTable
+				opts.FormatVersion = version
+				tbl := e.createTable(opts)
+				r := e.plan()
+				e.drainTasks()
 
-			if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, 20, 30}); err != nil {
-				t.Fatal(err)
-			}
-			want := e.fingerprint()
-			e.drainCommits()
+				if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, 20, 30}); err != nil {
+					t.Fatal(err)
+				}
+				want := e.fingerprint()
+				e.drainCommits()
 
-			e.requireAborted(r.JobID, "position delete", want)
+				e.requireAborted(r.JobID, "position delete", want)
 
-			// The lease was released: the next job runs and commits.
-			r2 := e.plan()
-			if r2.Outcome != plan.OutcomePlanned {
-				t.Fatalf("replan: %s (%s)", r2.Outcome, r2.Reason)
-			}
-			e.drainTasks()
-			e.drainCommits()
-			e.requireCommitted(r2.JobID, want)
+				// The lease was released: the next job runs and commits.
+				r2 := e.plan()
+				if r2.Outcome != plan.OutcomePlanned {
+					t.Fatalf("replan: %s (%s)", r2.Outcome, r2.Reason)
+				}
+				e.drainTasks()
+				e.drainCommits()
+				e.requireCommitted(r2.JobID, want)
+			})
 		})
 	}
 }

@@ -62,57 +62,58 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := setup(t)
-			e.createTable(smallTable)
-			before := e.fingerprint()
-			r := e.plan()
-			e.drainTasks()
+			overCatalogs(t, func(t *testing.T, e *env) {
+				e.createTable(smallTable)
+				before := e.fingerprint()
+				r := e.plan()
+				e.drainTasks()
 
-			// want is the table as the concurrent writer left it, read
-			// before the committer can touch it again.
-			var want fingerprint.Fingerprint
-			ic := &interloper{Catalog: e.cat, at: 1}
-			ic.write = func(tbl *table.Table) {
-				tc.write(t, e, tbl)
-				want = e.fingerprint()
-			}
-			c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
-				ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.SetMetrics(e.deps.Metrics)
-			res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
-			if err != nil {
-				t.Fatalf("commit: %v", err)
-			}
-			if !ic.fired {
-				t.Fatal("the concurrent writer never ran")
-			}
-			if want.Rows != before.Rows+tc.rowDelta {
-				t.Fatalf("the concurrent writer left %d rows, want %d%+d", want.Rows, before.Rows, tc.rowDelta)
-			}
-			j := e.job(r.JobID)
-			if j.State != tc.wantState {
-				t.Fatalf("job %s (%s), want %s", j.State, j.Reason, tc.wantState)
-			}
-			if tc.wantState == jobs.Committed {
-				if res.Retries < 1 {
-					t.Fatalf("committed without meeting the conflict: %+v", res)
+				// want is the table as the concurrent writer left it, read
+				// before the committer can touch it again.
+				var want fingerprint.Fingerprint
+				ic := &interloper{Catalog: e.cat, at: 1}
+				ic.write = func(tbl *table.Table) {
+					tc.write(t, e, tbl)
+					want = e.fingerprint()
 				}
-				if m := e.metrics.metricTotals(t); m["CommitConflicts"] < 1 || m["CommitRetries"] < 1 {
-					t.Fatalf("conflict and retry not counted: %v", m)
+				c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
+					ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if e.jobSnapshots(r.JobID) != 1 {
-					t.Fatal("want exactly one job snapshot")
+				c.SetMetrics(e.deps.Metrics)
+				res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+				if err != nil {
+					t.Fatalf("commit: %v", err)
 				}
-			}
-			if tc.wantState == jobs.Aborted && !strings.Contains(j.Reason, "position delete") {
-				t.Fatalf("abort reason %q", j.Reason)
-			}
-			if got := e.fingerprint(); got != want {
-				t.Fatalf("rows %s, want %s", got, want)
-			}
+				if !ic.fired {
+					t.Fatal("the concurrent writer never ran")
+				}
+				if want.Rows != before.Rows+tc.rowDelta {
+					t.Fatalf("the concurrent writer left %d rows, want %d%+d", want.Rows, before.Rows, tc.rowDelta)
+				}
+				j := e.job(r.JobID)
+				if j.State != tc.wantState {
+					t.Fatalf("job %s (%s), want %s", j.State, j.Reason, tc.wantState)
+				}
+				if tc.wantState == jobs.Committed {
+					if res.Retries < 1 {
+						t.Fatalf("committed without meeting the conflict: %+v", res)
+					}
+					if m := e.metrics.metricTotals(t); m["CommitConflicts"] < 1 || m["CommitRetries"] < 1 {
+						t.Fatalf("conflict and retry not counted: %v", m)
+					}
+					if e.jobSnapshots(r.JobID) != 1 {
+						t.Fatal("want exactly one job snapshot")
+					}
+				}
+				if tc.wantState == jobs.Aborted && !strings.Contains(j.Reason, "position delete") {
+					t.Fatalf("abort reason %q", j.Reason)
+				}
+				if got := e.fingerprint(); got != want {
+					t.Fatalf("rows %s, want %s", got, want)
+				}
+			})
 		})
 	}
 }

@@ -326,3 +326,33 @@ func (e *env) requireAborted(jobID, why string, want fingerprint.Fingerprint) {
 		e.t.Fatalf("aborted job left files %v", left)
 	}
 }
+
+// catalogKinds are the catalogs the core pipeline, concurrency and conflict
+// tests run over: iceberg-go's sql catalog (sqlite) and its glue catalog,
+// against the Glue stand-in (glue_standin_test.go).
+var catalogKinds = []string{"sql", "glue"}
+
+// overCatalogs runs one test on a fresh env per catalog kind.
+func overCatalogs(t *testing.T, run func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, kind := range catalogKinds {
+		t.Run(kind, func(t *testing.T) { run(t, setup(t, withCatalog(t, kind))) })
+	}
+}
+
+// withCatalog points the env's catalog at kind (sql is setup's default).
+func withCatalog(t *testing.T, kind string) func(*config.Config) {
+	switch kind {
+	case "sql":
+		return func(*config.Config) {}
+	case "glue":
+		_, url := newGlueStandIn(t)
+		dir := t.TempDir()
+		return func(c *config.Config) {
+			c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "file://" + filepath.Join(dir, "warehouse"),
+				Properties: map[string]string{"glue.endpoint": url, "glue.region": "us-east-1"}}
+		}
+	}
+	t.Fatalf("unknown catalog kind %q", kind)
+	return nil
+}

@@ -157,7 +157,22 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 		}
 		return cat, nil
 	case "glue":
-		opts := []glue.Option{glue.WithAwsConfig(awsCfg)}
+		if c.Warehouse != "" {
+			// Where new tables go when their database has no location
+			// (iceberg-go's default table location).
+			props["warehouse"] = c.Warehouse
+		}
+		// iceberg-go reads glue.region and glue.endpoint only when it loads
+		// its own AWS configuration; with the one given here it would
+		// silently call the default region's Glue. Apply them to a copy.
+		gcfg := awsCfg.Copy()
+		if r := props[glue.Region]; r != "" {
+			gcfg.Region = r
+		}
+		if ep := props[glue.Endpoint]; ep != "" {
+			gcfg.BaseEndpoint = aws.String(ep)
+		}
+		opts := []glue.Option{glue.WithAwsConfig(gcfg)}
 		if len(props) > 0 {
 			opts = append(opts, glue.WithAwsProperties(glue.AwsProperties(props)))
 		}

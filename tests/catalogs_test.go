@@ -1,0 +1,81 @@
+package tests
+
+import (
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/stages"
+)
+
+// TestCatalogs_PipelineCompactsOverEachCatalog: the whole pipeline over
+// each catalog kind, on a table with every kind of delete.
+func TestCatalogs_PipelineCompactsOverEachCatalog(t *testing.T) {
+	overCatalogs(t, func(t *testing.T, e *env) {
+		e.createTable(smallTable)
+		r := e.compactAndRequireSame()
+		if s := e.stats(); s.DataFiles != r.Groups || s.DeleteFiles() != 0 {
+			t.Fatalf("after compaction %+v, want %d files and no deletes", s, r.Groups)
+		}
+	})
+}
+
+// TestCatalogs_GlueVersionConflictIsRetried: another writer commits to the
+// Glue table between the committer's read of the table and its UpdateTable.
+// Glue refuses the stale VersionId (ConcurrentModificationException); the
+// committer treats it as a conflict: it reloads, re-validates, rebuilds and
+// commits, and the other writer's rows are kept.
+func TestCatalogs_GlueVersionConflictIsRetried(t *testing.T) {
+	g, url := newGlueStandIn(t)
+	dir := t.TempDir()
+	e := setup(t, func(c *config.Config) {
+		c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "file://" + dir + "/warehouse",
+			Properties: map[string]string{"glue.endpoint": url, "glue.region": "us-east-1"}}
+	})
+	e.createTable(smallTable)
+	r := e.plan()
+	e.drainTasks()
+
+	// The other writer, through its own connection to the same catalog.
+	other, err := stages.OpenCatalog(e.ctx, e.cfg, cloud.Clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := false
+	g.beforeUpdate = func(db, name string) {
+		if fired {
+			return
+		}
+		fired = true
+		tbl, err := other.LoadTable(e.ctx, table.Identifier{db, name})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := sampletable.AppendRows(e.ctx, tbl, 3_000_000, 2, 7); err != nil {
+			t.Error(err)
+		}
+	}
+	before := e.fingerprint()
+	e.drainCommits()
+	if !fired {
+		t.Fatal("the other writer never ran")
+	}
+	j := e.job(r.JobID)
+	if j.State != jobs.Committed {
+		t.Fatalf("job %s (%s), want committed after the conflict", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got.Rows != before.Rows+14 {
+		t.Fatalf("rows %d, want %d (the other writer's 14 kept)", got.Rows, before.Rows+14)
+	}
+	if g.calls["UpdateTable"] < 3 {
+		t.Fatalf("UpdateTable called %d times; want the refused one, the other writer's and the retry", g.calls["UpdateTable"])
+	}
+	if m := e.metrics.metricTotals(t); m["CommitConflicts"] < 1 {
+		t.Fatalf("conflict not counted: %v", m)
+	}
+}
