@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
@@ -78,4 +80,32 @@ func TestCatalogs_GlueVersionConflictIsRetried(t *testing.T) {
 	if m := e.metrics.metricTotals(t); m["CommitConflicts"] < 1 {
 		t.Fatalf("conflict not counted: %v", m)
 	}
+}
+
+// TestCatalogs_RESTRequestsAreSigV4Signed: against the REST stand-in, every
+// request icekeeper's catalog makes is SigV4-signed for the configured
+// signing name and region (glue for AWS Glue's Iceberg REST endpoint,
+// s3tables for S3 Tables'), and a catalog signing for the wrong service
+// cannot even start.
+func TestCatalogs_RESTRequestsAreSigV4Signed(t *testing.T) {
+	for _, service := range []string{"glue", "s3tables"} {
+		t.Run(service, func(t *testing.T) {
+			mutate, s := withREST(t, service)
+			e := setup(t, mutate)
+			e.createTable(smallTable)
+			e.compactAndRequireSame()
+			if s.calls["GET config"] == 0 || s.calls["POST namespaces"] == 0 {
+				t.Fatalf("the stand-in saw %v", s.calls)
+			}
+		})
+	}
+	t.Run("wrong signing name", func(t *testing.T) {
+		mutate, _ := withREST(t, "s3tables")
+		cfg := config.Defaults()
+		mutate(&cfg)
+		cfg.Catalog.SigningName = "glue"
+		if _, err := stages.OpenCatalog(context.Background(), cfg, cloud.Clients); err == nil || !strings.Contains(err.Error(), "signature scope") {
+			t.Fatalf("err %v, want the stand-in's refusal", err)
+		}
+	})
 }

@@ -328,9 +328,11 @@ func (e *env) requireAborted(jobID, why string, want fingerprint.Fingerprint) {
 }
 
 // catalogKinds are the catalogs the core pipeline, concurrency and conflict
-// tests run over: iceberg-go's sql catalog (sqlite) and its glue catalog,
-// against the Glue stand-in (glue_standin_test.go).
-var catalogKinds = []string{"sql", "glue"}
+// tests run over: iceberg-go's sql catalog (sqlite), its glue catalog
+// against the Glue stand-in (glue_standin_test.go), and its rest catalog
+// with SigV4 (signing name glue, as for AWS Glue's Iceberg REST endpoint)
+// against the REST stand-in (rest_standin_test.go).
+var catalogKinds = []string{"sql", "glue", "rest"}
 
 // overCatalogs runs one test on a fresh env per catalog kind.
 func overCatalogs(t *testing.T, run func(t *testing.T, e *env)) {
@@ -352,6 +354,9 @@ func withCatalog(t *testing.T, kind string) func(*config.Config) {
 			c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "file://" + filepath.Join(dir, "warehouse"),
 				Properties: map[string]string{"glue.endpoint": url, "glue.region": "us-east-1"}}
 		}
+	case "rest":
+		m, _ := withREST(t, "glue")
+		return m
 	}
 	t.Fatalf("unknown catalog kind %q", kind)
 	return nil
