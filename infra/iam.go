@@ -67,6 +67,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
 	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Planner, a.tableListing("TableList")...)
+	add(fns.Planner, a.kms("WarehouseKeyRead", "kms:Decrypt")...)
 	if s.Mode != ModeActive {
 		return nil
 	}
@@ -75,13 +76,26 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// its attempt id) under the same data/ prefix it writes.
 	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
 	add(fns.Rewriter, a.tableListing("TableList")...)
+	add(fns.Rewriter, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
 	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
 	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
 	add(fns.Committer, a.tableObjects("TableDataDelete", []string{"s3:DeleteObject"}, "data/*")...)
 	add(fns.Committer, a.tableListing("TableList")...)
+	add(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	return nil
+}
+
+// kms allows actions on the warehouse's KMS keys (SSE-KMS), when any are
+// configured: reading an SSE-KMS object needs kms:Decrypt, writing one
+// kms:GenerateDataKey (Amazon S3 User Guide, "Using server-side
+// encryption with AWS KMS keys").
+func (a access) kms(sid string, actions ...string) []awsiam.PolicyStatement {
+	if len(a.s.KMSKeyARNs) == 0 {
+		return nil
+	}
+	return []awsiam.PolicyStatement{statement(sid, actions, a.s.KMSKeyARNs)}
 }
 
 func add(fn awslambda.Function, stmts ...awsiam.PolicyStatement) {

@@ -133,6 +133,11 @@ type Settings struct {
 	// ICEKEEPER_SWEEP_MAX_JOBS), set on every function.
 	Environment map[string]string
 
+	// KMSKeyARNs are the KMS keys the warehouse's objects are encrypted
+	// with (SSE-KMS): every function that reads table objects may decrypt
+	// with them, and those that write may generate data keys.
+	KMSKeyARNs []string
+
 	// AssetDir holds <function>/bootstrap for each function.
 	AssetDir string
 	// Architecture is arm64 (default) or x86_64.
@@ -216,6 +221,7 @@ const (
 	CtxEnvironment           = "environment"
 	CtxAssetDir              = "assetDir"
 	CtxArchitecture          = "architecture"
+	CtxKMSKeyARNs            = "warehouseKmsKeyArns"
 )
 
 // CtxStackName names the stack (main.go; default Icekeeper).
@@ -231,7 +237,7 @@ func ContextKeys() []string {
 		CtxRewriterConcurrency, CtxRewriterReserved, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
-		CtxArchitecture, CtxStackName,
+		CtxArchitecture, CtxKMSKeyARNs, CtxStackName,
 	}
 }
 
@@ -285,6 +291,13 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.object(CtxEnvironment, s.Environment)
 	r.str(CtxAssetDir, &s.AssetDir)
 	r.str(CtxArchitecture, &s.Architecture)
+	var kms string
+	r.list(CtxKMSKeyARNs, &kms)
+	for _, k := range strings.Split(kms, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			s.KMSKeyARNs = append(s.KMSKeyARNs, k)
+		}
+	}
 	if len(r.errs) > 0 {
 		return s, errors.Join(r.errs...)
 	}
@@ -343,6 +356,11 @@ func (s Settings) Validate() error {
 	if s.Mode != ModeOff {
 		if _, err := s.Locations(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, k := range s.KMSKeyARNs {
+		if !strings.HasPrefix(k, "arn:") || !strings.Contains(k, ":kms:") || !strings.Contains(k, ":key/") {
+			bad(CtxKMSKeyARNs, "%q: want a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>); aliases cannot scope a policy", k)
 		}
 	}
 	if s.EventBus == "" {

@@ -327,6 +327,45 @@ func TestIcekeeperStack_PlannerEventsThatFailGoToADeadLetterQueue(t *testing.T) 
 	}
 }
 
+// TestIcekeeperStack_SSEKMSWarehouseKeys: with warehouse KMS keys, the
+// planner may decrypt with them and the rewriter and committer may also
+// generate data keys, on those keys only; without them nobody gets KMS.
+func TestIcekeeperStack_SSEKMSWarehouseKeys(t *testing.T) {
+	key := "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	ctx := activeContext()
+	ctx[CtxKMSKeyARNs] = key
+	f := mustSynth(t, ctx)
+	for fn, want := range map[string][]string{"Planner": {"kms:Decrypt"}, "Rewriter": {"kms:Decrypt", "kms:GenerateDataKey"}, "Committer": {"kms:Decrypt", "kms:GenerateDataKey"}} {
+		var got []string
+		for _, s := range f.statements(t, fn) {
+			for _, a := range s.Actions {
+				if strings.HasPrefix(a, "kms:") {
+					got = append(got, a)
+					if !reflect.DeepEqual(s.Resources, []string{key}) {
+						t.Errorf("%s %s on %v, want only the warehouse key", fn, a, s.Resources)
+					}
+				}
+			}
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s KMS actions %v, want %v", fn, got, want)
+		}
+	}
+	for _, fn := range functionIDs {
+		for a := range mustSynth(t, activeContext()).actions(t, fn) {
+			if strings.HasPrefix(a, "kms:") {
+				t.Errorf("%s has %s without warehouse keys", fn, a)
+			}
+		}
+	}
+	bad := activeContext()
+	bad[CtxKMSKeyARNs] = "alias/lake"
+	if _, err := synth(t, bad); err == nil || !strings.Contains(err.Error(), "want a KMS key ARN") {
+		t.Errorf("an alias was accepted: %v", err)
+	}
+}
+
 // TestIcekeeperStack_DestroyEmptiesTheBucket: with removalPolicy=destroy
 // the bucket is emptied before deletion (CDK's auto-delete custom
 // resource); by default it is retained and never emptied.
