@@ -6,18 +6,27 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test test-short build lambdas bench bench-smoke vet fmt clean fuzz-pipeline
+.PHONY: demo test hygiene test-short build lambdas bench bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
 	$(GO) run ./cmd/icekeeper demo
 
-## test: every test, end to end over the in-process AWS emulator, and the
-## CDK stack's offline tests (infra/ is its own module; it needs Node)
-test:
-	$(GO) vet ./...
+## test: the hygiene checks, every test, end to end over the in-process AWS
+## emulator, and the CDK stack's offline tests (infra/ is its own module; it
+## needs Node)
+test: hygiene
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) infra-test
+
+## hygiene: gofmt, go vet and go mod tidy report nothing, in both modules
+hygiene:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/.cdk/*')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	cd infra && $(INFRA_ENV) $(GO) vet ./...
+	cd infra && $(GO) mod tidy -diff
 
 ## test-short: skip the tests that build the Lambda binaries
 test-short:
