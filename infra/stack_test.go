@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/icekeeper/icekeeper/shared/envvars"
@@ -71,8 +72,12 @@ func synth(t *testing.T, ctx map[string]any) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
+	account, region := "123456789012", "eu-west-1"
+	if a, ok := ctx[ctxTestAccount].(string); ok {
+		account, region = a, ctx[ctxTestRegion].(string)
+	}
 	stack, err := NewIcekeeperStack(app, "Test", &IcekeeperStackProps{
-		StackProps: awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")}},
+		StackProps: awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}},
 		Settings:   settings,
 	})
 	if err != nil {
@@ -1188,4 +1193,60 @@ func cdkFeatureFlags(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	return doc.Context
+}
+
+// Test-only context keys: the account and region to synthesize in.
+const (
+	ctxTestAccount = "test:account"
+	ctxTestRegion  = "test:region"
+)
+
+// policiesFile is what the root module's end-to-end tests evaluate every
+// AWS call they make against (tests/iam_test.go): each function's policy
+// statements, synthesized for the emulator's account and region and a
+// Glue catalog with the tests' grant, with icekeeper's own resources as
+// placeholders (${Bucket}, ${Leases}, ${Tasks}, ...: the ARN of that
+// resource) that the tests fill with their own.
+var policiesFile = filepath.Join("testdata", "policies.json")
+
+// TestIcekeeperStack_PoliciesTheEndToEndTestsCheck writes (with
+// ICEKEEPER_UPDATE_POLICIES=1) or checks testdata/policies.json.
+func TestIcekeeperStack_PoliciesTheEndToEndTestsCheck(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxGrants] = "demo.*"
+	ctx[CtxPrefix] = "icekeeper" // the tests' ICEKEEPER_PREFIX
+	ctx[ctxTestAccount], ctx[ctxTestRegion] = "000000000000", "us-east-1"
+	f := mustSynth(t, ctx)
+	placeholder := regexp.MustCompile(`\$\{([A-Za-z]+?)[0-9A-F]{8}\.Arn\}`)
+	type exported struct {
+		Sid       string   `json:"sid"`
+		Actions   []string `json:"actions"`
+		Resources []string `json:"resources"`
+		Condition any      `json:"condition,omitempty"`
+	}
+	out := map[string][]exported{}
+	for _, fn := range functionIDs {
+		for _, st := range f.statements(t, fn) {
+			var res []string
+			for _, r := range st.Resources {
+				res = append(res, placeholder.ReplaceAllString(r, "$${$1}"))
+			}
+			out[fn] = append(out[fn], exported{Sid: st.Sid, Actions: st.Actions, Resources: res, Condition: st.Condition})
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	if os.Getenv("ICEKEEPER_UPDATE_POLICIES") != "" {
+		if err := os.WriteFile(policiesFile, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	old, err := os.ReadFile(policiesFile)
+	if err != nil || !bytes.Equal(old, b) {
+		t.Fatalf("%s is out of date with the stack (run ICEKEEPER_UPDATE_POLICIES=1 go test ./infra, then the root tests): %v", policiesFile, err)
+	}
 }

@@ -40,11 +40,15 @@ import (
 var cloud *localcloud.Cloud
 
 func TestMain(m *testing.M) {
-	cloud = localcloud.Start()
+	cloud = localcloud.Start(recordCalls)
 	code := m.Run()
 	cloud.Close()
 	if diff := checkMetricsContract(); diff != "" && code == 0 {
 		fmt.Fprintln(os.Stderr, diff)
+		code = 1
+	}
+	if denied := checkIAM(); denied != "" && code == 0 {
+		fmt.Fprintln(os.Stderr, denied)
 		code = 1
 	}
 	os.Exit(code)
@@ -150,7 +154,7 @@ func (e *env) stats() health.Stats {
 
 func (e *env) plan() plan.Result {
 	e.t.Helper()
-	r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
+	r, err := e.planner.PlanTable(asFunction(e.ctx, "Planner"), e.name(), "test")
 	if err != nil {
 		e.t.Fatalf("plan: %v", err)
 	}
@@ -168,7 +172,7 @@ func (e *env) committerHandler() localrun.BatchHandler {
 // drainTasks runs rewriters until the task queue is empty.
 func (e *env) drainTasks() localrun.Stats {
 	e.t.Helper()
-	st, err := localrun.Drain(e.ctx, e.deps.Tasks, e.rewriterHandler(), 1, 0)
+	st, err := localrun.Drain(asFunction(e.ctx, "Rewriter"), e.deps.Tasks, e.rewriterHandler(), 1, 0)
 	if err != nil {
 		e.t.Fatalf("drain tasks: %v", err)
 	}
@@ -178,7 +182,7 @@ func (e *env) drainTasks() localrun.Stats {
 // drainCommits runs the committer until the commit queue is empty.
 func (e *env) drainCommits() localrun.Stats {
 	e.t.Helper()
-	st, err := localrun.Drain(e.ctx, e.deps.Commits, e.committerHandler(), 1, 0)
+	st, err := localrun.Drain(asFunction(e.ctx, "Committer"), e.deps.Commits, e.committerHandler(), 1, 0)
 	if err != nil {
 		e.t.Fatalf("drain commits: %v", err)
 	}

@@ -143,7 +143,7 @@ func commitEvent(table string) []byte {
 
 func (d *dispatchEnv) handle(raw []byte) handler.PlannerResponse {
 	d.t.Helper()
-	resp, err := d.planner.Handle(d.ctx, raw)
+	resp, err := d.planner.Handle(asFunction(d.ctx, "Planner"), raw)
 	if err != nil {
 		d.t.Fatalf("planner: %v (%+v)", err, resp)
 	}

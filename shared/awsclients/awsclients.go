@@ -62,8 +62,10 @@ func New(cfg aws.Config) *Clients {
 }
 
 // ForEndpoint builds clients that talk to an emulator at endpoint (for
-// example the in-process one) with static test credentials.
-func ForEndpoint(endpoint, region string) *Clients {
+// example the in-process one) with static test credentials. Each adjust
+// runs on the configuration first (tests add a middleware that records
+// every call).
+func ForEndpoint(endpoint, region string, adjust ...func(*aws.Config)) *Clients {
 	if region == "" {
 		region = "us-east-1"
 	}
@@ -71,6 +73,9 @@ func ForEndpoint(endpoint, region string) *Clients {
 		Region:       region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
+	}
+	for _, a := range adjust {
+		a(&cfg)
 	}
 	return &Clients{
 		Config:   cfg,

@@ -44,10 +44,11 @@ type Cloud struct {
 	proxy   *http.Server
 }
 
-// Start starts the emulator on a free loopback port.
-func Start() *Cloud {
+// Start starts the emulator on a free loopback port. Each adjust runs on
+// the clients' configuration (see awsclients.ForEndpoint).
+func Start(adjust ...func(*aws.Config)) *Cloud {
 	srv := kumo.NewServer()
-	return &Cloud{URL: srv.URL, Clients: awsclients.ForEndpoint(srv.URL, "us-east-1"), srv: srv}
+	return &Cloud{URL: srv.URL, Clients: awsclients.ForEndpoint(srv.URL, "us-east-1", adjust...), srv: srv}
 }
 
 // Listen starts the emulator and serves it on addr (LocalStack's

@@ -1,0 +1,354 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/glue"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Every AWS call the functions make in the end-to-end tests is allowed by
+// that function's IAM policy, as the CDK stack synthesizes it.
+//
+// The emulator's clients carry a middleware (recordCalls) that records
+// each call made on behalf of a function: the test harness marks the
+// context of each stage (asFunction: the planner's planning and dispatch,
+// the rewriters' and the committer's queue drains). Each call becomes the
+// IAM actions and resources AWS authorizes it by (authorizations), with
+// icekeeper's own resources as the placeholders of
+// infra/testdata/policies.json (${Bucket}, ${Leases}, ${Tasks}, ...), which
+// the stack's tests write from the synthesized policies. After a full run,
+// TestMain fails when a call is not allowed by an Allow statement of its
+// function's policy, or when a statement grants an action that no recorded
+// call used and no known path outside the recorded code needs
+// (usedElsewhere, which says which path needs it) (checkIAM).
+//
+// Not recorded: calls of iceberg-go's own file IO to the table's storage
+// (its S3 client is built by iceberg-go; the tests' warehouses are mostly
+// local), and calls no stage makes (test setup). Simpler than IAM: Allow
+// statements only (the stack writes no Deny), action and resource globs,
+// and of the conditions only s3:prefix with StringLike.
+
+var policiesFile = filepath.Join("..", "infra", "testdata", "policies.json")
+
+type functionKey struct{}
+
+// asFunction marks ctx as work of a Lambda function ("Planner", "Rewriter",
+// "Committer", as in the stack).
+func asFunction(ctx context.Context, fn string) context.Context {
+	return context.WithValue(ctx, functionKey{}, fn)
+}
+
+type authorization struct {
+	Action, Resource, Prefix string
+}
+
+type recordedCall struct {
+	Function, Operation string
+	Auth                []authorization
+}
+
+var calls = struct {
+	sync.Mutex
+	list []recordedCall
+}{}
+
+// recordCalls adds the recording middleware to the emulator's clients.
+func recordCalls(cfg *aws.Config) {
+	cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("icekeeper-record-call",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if fn, ok := ctx.Value(functionKey{}).(string); ok {
+					op := awsmiddleware.GetServiceID(ctx) + ":" + awsmiddleware.GetOperationName(ctx)
+					calls.Lock()
+					calls.list = append(calls.list, recordedCall{Function: fn, Operation: op, Auth: authorizations(in.Parameters)})
+					calls.Unlock()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	})
+}
+
+const testRegion, testAccount = "us-east-1", "000000000000"
+
+// ownResource is the placeholder of one of the test env's resources,
+// recognised by the names localcloud.Provision gives them ("" when the
+// name is not one of them).
+func ownResource(name string) string {
+	for _, k := range []struct{ prefix, ph string }{
+		{"t-descriptors-", "${Bucket}"}, {"t-leases-", "${Leases}"}, {"t-jobs-", "${Jobs}"},
+		{"t-tasks-dlq-", "${TasksDLQ}"}, {"t-tasks-", "${Tasks}"},
+		{"t-commits-dlq-", "${CommitsDLQ}"}, {"t-commits-", "${Commits}"},
+	} {
+		if strings.HasPrefix(name, k.prefix) {
+			return k.ph
+		}
+	}
+	return ""
+}
+
+func queueResource(url *string) string {
+	return ownResource(aws.ToString(url)[strings.LastIndex(aws.ToString(url), "/")+1:])
+}
+
+func bucketObject(bucket, key *string) string {
+	if ph := ownResource(aws.ToString(bucket)); ph != "" {
+		return ph + "/" + aws.ToString(key)
+	}
+	return "arn:aws:s3:::" + aws.ToString(bucket) + "/" + aws.ToString(key)
+}
+
+func glueARNs(db, table string) []string {
+	out := []string{fmt.Sprintf("arn:aws:glue:%s:%s:catalog", testRegion, testAccount)}
+	if db != "" {
+		out = append(out, fmt.Sprintf("arn:aws:glue:%s:%s:database/%s", testRegion, testAccount, db))
+	}
+	if table != "" {
+		out = append(out, fmt.Sprintf("arn:aws:glue:%s:%s:table/%s/%s", testRegion, testAccount, db, table))
+	}
+	return out
+}
+
+// authorizations maps a call's input to what IAM authorizes it by (the
+// Service Authorization Reference's actions and resource types).
+func authorizations(in any) []authorization {
+	one := func(action string, resources ...string) []authorization {
+		var out []authorization
+		for _, r := range resources {
+			out = append(out, authorization{Action: action, Resource: r})
+		}
+		return out
+	}
+	table := func(name *string) string { return ownResource(aws.ToString(name)) }
+	switch v := in.(type) {
+	case *s3.PutObjectInput:
+		return one("s3:PutObject", bucketObject(v.Bucket, v.Key))
+	case *s3.GetObjectInput:
+		return one("s3:GetObject", bucketObject(v.Bucket, v.Key))
+	case *s3.HeadObjectInput:
+		return one("s3:GetObject", bucketObject(v.Bucket, v.Key))
+	case *s3.DeleteObjectInput:
+		return one("s3:DeleteObject", bucketObject(v.Bucket, v.Key))
+	case *s3.DeleteObjectsInput:
+		var out []authorization
+		for _, o := range v.Delete.Objects {
+			out = append(out, one("s3:DeleteObject", bucketObject(v.Bucket, o.Key))...)
+		}
+		return out
+	case *s3.ListObjectsV2Input:
+		b := ownResource(aws.ToString(v.Bucket))
+		if b == "" {
+			b = "arn:aws:s3:::" + aws.ToString(v.Bucket)
+		}
+		return []authorization{{Action: "s3:ListBucket", Resource: b, Prefix: aws.ToString(v.Prefix)}}
+	case *dynamodb.GetItemInput:
+		return one("dynamodb:GetItem", table(v.TableName))
+	case *dynamodb.PutItemInput:
+		return one("dynamodb:PutItem", table(v.TableName))
+	case *dynamodb.UpdateItemInput:
+		return one("dynamodb:UpdateItem", table(v.TableName))
+	case *dynamodb.DeleteItemInput:
+		return one("dynamodb:DeleteItem", table(v.TableName))
+	case *dynamodb.QueryInput:
+		return one("dynamodb:Query", table(v.TableName))
+	case *dynamodb.ScanInput:
+		return one("dynamodb:Scan", table(v.TableName))
+	case *dynamodb.TransactWriteItemsInput:
+		// Authorized per contained action (DynamoDB developer guide,
+		// "Using IAM with DynamoDB transactions").
+		var out []authorization
+		for _, it := range v.TransactItems {
+			switch {
+			case it.Update != nil:
+				out = append(out, one("dynamodb:UpdateItem", table(it.Update.TableName))...)
+			case it.Put != nil:
+				out = append(out, one("dynamodb:PutItem", table(it.Put.TableName))...)
+			case it.Delete != nil:
+				out = append(out, one("dynamodb:DeleteItem", table(it.Delete.TableName))...)
+			case it.ConditionCheck != nil:
+				out = append(out, one("dynamodb:ConditionCheckItem", table(it.ConditionCheck.TableName))...)
+			}
+		}
+		return out
+	case *sqs.SendMessageInput:
+		return one("sqs:SendMessage", queueResource(v.QueueUrl))
+	case *sqs.SendMessageBatchInput:
+		return one("sqs:SendMessage", queueResource(v.QueueUrl))
+	case *sqs.ReceiveMessageInput:
+		return one("sqs:ReceiveMessage", queueResource(v.QueueUrl))
+	case *sqs.DeleteMessageInput:
+		return one("sqs:DeleteMessage", queueResource(v.QueueUrl))
+	case *sqs.ChangeMessageVisibilityInput:
+		return one("sqs:ChangeMessageVisibility", queueResource(v.QueueUrl))
+	case *sqs.GetQueueAttributesInput:
+		return one("sqs:GetQueueAttributes", queueResource(v.QueueUrl))
+	case *eventbridge.PutEventsInput:
+		var out []authorization
+		for _, e := range v.Entries {
+			bus := aws.ToString(e.EventBusName)
+			if bus == "" {
+				bus = "default"
+			}
+			if !strings.HasPrefix(bus, "arn:") {
+				bus = fmt.Sprintf("arn:aws:events:%s:%s:event-bus/%s", testRegion, testAccount, bus)
+			}
+			out = append(out, one("events:PutEvents", bus)...)
+		}
+		return out
+	case *glue.GetTableInput:
+		return one("glue:GetTable", glueARNs(aws.ToString(v.DatabaseName), aws.ToString(v.Name))...)
+	case *glue.GetTablesInput:
+		return one("glue:GetTables", glueARNs(aws.ToString(v.DatabaseName), "*")...)
+	case *glue.GetDatabaseInput:
+		return one("glue:GetDatabase", glueARNs(aws.ToString(v.Name), "")...)
+	case *glue.UpdateTableInput:
+		return one("glue:UpdateTable", glueARNs(aws.ToString(v.DatabaseName), aws.ToString(v.TableInput.Name))...)
+	}
+	return []authorization{{Action: fmt.Sprintf("unmapped:%T", in)}}
+}
+
+type policyStatement struct {
+	Sid       string         `json:"sid"`
+	Actions   []string       `json:"actions"`
+	Resources []string       `json:"resources"`
+	Condition map[string]any `json:"condition"`
+}
+
+// usedElsewhere are statements no call of the functions' own code makes,
+// and why the stack grants them anyway.
+var usedElsewhere = map[string]string{
+	"xray:PutTraceSegments":       "the Lambda runtime and the X-Ray daemon (active tracing)",
+	"sqs:ReceiveMessage":          "the SQS event source mapping polls for the function",
+	"sqs:GetQueueUrl":             "granted with the event source mapping's consume permissions",
+	"s3:ListBucket":               "listing the table locations: iceberg-go's file IO, not recorded here",
+	"glue:GetCatalog":             "the Glue Iceberg REST endpoint (the tests' Glue catalog uses the Glue API)",
+	"glue:GetTables":              "the sweep over a granted namespace",
+	"s3:GetObject":                "reading table objects: iceberg-go's file IO, not recorded here",
+	"s3:PutObject":                "writing table objects: iceberg-go's file IO, not recorded here",
+	"s3:DeleteObject":             "removing table objects: iceberg-go's file IO, not recorded here",
+	"s3:AbortMultipartUpload":     "iceberg-go's multipart uploads to the table locations",
+	"dynamodb:DeleteItem":         "granted with the state tables' read-write actions",
+	"dynamodb:Query":              "granted with the state tables' read-write actions",
+	"dynamodb:ConditionCheckItem": "transactions of the other functions",
+	"dynamodb:PutItem":            "granted with the state tables' read-write actions (the planner creates the records)",
+	"sqs:GetQueueAttributes":      "the SQS event source mapping (and CDK's grants to send)",
+	"xray:PutTelemetryRecords":    "the Lambda runtime and the X-Ray daemon (active tracing)",
+	"glue:GetDatabase":            "namespace lookups of the Glue catalog (the sweep over a granted namespace)",
+}
+
+// checkIAM evaluates the recorded calls after a full run; it returns the
+// denied calls, or "" (also for partial runs, which record a subset).
+func checkIAM() string {
+	if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" || flag.Lookup("test.short").Value.String() == "true" {
+		return ""
+	}
+	raw, err := os.ReadFile(policiesFile)
+	if err != nil {
+		return err.Error()
+	}
+	var policies map[string][]policyStatement
+	if err := json.Unmarshal(raw, &policies); err != nil {
+		return fmt.Sprintf("%s: %v", policiesFile, err)
+	}
+	calls.Lock()
+	defer calls.Unlock()
+	denied := map[string]bool{}
+	used := map[string]bool{}
+	for _, c := range calls.list {
+		for _, a := range c.Auth {
+			if a.Resource == "" {
+				continue // not one of the env's resources: a test's own
+			}
+			sid, ok := allowed(policies[c.Function], a)
+			if !ok {
+				denied[fmt.Sprintf("%s %s: %s on %s", c.Function, c.Operation, a.Action, a.Resource)] = true
+				continue
+			}
+			used[c.Function+"/"+sid+"/"+a.Action] = true
+		}
+	}
+	// A grant that no recorded call used and that no known path outside
+	// the recorded code needs is a grant too many.
+	for fn, sts := range policies {
+		for _, st := range sts {
+			for _, act := range st.Actions {
+				if !used[fn+"/"+st.Sid+"/"+act] && usedElsewhere[act] == "" {
+					denied[fmt.Sprintf("%s statement %q grants %s, which no recorded call used and no known path needs (add the path to usedElsewhere, or remove the grant)", fn, st.Sid, act)] = true
+				}
+			}
+		}
+	}
+	if len(denied) == 0 {
+		return ""
+	}
+	var list []string
+	for d := range denied {
+		list = append(list, d)
+	}
+	sort.Strings(list)
+	return fmt.Sprintf("the synthesized IAM policies (%s) and the recorded AWS calls disagree:\n  %s", policiesFile, strings.Join(list, "\n  "))
+}
+
+// allowed finds an Allow statement covering a; it returns its Sid.
+func allowed(sts []policyStatement, a authorization) (string, bool) {
+	for _, st := range sts {
+		if !anyGlob(st.Actions, a.Action) || !anyGlob(st.Resources, a.Resource) {
+			continue
+		}
+		if len(st.Condition) > 0 && !conditionHolds(st.Condition, a) {
+			continue
+		}
+		return st.Sid, true
+	}
+	return "", false
+}
+
+func anyGlob(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if glob(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// glob matches IAM's wildcards: * any run of characters, ? one.
+func glob(p, s string) bool {
+	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(p)) + "$"
+	ok, _ := regexp.MatchString(re, s)
+	return ok
+}
+
+// conditionHolds evaluates the one condition the stack writes:
+// StringLike on s3:prefix.
+func conditionHolds(cond map[string]any, a authorization) bool {
+	like, ok := cond["StringLike"].(map[string]any)
+	if !ok || len(cond) != 1 {
+		return false
+	}
+	var prefixes []string
+	switch v := like["s3:prefix"].(type) {
+	case string:
+		prefixes = []string{v}
+	case []any:
+		for _, p := range v {
+			prefixes = append(prefixes, fmt.Sprint(p))
+		}
+	}
+	return anyGlob(prefixes, a.Prefix)
+}
