@@ -14,6 +14,8 @@ func runLocalCloud(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlagSet("local-cloud", stderr)
 	addr := fs.String("addr", "127.0.0.1:4566", "address to serve the emulator on (LocalStack's port by default)")
 	prefix := fs.String("prefix", "icekeeper", "name prefix of the resources to create")
+	mode := fs.String("mode", string(config.ModeActive), "ICEKEEPER_MODE to print: off, advisory or active")
+	grants := fs.String("grants", "demo.*", "ICEKEEPER_GRANTS to print: the namespaces and tables icekeeper may maintain")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -22,6 +24,9 @@ func runLocalCloud(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer cloud.Close()
+	if _, err := config.ParseMode(*mode); err != nil {
+		return exitError{code: 2, err: err}
+	}
 	cfg := config.Defaults()
 	res, err := cloud.Provision(ctx, *prefix, "local", cfg.MaxTaskAttempts)
 	if err != nil {
@@ -34,6 +39,9 @@ func runLocalCloud(ctx context.Context, args []string, stdout, stderr io.Writer)
 		config.EnvLeaseTable: cfg.LeaseTable, config.EnvJobsTable: cfg.JobsTable,
 		config.EnvTaskQueueURL: cfg.TaskQueueURL, config.EnvCommitQueueURL: cfg.CommitQueueURL,
 		config.EnvBucket: cfg.Bucket,
+		// Without these the first invoke of the planner does nothing (mode
+		// off) or refuses to start (active without grants).
+		config.EnvMode: *mode, config.EnvGrants: *grants,
 	}
 	keys := make([]string, 0, len(env))
 	for k := range env {

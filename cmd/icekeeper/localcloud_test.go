@@ -49,7 +49,7 @@ func TestLocalCloud_ServesTheResourcesItPrints(t *testing.T) {
 	for _, m := range regexp.MustCompile(`export (\w+)="([^"]*)"`).FindAllStringSubmatch(out.String(), -1) {
 		env[m[1]] = m[2]
 	}
-	for _, k := range []string{"AWS_ENDPOINT_URL", "ICEKEEPER_TASK_QUEUE_URL", "ICEKEEPER_COMMIT_QUEUE_URL", "ICEKEEPER_LEASE_TABLE", "ICEKEEPER_JOBS_TABLE", "ICEKEEPER_BUCKET"} {
+	for _, k := range []string{"AWS_ENDPOINT_URL", "ICEKEEPER_TASK_QUEUE_URL", "ICEKEEPER_COMMIT_QUEUE_URL", "ICEKEEPER_LEASE_TABLE", "ICEKEEPER_JOBS_TABLE", "ICEKEEPER_BUCKET", "ICEKEEPER_MODE", "ICEKEEPER_GRANTS"} {
 		if env[k] == "" {
 			t.Fatalf("no export of %s in:\n%s", k, out.String())
 		}

@@ -39,9 +39,10 @@ Usage:
       kind, snapshots, manifests, per partition; a score (0 = healthy) and
       the recommended actions with what they would touch. --orphans also
       lists the table location for files no snapshot references. Read-only.
-  icekeeper local-cloud [--addr 127.0.0.1:4566] [--prefix icekeeper]
+  icekeeper local-cloud [--addr 127.0.0.1:4566] [--prefix icekeeper] [--mode active] [--grants demo.*]
       Serve the emulator, create the pipeline's resources in it and print
-      the environment to use with it. Runs until interrupted.
+      the environment to use with it (including ICEKEEPER_MODE and
+      ICEKEEPER_GRANTS, so invoke works at once). Runs until interrupted.
   icekeeper log TABLE [--json] [--limit N]
       The table's maintenance log: one record per job (trigger, pinned and
       committed snapshots, files, bytes and rows in and out, durations,

@@ -217,12 +217,11 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setS(&c.CommitQueueURL, EnvCommitQueueURL)
 	setS(&c.Bucket, EnvBucket)
 	setS(&c.Prefix, EnvPrefix)
-	if v := strings.ToLower(strings.TrimSpace(getenv(EnvMode))); v != "" {
-		switch Mode(v) {
-		case ModeOff, ModeAdvisory, ModeActive:
-			c.Mode = Mode(v)
-		default:
-			errs = append(errs, fmt.Errorf("%w: %s=%q: want off, advisory or active", ErrInvalid, EnvMode, v))
+	if v := getenv(EnvMode); strings.TrimSpace(v) != "" {
+		if m, err := ParseMode(v); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.Mode = m
 		}
 	}
 	setS(&c.Grants, EnvGrants)
@@ -364,3 +363,12 @@ const (
 	NeedCommitQueue
 	NeedBucket
 )
+
+// ParseMode parses an ICEKEEPER_MODE value: off, advisory or active.
+func ParseMode(v string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(v))); m {
+	case ModeOff, ModeAdvisory, ModeActive:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w: %s=%q: want off, advisory or active", ErrInvalid, EnvMode, v)
+}
