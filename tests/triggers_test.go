@@ -262,6 +262,31 @@ func TestTriggers_EventForATableWithAJobInFlightCountsALeaseSkip(t *testing.T) {
 	}
 }
 
+// TestTriggers_OnlyAPlannedJobSpendsTheCooldown: an event for a granted
+// table that is not opted in yet is skipped without using up the table's
+// cooldown, so once the owner opts in the next event plans it (instead of
+// "cooldown" for a table that was never planned).
+func TestTriggers_OnlyAPlannedJobSpendsTheCooldown(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo")
+	tbl := d.createNamed("demo.events", smallTable)
+	if o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); o.Skip != trigger.SkipNotOptedIn {
+		t.Fatalf("before opting in: %+v, want not_opted_in", o)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(optedIn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(d.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); o.Action != trigger.ActionPlanned {
+		t.Fatalf("after opting in: %+v, want planned", o)
+	}
+	if o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); o.Skip != trigger.SkipCooldown {
+		t.Fatalf("right after the job: %+v, want cooldown", o)
+	}
+}
+
 // TestTriggers_MalformedEventIsRejectedAndCounted.
 func TestTriggers_MalformedEventIsRejectedAndCounted(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "demo")

@@ -301,15 +301,24 @@ func (d *Dispatcher) visit(ctx context.Context, log *slog.Logger, name, kind str
 			return d.skip(log, o, SkipCooldown, "visited less than the cooldown ago; the event is coalesced"), nil
 		}
 		o, err := d.visitClaimed(ctx, log, o, ident, kind)
-		if err != nil {
-			// Give the slot back so that a retry of this event can run.
-			if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now()); rerr != nil {
-				log.Warn("release cooldown after an error", "err", rerr.Error())
-			}
-		}
+		d.settleSlot(ctx, log, name, o, err)
 		return o, err
 	}
 	return d.visitClaimed(ctx, log, o, ident, kind)
+}
+
+// settleSlot keeps a claimed cooldown slot only when it was spent on a job:
+// one planned, or one in flight (its lease was held). An error, a table not
+// opted in or invalid, or nothing to compact gives the slot back, so that
+// the next event or sweep (a retry, the owner opting in) is not refused as
+// "cooldown" for a table that was never planned.
+func (d *Dispatcher) settleSlot(ctx context.Context, log *slog.Logger, name string, o TableOutcome, err error) {
+	if err == nil && (o.Action == ActionPlanned || o.Plan != nil && o.Plan.Outcome == plan.OutcomeLeaseHeld) {
+		return
+	}
+	if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now()); rerr != nil {
+		log.Warn("give the cooldown slot back", "err", rerr.Error())
+	}
 }
 
 // visitClaimed reads the table and acts on it; for a granted table the
@@ -514,11 +523,8 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			continue
 		}
 		o, err := d.plan(ctx, tlog, c.out, trig.Kind)
+		d.settleSlot(ctx, tlog, c.name, o, err)
 		if err != nil {
-			// Give the slot back so that the next sweep or event can run.
-			if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), c.name, d.now()); rerr != nil {
-				tlog.Warn("release cooldown after an error", "err", rerr.Error())
-			}
 			errs = append(errs, err)
 			continue
 		}
