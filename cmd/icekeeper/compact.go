@@ -15,7 +15,7 @@ import (
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compact", stderr)
 	local := fs.Bool("local", false, "start an in-process AWS emulator for the pipeline's queues, tables and bucket")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	asJSON := addOutputFlags(fs, "the result")
 	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
 	cf := addCatalogFlags(fs)
 	pos, err := parseInterspersed(fs, args)

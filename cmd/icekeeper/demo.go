@@ -48,7 +48,7 @@ type demoReport struct {
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	asJSON := addOutputFlags(fs, "the report")
 	keep := fs.String("keep", "", "keep the catalog and warehouse in this folder (default: a temporary folder, removed)")
 	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
 	if _, err := parseInterspersed(fs, args); err != nil {

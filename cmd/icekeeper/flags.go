@@ -90,6 +90,24 @@ func (c *catalogFlags) envConfig() (config.Config, error) {
 	return cfg, c.apply(&cfg)
 }
 
+// addOutputFlags registers --json and iceberg-go's --output text|json, which
+// mean the same; the returned flag is true for JSON.
+func addOutputFlags(fs *flag.FlagSet, what string) *bool {
+	asJSON := fs.Bool("json", false, "print "+what+" as JSON")
+	fs.Func("output", "output format: text or json (as iceberg-go's CLI)", func(v string) error {
+		switch strings.ToLower(v) {
+		case "json":
+			*asJSON = true
+		case "text":
+			*asJSON = false
+		default:
+			return fmt.Errorf("want text or json, got %q", v)
+		}
+		return nil
+	})
+	return asJSON
+}
+
 // jsonLogger returns a JSON logger on w, or one that discards when !on.
 func jsonLogger(w io.Writer, on bool) *slog.Logger {
 	if !on {

@@ -28,7 +28,7 @@ const maxOrphansListed = 20
 // table's location.
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("health", stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	asJSON := addOutputFlags(fs, "the report")
 	orphans := fs.Bool("orphans", false, "also list the table location for files no snapshot references (slow on large tables; S3 LIST requests)")
 	orphanAge := fs.Duration("orphans-older-than", defaultOrphanAge, "with --orphans: only count files older than this")
 	cf := addCatalogFlags(fs)

@@ -16,17 +16,42 @@ import (
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
+const invokeUsage = `usage: icekeeper invoke planner --event FILE [-q] [catalog flags]
+       icekeeper invoke rewriter [--max N] [--batch N] [-q]
+       icekeeper invoke committer [--max N] [--batch N] [-q] [catalog flags]
+Run one function's handler locally; icekeeper invoke FUNCTION --help lists its flags.
+`
+
 func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return exitError{code: 2, err: fmt.Errorf("invoke needs a function: planner, rewriter or committer")}
 	}
 	fn := args[0]
+	switch fn {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, invokeUsage)
+		return errHelp
+	case "planner", "rewriter", "committer":
+	default:
+		return exitError{code: 2, err: fmt.Errorf("unknown function %q: planner, rewriter or committer", fn)}
+	}
+	// Each function lists only its own flags.
 	fs := newFlagSet("invoke "+fn, stderr)
-	eventFile := fs.String("event", "", "planner: EventBridge event JSON file (see events/)")
-	maxBatches := fs.Int("max", 0, "rewriter/committer: stop after this many batches (0: until the queue is empty)")
-	batch := fs.Int("batch", 1, "rewriter/committer: messages per batch")
+	var (
+		eventFile         = new(string)
+		maxBatches, batch = new(int), new(int)
+		cf                = &catalogFlags{}
+	)
+	if fn == "planner" {
+		eventFile = fs.String("event", "", "EventBridge event JSON file (see events/)")
+	} else {
+		maxBatches = fs.Int("max", 0, "stop after this many batches (0: until the queue is empty)")
+		batch = fs.Int("batch", 1, "messages per batch")
+	}
 	quiet := fs.Bool("q", false, "do not print the function's JSON logs to stderr")
-	cf := addCatalogFlags(fs)
+	if fn != "rewriter" { // the rewriter never opens the catalog
+		cf = addCatalogFlags(fs)
+	}
 	if _, err := parseInterspersed(fs, args[1:]); err != nil {
 		return err
 	}
@@ -91,9 +116,8 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		return printJSON(stdout, st)
-	default:
-		return exitError{code: 2, err: fmt.Errorf("unknown function %q: planner, rewriter or committer", fn)}
 	}
+	return nil
 }
 
 // stageHandler builds the rewriter's or the committer's queue and handler.

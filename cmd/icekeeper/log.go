@@ -15,7 +15,7 @@ import (
 
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("log", stderr)
-	asJSON := fs.Bool("json", false, "print the records as JSON")
+	asJSON := addOutputFlags(fs, "the records")
 	limit := fs.Int("limit", 20, "newest records to show (0: all)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -60,11 +60,18 @@ Catalog flags (as iceberg-go's CLI; default from ICEKEEPER_CATALOG_*):
   --prop key=value (repeatable: catalog and file IO properties)
 `
 
-// exitError carries a process exit code.
+// exitError carries a process exit code. reported means the message was
+// already printed (the flag package prints a flag error with the usage), so
+// main does not print it again.
 type exitError struct {
-	code int
-	err  error
+	code     int
+	err      error
+	reported bool
 }
+
+// errHelp: a --help or -h was answered with the command's usage; the
+// process exits 0.
+var errHelp = errors.New("help shown")
 
 func (e exitError) Error() string { return e.err.Error() }
 
@@ -72,8 +79,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "icekeeper:", err)
+		if errors.Is(err, errHelp) {
+			return
+		}
 		var ee exitError
+		if !errors.As(err, &ee) || !ee.reported {
+			fmt.Fprintln(os.Stderr, "icekeeper:", err)
+		}
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
@@ -117,7 +129,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, exitError{code: 2, err: err}
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp // the flag set printed its usage
+			}
+			return nil, exitError{code: 2, err: err, reported: true}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -196,3 +196,66 @@ func TestCLI_BadInputGetsAClearErrorAndUsageCode(t *testing.T) {
 		t.Fatalf("help: %v %s", err, out)
 	}
 }
+
+// TestCLI_HelpExitsZeroAndListsOnlyTheCommandsFlags: --help on every
+// command answers with its usage and exit code 0; invoke's functions list
+// only their own flags.
+func TestCLI_HelpExitsZeroAndListsOnlyTheCommandsFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"demo", "--help"}, {"compact", "--help"}, {"health", "-h"}, {"log", "--help"},
+		{"local-cloud", "--help"}, {"invoke", "--help"}, {"invoke", "planner", "--help"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, &out, &errOut)
+		if !errors.Is(err, errHelp) {
+			t.Errorf("%v: %v, want help (exit 0)", args, err)
+		}
+		if out.Len()+errOut.Len() == 0 {
+			t.Errorf("%v printed no usage", args)
+		}
+	}
+	var out, errOut bytes.Buffer
+	_ = run(context.Background(), []string{"invoke", "rewriter", "--help"}, &out, &errOut)
+	if u := errOut.String(); strings.Contains(u, "-event") || strings.Contains(u, "-catalog") || !strings.Contains(u, "-max") {
+		t.Errorf("invoke rewriter --help lists other functions' flags:\n%s", u)
+	}
+}
+
+// TestCLI_FlagErrorsArePrintedOnce: the flag package prints a flag error
+// with the usage; the command does not print it again.
+func TestCLI_FlagErrorsArePrintedOnce(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"demo", "--no-such-flag"}, &out, &errOut)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !ee.reported {
+		t.Fatalf("err %v, want a reported usage error (2)", err)
+	}
+	if n := strings.Count(errOut.String(), "no-such-flag"); n != 1 {
+		t.Fatalf("the flag error appears %d times in:\n%s", n, errOut.String())
+	}
+}
+
+// TestCLI_AcceptsIcebergGosFlagValues: --output json means --json, and
+// --sql-driver sqliteshim (iceberg-go's CLI's name) opens the sqlite catalog.
+func TestCLI_AcceptsIcebergGosFlagValues(t *testing.T) {
+	dir := t.TempDir()
+	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
+	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh, SQLDriver: "sqliteshim"}, configAWS())
+	if err != nil {
+		t.Fatalf("sqliteshim: %v", err)
+	}
+	if _, err := sampletable.Create(context.Background(), cat, table.Identifier{"shop", "orders"}, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "health", "shop.orders", "--output", "json", "--catalog", "sql", "--sql-driver", "sqliteshim", "--catalog-name", "local", "--uri", uri, "--warehouse", wh)
+	if err != nil {
+		t.Fatalf("health --output json: %v\n%s", err, out)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("--output json printed no JSON: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "health", "shop.orders", "--output", "yaml"); exitCode(err) != 2 {
+		t.Fatalf("--output yaml: exit %d, want 2", exitCode(err))
+	}
+}

@@ -146,7 +146,13 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 		props["type"] = "sql"
 		props["uri"] = c.URI
 		props["warehouse"] = c.Warehouse
-		props[sqlcat.DriverKey] = orDefault(c.SQLDriver, "sqlite")
+		driver := orDefault(c.SQLDriver, "sqlite")
+		if driver == "sqliteshim" {
+			// iceberg-go's CLI names its sqlite driver sqliteshim (bun's
+			// shim); here the pure-Go modernc driver is registered as sqlite.
+			driver = "sqlite"
+		}
+		props[sqlcat.DriverKey] = driver
 		props[sqlcat.DialectKey] = orDefault(c.SQLDialect, "sqlite")
 		if _, ok := props["init_catalog_tables"]; !ok {
 			props["init_catalog_tables"] = "true"
