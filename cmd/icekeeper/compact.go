@@ -9,6 +9,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
@@ -80,7 +81,13 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		printCycle(stdout, cycle)
 	}
 	if cycle.Job != nil && !cycle.Committed {
-		return exitError{code: 1, err: fmt.Errorf("job %s %s: %s", cycle.Job.ID, cycle.Job.State, cycle.Job.Reason)}
+		return exitError{code: exitFailed, err: fmt.Errorf("job %s %s: %s", cycle.Job.ID, cycle.Job.State, cycle.Job.Reason)}
+	}
+	switch cycle.Plan.Outcome {
+	case plan.OutcomeNothingToDo:
+		return exitError{code: exitNothingToDo, err: fmt.Errorf("nothing to do: %s", cycle.Plan.Reason), reported: true}
+	case plan.OutcomeLeaseHeld, plan.OutcomeBackedOff:
+		return exitError{code: exitSkipped, err: fmt.Errorf("skipped: %s", cycle.Plan.Reason), reported: true}
 	}
 	return nil
 }
@@ -89,7 +96,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // reports a process ended by SIGINT), with the job's fate in the message.
 func interrupted(err error) error {
 	if errors.Is(err, localrun.ErrInterrupted) {
-		return exitError{code: 130, err: err}
+		return exitError{code: exitInterrupted, err: err}
 	}
 	return err
 }

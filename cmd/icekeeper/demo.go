@@ -137,6 +137,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	} else {
 		printDemo(stdout, reports)
+		if *keep != "" {
+			printContinue(stdout, cfg.Catalog, reports)
+		}
 	}
 	if failed {
 		return exitError{code: 1, err: fmt.Errorf("demo checks failed")}
@@ -213,4 +216,15 @@ func tableIdent(name string) (table.Identifier, error) {
 		return nil, exitError{code: 2, err: err}
 	}
 	return ident, nil
+}
+
+// printContinue prints the exact commands to go on with the kept tables:
+// the catalog flags must name the demo's catalog ("demo"), not the default.
+func printContinue(w io.Writer, c catalogs.Config, reports []demoReport) {
+	flags := fmt.Sprintf("--catalog sql --catalog-name %s --uri %s --warehouse %s", c.Name, c.URI, c.Warehouse)
+	fmt.Fprintln(w, "\nThe tables are kept. To go on with them:")
+	for _, r := range reports {
+		fmt.Fprintf(w, "  icekeeper health %s %s\n", r.Table, flags)
+		fmt.Fprintf(w, "  icekeeper compact %s --local %s\n", r.Table, flags)
+	}
 }

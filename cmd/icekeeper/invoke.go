@@ -112,6 +112,11 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		st, err := localrun.Drain(ctx, q, h, int32(*batch), *maxBatches)
+		if ctx.Err() != nil {
+			// Ctrl-C: the message being handled is redelivered after its
+			// visibility timeout; say so rather than the queue's error.
+			return exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after %d messages; the one in progress will be redelivered", st.Delivered)}
+		}
 		if err != nil {
 			return err
 		}

@@ -69,6 +69,17 @@ type exitError struct {
 	reported bool
 }
 
+// Exit codes, the same for every command (docs/FORMATS.md, "CLI exit
+// codes").
+const (
+	exitDone        = 0   // the work was done (or help was shown)
+	exitFailed      = 1   // it was attempted and failed (a job not committed, a check failed)
+	exitUsage       = 2   // bad flags or arguments, or bad configuration
+	exitNothingToDo = 3   // nothing needed doing (no file group worth rewriting)
+	exitSkipped     = 4   // not done now: another job holds the table, or it is backed off
+	exitInterrupted = 130 // interrupted (SIGINT or SIGTERM); what it wrote was removed
+)
+
 // errHelp: a --help or -h was answered with the command's usage; the
 // process exits 0.
 var errHelp = errors.New("help shown")

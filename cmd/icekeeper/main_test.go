@@ -259,3 +259,48 @@ func TestCLI_AcceptsIcebergGosFlagValues(t *testing.T) {
 		t.Fatalf("--output yaml: exit %d, want 2", exitCode(err))
 	}
 }
+
+// TestDemo_KeepPrintsCommandsThatWork: with --keep, the demo ends with the
+// exact commands to go on with its tables, and they run.
+func TestDemo_KeepPrintsCommandsThatWork(t *testing.T) {
+	out, err := runCLI(t, "demo", "--keep", t.TempDir())
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	ran := 0
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "icekeeper health ") {
+			continue
+		}
+		args := strings.Fields(strings.TrimPrefix(line, "icekeeper "))
+		if got, err := runCLI(t, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, got)
+		}
+		ran++
+	}
+	if ran != len(demoTables) {
+		t.Fatalf("ran %d printed health commands, want %d:\n%s", ran, len(demoTables), out)
+	}
+}
+
+// TestCompact_ExitCodesSayWhatHappened: a compacted table gives 0, the same
+// table again (nothing worth rewriting) 3, as documented.
+func TestCompact_ExitCodesSayWhatHappened(t *testing.T) {
+	dir := t.TempDir()
+	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
+	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh}, configAWS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sampletable.Create(context.Background(), cat, table.Identifier{"shop", "orders"}, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"compact", "shop.orders", "--local", "--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh}
+	if _, err := runCLI(t, args...); exitCode(err) != exitDone {
+		t.Fatalf("first compact: exit %d (%v), want %d", exitCode(err), err, exitDone)
+	}
+	if _, err := runCLI(t, args...); exitCode(err) != exitNothingToDo {
+		t.Fatalf("second compact: exit %d (%v), want %d (nothing to do)", exitCode(err), err, exitNothingToDo)
+	}
+}

@@ -54,7 +54,7 @@ func New(cfg aws.Config) *Clients {
 	}
 	return &Clients{
 		Config:   cfg,
-		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
+		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle; quietChecksums(o) }),
 		DynamoDB: dynamodb.NewFromConfig(cfg),
 		SQS:      sqs.NewFromConfig(cfg),
 		Events:   eventbridge.NewFromConfig(cfg),
@@ -79,9 +79,15 @@ func ForEndpoint(endpoint, region string, adjust ...func(*aws.Config)) *Clients 
 	}
 	return &Clients{
 		Config:   cfg,
-		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
+		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true; quietChecksums(o) }),
 		DynamoDB: dynamodb.NewFromConfig(cfg),
 		SQS:      sqs.NewFromConfig(cfg),
 		Events:   eventbridge.NewFromConfig(cfg),
 	}
 }
+
+// quietChecksums stops the SDK from logging a warning for every response
+// without a checksum it can validate (emulators and LocalStack send none):
+// the validation itself is unchanged, and the warning is noise that flooded
+// the CLI's output.
+func quietChecksums(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }
