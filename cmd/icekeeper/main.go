@@ -34,6 +34,10 @@ Usage:
       --local starts an in-process emulator for the pipeline's queues,
       tables and bucket; otherwise they come from ICEKEEPER_* variables and
       the AWS endpoint from the standard SDK configuration.
+  icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
+      Create an uncompacted merge-on-read sample table (many small files,
+      position deletes or deletion vectors, equality deletes) to practise
+      compact and health on.
   icekeeper health TABLE [--json] [--orphans [--orphans-older-than 72h]] [catalog flags]
       Print TABLE's health from its metadata: files, small files, deletes by
       kind, snapshots, manifests, per partition; a score (0 = healthy) and
@@ -114,6 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return runCompact(ctx, args[1:], stdout, stderr)
+	case "sample":
+		return runSample(ctx, args[1:], stdout, stderr)
 	case "health":
 		return runHealth(ctx, args[1:], stdout, stderr)
 	case "local-cloud":

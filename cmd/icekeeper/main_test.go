@@ -304,3 +304,20 @@ func TestCompact_ExitCodesSayWhatHappened(t *testing.T) {
 		t.Fatalf("second compact: exit %d (%v), want %d (nothing to do)", exitCode(err), err, exitNothingToDo)
 	}
 }
+
+// TestSample_MakesATableThatCompacts: `sample` creates an uncompacted table
+// in the configured catalog, which `compact --local` then compacts.
+func TestSample_MakesATableThatCompacts(t *testing.T) {
+	dir := t.TempDir()
+	flags := []string{"--catalog", "sql", "--catalog-name", "local", "--uri", "file:" + filepath.Join(dir, "cat.db"), "--warehouse", "file://" + filepath.Join(dir, "wh")}
+	out, err := runCLI(t, append([]string{"sample", "shop.orders", "--format-version", "3"}, flags...)...)
+	if err != nil || !strings.Contains(out, "created shop.orders") {
+		t.Fatalf("sample: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, append([]string{"compact", "shop.orders", "--local"}, flags...)...); exitCode(err) != exitDone {
+		t.Fatalf("compact the sample: exit %d (%v)", exitCode(err), err)
+	}
+	if _, err := runCLI(t, append([]string{"sample", "shop.orders"}, flags...)...); exitCode(err) != exitFailed {
+		t.Fatalf("a second sample of the same name: exit %d (%v), want %d", exitCode(err), err, exitFailed)
+	}
+}
