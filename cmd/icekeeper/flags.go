@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -8,9 +9,13 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
 // catalogFlags are iceberg-go's CLI catalog flags.
@@ -79,6 +84,22 @@ func (c *catalogFlags) apply(cfg *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// openCatalog reads the configuration (ICEKEEPER_* and the catalog flags),
+// the AWS clients from the standard SDK configuration, and opens the
+// catalog: what every command that reads or writes a table starts with.
+func (c *catalogFlags) openCatalog(ctx context.Context) (config.Config, catalog.Catalog, error) {
+	cfg, err := c.envConfig()
+	if err != nil {
+		return cfg, nil, err
+	}
+	clients, err := awsclients.Load(ctx)
+	if err != nil {
+		return cfg, nil, err
+	}
+	cat, err := stages.OpenCatalog(ctx, cfg, clients)
+	return cfg, cat, err
 }
 
 // envConfig reads the ICEKEEPER_* settings and applies the catalog flags.

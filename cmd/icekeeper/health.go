@@ -10,9 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 
-	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/health"
-	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
 // defaultOrphanAge is how old an unreferenced file must be to count as an
@@ -47,15 +45,7 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg, err := cf.envConfig()
-	if err != nil {
-		return err
-	}
-	clients, err := awsclients.Load(ctx)
-	if err != nil {
-		return err
-	}
-	cat, err := stages.OpenCatalog(ctx, cfg, clients)
+	cfg, cat, err := cf.openCatalog(ctx)
 	if err != nil {
 		return err
 	}

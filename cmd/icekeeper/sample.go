@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
-	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
 // runSample creates an uncompacted merge-on-read sample table in the
@@ -35,15 +33,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *version != 2 && *version != 3 || *partitions < 0 || *files < 1 || *rows < 1 {
 		return exitError{code: exitUsage, err: fmt.Errorf("sample: want --format-version 2 or 3, --partitions >= 0, --files and --rows-per-file >= 1")}
 	}
-	cfg, err := cf.envConfig()
-	if err != nil {
-		return err
-	}
-	clients, err := awsclients.Load(ctx)
-	if err != nil {
-		return err
-	}
-	cat, err := stages.OpenCatalog(ctx, cfg, clients)
+	_, cat, err := cf.openCatalog(ctx)
 	if err != nil {
 		return err
 	}
