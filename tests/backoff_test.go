@@ -53,3 +53,28 @@ func TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff(t *testi
 		t.Fatalf("third planning: %s (%s), want backed off after two rewrite failures", r.Outcome, r.Reason)
 	}
 }
+
+// TestPlanner_PlanningThatCannotSucceedBacksOff: a table
+// whose properties make planning fail every time (a malformed
+// write.target-file-size-bytes) is backed off after two failures; the third
+// attempt is skipped with the reason.
+func TestPlanner_PlanningThatCannotSucceedBacksOff(t *testing.T) {
+	e := setup(t)
+	tbl := e.createTable(smallTable)
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(map[string]string{"write.target-file-size-bytes": "lots"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := e.planner.PlanTable(e.ctx, e.name(), "test"); err == nil {
+			t.Fatalf("planning %d succeeded on a malformed property", i+1)
+		}
+	}
+	r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomeBackedOff || !strings.Contains(r.Reason, "planning") {
+		t.Fatalf("third planning: %+v %v, want backed off after two planning failures", r, err)
+	}
+}

@@ -226,8 +226,13 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		if terr := p.jobs.Transition(context.WithoutCancel(ctx), jobID, []jobs.State{jobs.Planned}, jobs.Failed, err.Error()); terr != nil && !errors.Is(terr, jobs.ErrStateConflict) {
 			log.Warn("mark job failed", "err", terr.Error())
 		}
-		if _, ferr := p.leases.RecordFailure(context.WithoutCancel(ctx), name, messages.FailPlanning); ferr != nil {
-			log.Warn("record failure", "err", ferr.Error())
+		// Only a failure no retry can fix counts towards the backoff: a
+		// malformed table property or threshold, a plan that cannot be
+		// encoded. A catalog or AWS hiccup is retried by the trigger.
+		if errors.Is(err, optin.ErrBadProperty) || errors.Is(err, health.ErrInvalidThresholds) || errors.Is(err, messages.ErrMalformed) {
+			if _, ferr := p.leases.RecordFailure(context.WithoutCancel(ctx), name, messages.FailPlanning); ferr != nil {
+				log.Warn("record failure", "err", ferr.Error())
+			}
 		}
 		release("planning failed")
 		return res, err
