@@ -34,6 +34,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	cfg.Catalog.MustExist = true // compacting needs an existing table
 	log := jsonLogger(stderr, *verbose)
 
 	var clients *awsclients.Clients

@@ -89,11 +89,14 @@ func (c *catalogFlags) apply(cfg *config.Config) error {
 // openCatalog reads the configuration (ICEKEEPER_* and the catalog flags),
 // the AWS clients from the standard SDK configuration, and opens the
 // catalog: what every command that reads or writes a table starts with.
-func (c *catalogFlags) openCatalog(ctx context.Context) (config.Config, catalog.Catalog, error) {
+// Unless create, a sqlite catalog file must already exist (a mistyped URI
+// would otherwise create an empty catalog).
+func (c *catalogFlags) openCatalog(ctx context.Context, create bool) (config.Config, catalog.Catalog, error) {
 	cfg, err := c.envConfig()
 	if err != nil {
 		return cfg, nil, err
 	}
+	cfg.Catalog.MustExist = !create
 	clients, err := awsclients.Load(ctx)
 	if err != nil {
 		return cfg, nil, err

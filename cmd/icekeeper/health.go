@@ -45,7 +45,7 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg, cat, err := cf.openCatalog(ctx)
+	cfg, cat, err := cf.openCatalog(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	cfg.Catalog.MustExist = true
 	log := jsonLogger(stderr, !*quiet).With("function", fn)
 	clients, err := awsclients.Load(ctx)
 	if err != nil {

@@ -20,6 +20,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
 )
 
 const usage = `icekeeper: autonomous maintenance for Apache Iceberg tables
@@ -101,10 +104,13 @@ func main() {
 		if !errors.As(err, &ee) || !ee.reported {
 			fmt.Fprintln(os.Stderr, "icekeeper:", err)
 		}
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
 			os.Exit(ee.code)
+		case errors.Is(err, catalogs.ErrConfig), errors.Is(err, config.ErrInvalid):
+			os.Exit(exitUsage) // bad configuration, wherever it was found
 		}
-		os.Exit(1)
+		os.Exit(exitFailed)
 	}
 }
 

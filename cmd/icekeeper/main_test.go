@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -319,5 +320,26 @@ func TestSample_MakesATableThatCompacts(t *testing.T) {
 	}
 	if _, err := runCLI(t, append([]string{"sample", "shop.orders"}, flags...)...); exitCode(err) != exitFailed {
 		t.Fatalf("a second sample of the same name: exit %d (%v), want %d", exitCode(err), err, exitFailed)
+	}
+}
+
+// TestCLI_AMistypedSqliteURICreatesNothing: health (read-only) and compact
+// on a sqlite URI whose file does not exist fail clearly, and create no
+// empty catalog file.
+func TestCLI_AMistypedSqliteURICreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "catlog.db")
+	for _, cmd := range []string{"health", "compact"} {
+		args := []string{cmd, "shop.orders", "--catalog", "sql", "--uri", "file:" + missing, "--warehouse", "file://" + dir}
+		if cmd == "compact" {
+			args = append(args, "--local")
+		}
+		_, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "no sqlite catalog") {
+			t.Fatalf("%s: %v, want a clear error", cmd, err)
+		}
+		if _, serr := os.Stat(missing); serr == nil {
+			t.Fatalf("%s created %s", cmd, missing)
+		}
 	}
 }

@@ -33,7 +33,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *version != 2 && *version != 3 || *partitions < 0 || *files < 1 || *rows < 1 {
 		return exitError{code: exitUsage, err: fmt.Errorf("sample: want --format-version 2 or 3, --partitions >= 0, --files and --rows-per-file >= 1")}
 	}
-	_, cat, err := cf.openCatalog(ctx)
+	_, cat, err := cf.openCatalog(ctx, true)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"os"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -60,6 +61,10 @@ type Config struct {
 	SigV4         bool
 	SigningName   string
 	SigningRegion string
+	// MustExist refuses to open a sqlite catalog whose file does not exist:
+	// opening one creates it, so a mistyped URI would silently give an
+	// empty catalog (read-only commands set it).
+	MustExist bool
 	// Properties are passed through to the catalog (and its table IO), e.g.
 	// s3.endpoint or s3.region.
 	Properties map[string]string
@@ -153,6 +158,13 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 			driver = "sqlite"
 		}
 		props[sqlcat.DriverKey] = driver
+		if c.MustExist && driver == "sqlite" {
+			if path := sqlitePath(c.URI); path != "" {
+				if _, err := os.Stat(path); err != nil {
+					return nil, fmt.Errorf("%w: no sqlite catalog at %s (check the URI %q; a missing file is not created here)", ErrConfig, path, c.URI)
+				}
+			}
+		}
 		props[sqlcat.DialectKey] = orDefault(c.SQLDialect, "sqlite")
 		if _, ok := props["init_catalog_tables"]; !ok {
 			props["init_catalog_tables"] = "true"
@@ -223,6 +235,19 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 		return cat, nil
 	}
 	return nil, fmt.Errorf("%w: unknown catalog type %q", ErrConfig, c.Type)
+}
+
+// sqlitePath is the file a sqlite URI names ("file:/p/c.db?mode=rwc",
+// "/p/c.db"), or "" for an in-memory database.
+func sqlitePath(uri string) string {
+	p := strings.TrimPrefix(uri, "file:")
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
+	if p == "" || strings.Contains(p, ":memory:") {
+		return ""
+	}
+	return p
 }
 
 // ParseProperties parses "k=v,k=v" (the ICEKEEPER_CATALOG_PROPERTIES form).
