@@ -14,8 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/apache/iceberg-go"
