@@ -38,7 +38,7 @@ func TestJobLog_EveryJobLeavesACompleteRecord(t *testing.T) {
 		t.Fatalf("records %+v, want the committed job then the aborted one (newest first)", records)
 	}
 	c, a := records[0], records[1]
-	if c.Outcome != "committed" || c.CommittedSnapshotID != e.load().CurrentSnapshot().SnapshotID || c.Trigger != "test" {
+	if c.Outcome != "committed" || int64(c.CommittedSnapshotID) != e.load().CurrentSnapshot().SnapshotID || c.Trigger != "test" {
 		t.Fatalf("committed record %+v", c)
 	}
 	if c.Before == nil || c.After == nil || c.Before.DataFiles != before.DataFiles || c.After.DataFiles != committed.Groups || c.After.DeleteFiles != 0 {

@@ -152,7 +152,7 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 	if !strings.Contains(out, `"action": "planned"`) {
 		t.Fatalf("planner output %s", out)
 	}
-	if out, err = runCLI(t, "invoke", "rewriter", "-q"); err != nil || !strings.Contains(out, `"Delivered": 1`) {
+	if out, err = runCLI(t, "invoke", "rewriter", "-q"); err != nil || !strings.Contains(out, `"delivered": 1`) {
 		t.Fatalf("invoke rewriter: %v\n%s", err, out)
 	}
 	if _, err := sampletable.AppendRows(ctx, tbl, 1_000_000, 1, 10); err != nil {

@@ -55,7 +55,7 @@ func New(cfg aws.Config) *Clients {
 	return &Clients{
 		Config:   cfg,
 		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle; quietChecksums(o) }),
-		DynamoDB: dynamodb.NewFromConfig(cfg),
+		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = emulated() }),
 		SQS:      sqs.NewFromConfig(cfg),
 		Events:   eventbridge.NewFromConfig(cfg),
 	}
@@ -80,7 +80,7 @@ func ForEndpoint(endpoint, region string, adjust ...func(*aws.Config)) *Clients 
 	return &Clients{
 		Config:   cfg,
 		S3:       s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true; quietChecksums(o) }),
-		DynamoDB: dynamodb.NewFromConfig(cfg),
+		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }),
 		SQS:      sqs.NewFromConfig(cfg),
 		Events:   eventbridge.NewFromConfig(cfg),
 	}
@@ -91,3 +91,11 @@ func ForEndpoint(endpoint, region string, adjust ...func(*aws.Config)) *Clients 
 // the validation itself is unchanged, and the warning is noise that flooded
 // the CLI's output.
 func quietChecksums(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }
+
+// emulated reports whether an endpoint override points the SDK at an
+// emulator or LocalStack. Their DynamoDB responses carry CRC32 headers that
+// do not match (the SDK logged a warning per response), so the CRC check
+// is left to real AWS, where it stays on.
+func emulated() bool {
+	return os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
+}

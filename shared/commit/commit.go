@@ -161,7 +161,7 @@ type Result struct {
 	JobID      string  `json:"job_id"`
 	Table      string  `json:"table"`
 	Outcome    Outcome `json:"outcome"`
-	SnapshotID int64   `json:"snapshot_id,omitempty"`
+	SnapshotID int64   `json:"snapshot_id,string,omitempty"`
 	Reason     string  `json:"reason,omitempty"`
 	// Conflicts is the number of catalog commit conflicts met; Retries the
 	// number of reload-revalidate-rebuild rounds that followed.

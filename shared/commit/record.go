@@ -52,7 +52,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 	r := joblog.Record{
 		JobID: job.ID, Table: job.Table, Trigger: job.Trigger, Outcome: string(job.State), Reason: job.Reason,
 		Parameters:       joblog.Parameters{TargetFileSize: job.TargetFileSize, LeaseToken: job.Token, SequenceNumber: job.SequenceNumber},
-		PinnedSnapshotID: job.SnapshotID, PinnedMetadata: job.MetadataLocation, CommittedSnapshotID: job.CommittedSnapshotID,
+		PinnedSnapshotID: messages.ID(job.SnapshotID), PinnedMetadata: job.MetadataLocation, CommittedSnapshotID: messages.ID(job.CommittedSnapshotID),
 		Groups: job.Groups, GroupsDone: len(job.DoneGroups), FilesIn: job.InputFiles, BytesIn: job.InputBytes,
 		DeleteFilesOut: res.DeletesRemoved, PlanMillis: job.PlanMillis, CommitMillis: took.Milliseconds(),
 		CreatedAt: job.CreatedAt, EndedAt: job.UpdatedAt,

@@ -10,7 +10,7 @@ import (
 
 // Stats describe the live files of one snapshot.
 type Stats struct {
-	SnapshotID          int64 `json:"snapshot_id"`
+	SnapshotID          int64 `json:"snapshot_id,string"`
 	DataFiles           int   `json:"data_files"`
 	DataBytes           int64 `json:"data_bytes"`
 	DataRecords         int64 `json:"data_records"`

@@ -210,7 +210,7 @@ type Orphans struct {
 // embedded FileStats are the table's totals.
 type Report struct {
 	Table            string     `json:"table"`
-	SnapshotID       int64      `json:"snapshot_id"`
+	SnapshotID       int64      `json:"snapshot_id,string"`
 	MetadataLocation string     `json:"metadata_location"`
 	GeneratedAt      time.Time  `json:"generated_at"`
 	Thresholds       Thresholds `json:"thresholds"`

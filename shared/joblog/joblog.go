@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
 // Record is one job's entry in the maintenance log.
@@ -28,9 +30,9 @@ type Record struct {
 	// Parameters the job ran with.
 	Parameters Parameters `json:"parameters"`
 	// The pinned snapshot and, when committed, the new one.
-	PinnedSnapshotID    int64  `json:"pinned_snapshot_id"`
-	PinnedMetadata      string `json:"pinned_metadata_location"`
-	CommittedSnapshotID int64  `json:"committed_snapshot_id,omitempty"`
+	PinnedSnapshotID    messages.ID `json:"pinned_snapshot_id"`
+	PinnedMetadata      string      `json:"pinned_metadata_location"`
+	CommittedSnapshotID messages.ID `json:"committed_snapshot_id,omitempty"`
 	// Table file statistics before (at the pinned snapshot) and after (at
 	// the committed snapshot; absent when nothing was committed).
 	Before *TableStats `json:"before,omitempty"`

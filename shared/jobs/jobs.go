@@ -101,38 +101,38 @@ type DynamoDB interface {
 
 // Job is the record of one maintenance job.
 type Job struct {
-	ID    string
-	Table string
-	State State
+	ID    string `json:"job_id"`
+	Table string `json:"table"`
+	State State  `json:"state"`
 	// Reason says why the job is in its state (for failed and aborted jobs,
 	// the cause).
-	Reason  string
-	Trigger string
+	Reason  string `json:"reason,omitempty"`
+	Trigger string `json:"trigger"`
 	// Token is the lease token the job was planned under.
-	Token int64
+	Token int64 `json:"lease_token"`
 	// Pin is the snapshot the job reads.
-	MetadataLocation string
-	SnapshotID       int64
-	SequenceNumber   int64
+	MetadataLocation string `json:"metadata_location"`
+	SnapshotID       int64  `json:"snapshot_id,string"`
+	SequenceNumber   int64  `json:"sequence_number"`
 	// Groups is the number of file groups; DoneGroups the ones settled done.
-	Groups     int
-	DoneGroups []int
+	Groups     int   `json:"groups"`
+	DoneGroups []int `json:"done_groups"`
 	// Expected totals from the plan.
-	InputFiles int64
-	InputBytes int64
-	InputRows  int64
+	InputFiles int64 `json:"input_files"`
+	InputBytes int64 `json:"input_bytes"`
+	InputRows  int64 `json:"input_rows"`
 	// PlanKey is the S3 key of the plan object.
-	PlanKey string
+	PlanKey string `json:"plan_key"`
 	// PlanMillis is how long planning took up to the job record.
-	PlanMillis int64
+	PlanMillis int64 `json:"plan_ms"`
 	// TargetFileSize is the output file size the planner chose.
-	TargetFileSize int64
+	TargetFileSize int64 `json:"target_file_size"`
 	// CommittedSnapshotID is set once the job is committed.
-	CommittedSnapshotID int64
+	CommittedSnapshotID int64 `json:"committed_snapshot_id,string,omitempty"`
 	// CommitterID owns the committing state.
-	CommitterID string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	CommitterID string    `json:"committer_id,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // Group is the record of one file group.

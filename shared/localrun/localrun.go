@@ -26,9 +26,9 @@ type BatchHandler func(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaeve
 
 // Stats counts what a drain did.
 type Stats struct {
-	Batches   int
-	Delivered int
-	Failed    int
+	Batches   int `json:"batches"`
+	Delivered int `json:"delivered"`
+	Failed    int `json:"failed"`
 }
 
 // Drain delivers messages from q to h, batchSize at a time, until a receive

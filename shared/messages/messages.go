@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -444,4 +445,30 @@ func SortedCopy(paths []string) []string {
 type ScanTaskList struct {
 	Version   int      `json:"v"`
 	ScanTasks [][]byte `json:"scan_tasks"`
+}
+
+// ID is a 64-bit Iceberg id (a snapshot id) in JSON meant for people and
+// other tools: written as a decimal string, because JSON numbers above 2^53
+// lose digits in JavaScript and jq 1.6; read from a string or, for records
+// written before, a number.
+type ID int64
+
+// MarshalJSON writes the id as a string.
+func (id ID) MarshalJSON() ([]byte, error) {
+	return json.Marshal(strconv.FormatInt(int64(id), 10))
+}
+
+// UnmarshalJSON reads a string or a number.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		*id = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: id %s: %v", ErrMalformed, b, err)
+	}
+	*id = ID(n)
+	return nil
 }

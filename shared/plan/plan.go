@@ -106,7 +106,7 @@ type Result struct {
 	Table      string  `json:"table"`
 	Outcome    Outcome `json:"outcome"`
 	JobID      string  `json:"job_id,omitempty"`
-	SnapshotID int64   `json:"snapshot_id,omitempty"`
+	SnapshotID int64   `json:"snapshot_id,string,omitempty"`
 	Groups     int     `json:"groups,omitempty"`
 	InputFiles int64   `json:"input_files,omitempty"`
 	InputBytes int64   `json:"input_bytes,omitempty"`
