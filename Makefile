@@ -6,7 +6,7 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test hygiene test-short build lambdas bench bench-smoke vet fmt clean fuzz-pipeline
+.PHONY: demo test hygiene fuzz test-short build lambdas bench bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -37,6 +37,15 @@ test-short:
 SEEDS ?= 20
 fuzz-pipeline:
 	ICEKEEPER_FUZZ_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m ./tests -run 'TestDifferential_CompactionPreservesLiveRows'
+
+## fuzz: each fuzz target for FUZZTIME (default 30s); make test runs their seed corpora
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events
+	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./shared/messages
+	$(GO) test -run XXX -fuzz '^FuzzTableIdent$$' -fuzztime $(FUZZTIME) ./shared/messages
+	$(GO) test -run XXX -fuzz '^FuzzProperties$$' -fuzztime $(FUZZTIME) ./shared/optin
+	$(GO) test -run XXX -fuzz '^FuzzGrants$$' -fuzztime $(FUZZTIME) ./shared/optin
 
 ## bench: the benchmark (1 GB per table; see docs/PERFORMANCE.md). BENCH_FLAGS adds flags.
 bench:
