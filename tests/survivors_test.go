@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,4 +279,60 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+}
+
+// TestCommitter_RefusesADescriptorNamingAFileOutsideTheTable: a winning
+// descriptor that names a file outside the table's data location (a
+// tampered or buggy descriptor) fails the job with the reason; nothing is
+// committed and the rows are unchanged.
+func TestCommitter_RefusesADescriptorNamingAFileOutsideTheTable(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	want := e.fingerprint()
+	r := e.plan()
+	e.drainTasks()
+	groups, err := e.deps.Jobs.Groups(e.ctx, r.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := groups[0]
+	raw, err := e.deps.Blobs.Get(e.ctx, g.DescriptorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d messages.Descriptor
+	if err := messages.Decode(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := e.deps.Tables.Open(e.ctx, e.ident, messages.Pin{MetadataLocation: e.job(r.JobID).MetadataLocation, SnapshotID: r.SnapshotID, SequenceNumber: e.job(r.JobID).SequenceNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := messages.DecodeDataFiles(pinned.Metadata(), d.SpecID, d.NewFiles)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("descriptor files: %v %v", files, err)
+	}
+	f := files[0]
+	spec := pinned.Metadata().PartitionSpecByID(int(f.SpecID()))
+	b, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentData, "file:///elsewhere/"+filepath.Base(f.FilePath()), f.FileFormat(), f.Partition(), nil, nil, f.Count(), f.FileSizeBytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := messages.EncodeDataFiles(pinned.Metadata(), []iceberg.DataFile{b.Build()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.NewFiles[0] = enc[0]
+	body, _ := messages.Encode(d)
+	if _, err := e.deps.Blobs.Put(e.ctx, strings.TrimPrefix(g.DescriptorKey, e.cfg.Prefix+"/"), body); err != nil {
+		t.Fatal(err)
+	}
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Failed || !strings.Contains(j.Reason, "outside the table's data location") {
+		t.Fatalf("job %s (%s), want failed for the outside file", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got != want || e.jobSnapshots(r.JobID) != 0 {
+		t.Fatalf("rows %s (want %s), job snapshots %d", got, want, e.jobSnapshots(r.JobID))
+	}
 }

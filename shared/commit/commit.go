@@ -508,6 +508,10 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	movedInputs := map[string]struct{}{}
 	newPaths := map[string]struct{}{}
 	schemaID := pinned.Schema().ID
+	// A descriptor may only name files its attempt wrote under the table's
+	// data location: a descriptor that names anything else (another table's
+	// file, a path outside the location) is refused, whatever wrote it.
+	dataRoots := outputs.DataRoots(pinned)
 	var totalScanned int64
 	for i, g := range groups {
 		pg := plan.Groups[i]
@@ -562,6 +566,9 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 			}
 			if !outputs.OfAttempt(f.FilePath(), d.Attempt) {
 				return st, fmt.Errorf("%w: new file %s is not named for attempt %s", ErrInvariant, f.FilePath(), d.Attempt)
+			}
+			if !underAny(f.FilePath(), dataRoots) {
+				return st, fmt.Errorf("%w: new file %s is outside the table's data location (%s)", ErrInvariant, f.FilePath(), strings.Join(dataRoots, ", "))
 			}
 			newPaths[f.FilePath()] = struct{}{}
 			rows += f.Count()
@@ -1053,6 +1060,16 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrAborted, err)
 	}
 	return err
+}
+
+// underAny reports whether path lies under one of the roots.
+func underAny(path string, roots []string) bool {
+	for _, r := range roots {
+		if strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // fileKey identifies a content file within the table: its path, and for a
