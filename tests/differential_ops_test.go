@@ -366,12 +366,7 @@ func (w *world) opAppend(big bool) (string, error) {
 		staged[id] = r
 		ids = append(ids, id)
 	}
-	rec, err := render(w.tbl.Schema(), ids, staged)
-	if err != nil {
-		return "", err
-	}
-	defer rec.Release()
-	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	rdr, err := renderReader(w.tbl.Schema(), ids, staged)
 	if err != nil {
 		return "", err
 	}
@@ -410,12 +405,7 @@ func (w *world) opOverwrite() (string, error) {
 		r.vals[fidID] = id
 		staged[id] = r
 	}
-	rec, err := render(w.tbl.Schema(), ids, staged)
-	if err != nil {
-		return "", err
-	}
-	defer rec.Release()
-	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	rdr, err := renderReader(w.tbl.Schema(), ids, staged)
 	if err != nil {
 		return "", err
 	}
@@ -1176,4 +1166,15 @@ func (w *world) describeFiles() string {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// renderReader renders the staged rows (in ids order) at schema sc as a
+// one-batch record reader, the input Append and Transaction.Append take.
+func renderReader(sc *iceberg.Schema, ids []int64, staged map[int64]*mrow) (array.RecordReader, error) {
+	rec, err := render(sc, ids, staged)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	return array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 }

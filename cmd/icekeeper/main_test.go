@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
@@ -75,12 +76,7 @@ func TestDemoChecks_FlagEveryFailure(t *testing.T) {
 }
 
 func TestCompact_LocalRunsOneCycleOnALocalCatalog(t *testing.T) {
-	dir := t.TempDir()
-	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
-	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh}, configAWS())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, uri, wh := localSQLCatalog(t, "")
 	ident := table.Identifier{"shop", "orders"}
 	tbl, err := sampletable.Create(context.Background(), cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 50, PositionDeletes: true})
 	if err != nil {
@@ -239,12 +235,7 @@ func TestCLI_FlagErrorsArePrintedOnce(t *testing.T) {
 // TestCLI_AcceptsIcebergGosFlagValues: --output json means --json, and
 // --sql-driver sqliteshim (iceberg-go's CLI's name) opens the sqlite catalog.
 func TestCLI_AcceptsIcebergGosFlagValues(t *testing.T) {
-	dir := t.TempDir()
-	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
-	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh, SQLDriver: "sqliteshim"}, configAWS())
-	if err != nil {
-		t.Fatalf("sqliteshim: %v", err)
-	}
+	cat, uri, wh := localSQLCatalog(t, "sqliteshim")
 	if _, err := sampletable.Create(context.Background(), cat, table.Identifier{"shop", "orders"}, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +279,7 @@ func TestDemo_KeepPrintsCommandsThatWork(t *testing.T) {
 // TestCompact_ExitCodesSayWhatHappened: a compacted table gives 0, the same
 // table again (nothing worth rewriting) 3, as documented.
 func TestCompact_ExitCodesSayWhatHappened(t *testing.T) {
-	dir := t.TempDir()
-	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
-	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh}, configAWS())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, uri, wh := localSQLCatalog(t, "")
 	if _, err := sampletable.Create(context.Background(), cat, table.Identifier{"shop", "orders"}, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +328,18 @@ func TestCLI_AMistypedSqliteURICreatesNothing(t *testing.T) {
 			t.Fatalf("%s created %s", cmd, missing)
 		}
 	}
+}
+
+// localSQLCatalog opens a fresh sqlite catalog named "local" in a temporary
+// directory (driver "" is the default) and returns it with the --uri and
+// --warehouse values a CLI run needs to open the same catalog.
+func localSQLCatalog(t *testing.T, driver string) (catalog.Catalog, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	uri, wh := "file:"+filepath.Join(dir, "cat.db"), "file://"+filepath.Join(dir, "wh")
+	cat, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "local", URI: uri, Warehouse: wh, SQLDriver: driver}, configAWS())
+	if err != nil {
+		t.Fatalf("open sqlite catalog (driver %q): %v", driver, err)
+	}
+	return cat, uri, wh
 }
