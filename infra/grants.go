@@ -57,8 +57,12 @@ func (l Location) GzipMetadataKeyPattern() string { return l.Key + "/metadata/*.
 // Locations resolves every grant entry to its S3 location: the explicit
 // tableLocations entry when there is one, otherwise the location template
 // over the warehouse (a namespace entry puts "*" for the table). It fails,
-// naming the grant, when an entry has no S3 location.
+// naming the grant, when an entry has no S3 location. A table bucket's
+// tables have none the stack can know (S3 chooses them): it returns none.
 func (s Settings) Locations() ([]Location, error) {
+	if s.S3Tables() {
+		return nil, nil
+	}
 	var out []Location
 	var errs []error
 	resolve := func(entry, ns, table string) {

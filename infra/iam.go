@@ -65,6 +65,8 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		return nil
 	}
 	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
+	add(fns.Planner, a.s3tablesBucket("TableBucketRead", s3tablesBucketRead)...)
+	add(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
 	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Planner, a.tableListing("TableList")...)
 	add(fns.Planner, a.kms("WarehouseKeyRead", "kms:Decrypt")...)
@@ -76,9 +78,15 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// its attempt id) under the same data/ prefix it writes.
 	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
 	add(fns.Rewriter, a.tableListing("TableList")...)
+	// Rewriters open the pinned metadata file and write data files; a
+	// table bucket deletes nothing on request (its unreferenced file
+	// removal does), so they get no delete there.
+	add(fns.Rewriter, a.s3tablesTables("TablesReadWrite", []string{s3tablesDataRead, s3tablesDataWrite})...)
 	add(fns.Rewriter, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
 	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
+	add(fns.Committer, a.s3tablesBucket("TableBucketRead", s3tablesBucketRead)...)
+	add(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
 	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
 	add(fns.Committer, a.tableObjects("TableDataDelete", []string{"s3:DeleteObject"}, "data/*")...)

@@ -353,7 +353,8 @@ func (s Settings) Validate() error {
 			bad(CtxTableLocations, "%q is not an entry of the grant list (%s)", k, s.Grants)
 		}
 	}
-	if s.Mode != ModeOff {
+	s.validateS3Tables(bad)
+	if s.Mode != ModeOff && !s.S3Tables() {
 		if _, err := s.Locations(); err != nil {
 			errs = append(errs, err)
 		}

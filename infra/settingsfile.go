@@ -60,6 +60,9 @@ func (s Settings) Summary() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "  granted: %s\n", s.Grants)
+	if tb, ok := s.TableBucket(); ok {
+		fmt.Fprintf(&b, "  table bucket %s (S3 Tables): s3tables: permissions on the granted namespaces and tables; no object deletes (its unreferenced file removal removes failed attempts' files)\n", tb.ARN)
+	}
 	if locs, err := s.Locations(); err == nil {
 		for _, l := range locs {
 			fmt.Fprintf(&b, "  table location s3://%s/%s\n", l.Bucket, l.Key)

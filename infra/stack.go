@@ -66,9 +66,9 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 		out.Alarms = newAlarms(stack, s, out.Queues, out.Functions)
 		out.Dashboard = newDashboard(stack, out.Queues, out.Functions, out.Alarms)
 	}
-	if s.TableAccess() && s.CatalogType == "rest" && s.CatalogSigV4 && !s.GlueCatalog() {
+	if s.TableAccess() && s.CatalogType == "rest" && s.CatalogSigV4 && !s.GlueCatalog() && !s.S3Tables() {
 		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("icekeeper:catalog-iam"), jsii.String(
-			"catalog signing name "+s.CatalogSigningName+": the stack grants catalog permissions for Glue only; add this service's read permissions to the planner and committer roles and its commit permission to the committer's yourself, scoped to the granted tables (for S3 Tables, the s3tables: actions named in infra/README.md; never s3tables:DeleteTable or a wildcard such as s3tables:*Table*, which matches it). S3 Tables is not supported by this stack yet"), nil)
+			"catalog signing name "+s.CatalogSigningName+": the stack grants catalog permissions for Glue only; add this service's read permissions to the planner and committer roles and its commit permission to the committer's yourself, scoped to the granted tables (for S3 Tables, set the table bucket's ARN as catalogWarehouse and the stack grants them)"), nil)
 	}
 	awscdk.Tags_Of(stack).Add(jsii.String("icekeeper:mode"), jsii.String(s.Mode), nil)
 	return out, nil
