@@ -65,7 +65,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		return nil
 	}
 	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
-	add(fns.Planner, a.s3tablesBucket("TableBucketRead", s3tablesBucketRead)...)
+	add(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig, s3tablesList})...)
 	add(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
 	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Planner, a.tableListing("TableList")...)
@@ -85,7 +85,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Rewriter, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
 	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
-	add(fns.Committer, a.s3tablesBucket("TableBucketRead", s3tablesBucketRead)...)
+	add(fns.Committer, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig})...)
 	add(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
 	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)

@@ -47,9 +47,10 @@ var s3tablesName = regexp.MustCompile(`^[0-9a-z_]{1,255}$`)
 // S3 Tables actions, by what they allow (Service Authorization Reference,
 // "Actions, resources, and condition keys for Amazon S3 Tables").
 var (
-	// On the table bucket: the REST endpoint's GET /v1/config reads the
-	// bucket, namespace lookups read a namespace, the sweep lists tables.
-	s3tablesBucketRead = []string{"s3tables:GetTableBucket", "s3tables:GetNamespace", "s3tables:ListTables"}
+	// On the table bucket: the REST endpoint's GET /v1/config, at every
+	// catalog start, reads the bucket; the planner's sweep lists tables.
+	s3tablesConfig = "s3tables:GetTableBucket"
+	s3tablesList   = "s3tables:ListTables"
 	// On the granted tables: load a table through the catalog (its
 	// metadata location).
 	s3tablesLoad = "s3tables:GetTableMetadataLocation"

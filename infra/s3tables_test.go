@@ -55,14 +55,14 @@ func TestS3Tables_PermissionsAreScopedToGrantedNamespacesAndTables(t *testing.T)
 	onTables := []string{tables + " if " + nsCond, tables + " if " + tableCond}
 	want := map[string]map[string][]string{
 		"Planner": {
-			"s3tables:GetTableBucket": bucketOnly, "s3tables:GetNamespace": bucketOnly, "s3tables:ListTables": bucketOnly,
+			"s3tables:GetTableBucket": bucketOnly, "s3tables:ListTables": bucketOnly,
 			"s3tables:GetTableMetadataLocation": onTables, "s3tables:GetTableData": onTables,
 		},
 		"Rewriter": {
 			"s3tables:GetTableData": onTables, "s3tables:PutTableData": onTables,
 		},
 		"Committer": {
-			"s3tables:GetTableBucket": bucketOnly, "s3tables:GetNamespace": bucketOnly, "s3tables:ListTables": bucketOnly,
+			"s3tables:GetTableBucket":           bucketOnly,
 			"s3tables:GetTableMetadataLocation": onTables, "s3tables:GetTableData": onTables,
 			"s3tables:PutTableData": onTables, "s3tables:UpdateTableMetadataLocation": onTables,
 		},

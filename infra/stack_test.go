@@ -1201,19 +1201,38 @@ const (
 	ctxTestRegion  = "test:region"
 )
 
-// policiesFile is what the root module's end-to-end tests evaluate every
+// policiesFiles are what the root module's end-to-end tests evaluate every
 // AWS call they make against (tests/iam_test.go): each function's policy
-// statements, synthesized for the emulator's account and region and a
-// Glue catalog with the tests' grant, with icekeeper's own resources as
-// placeholders (${Bucket}, ${Leases}, ${Tasks}, ...: the ARN of that
-// resource) that the tests fill with their own.
-var policiesFile = filepath.Join("testdata", "policies.json")
+// statements, synthesized for the emulator's account and region, with
+// icekeeper's own resources as placeholders (${Bucket}, ${Leases},
+// ${Tasks}, ...: the ARN of that resource) that the tests fill with their
+// own. policies.json is for a Glue catalog with the tests' grant,
+// policies-s3tables.json for an S3 table bucket (the tests' S3 Tables
+// stand-in) with the same grant.
+var policiesFiles = map[string]func() map[string]any{
+	filepath.Join("testdata", "policies.json"): func() map[string]any {
+		ctx := activeContext()
+		ctx[CtxGrants] = "demo.*"
+		return ctx
+	},
+	filepath.Join("testdata", "policies-s3tables.json"): func() map[string]any {
+		ctx := s3tablesContext()
+		ctx[CtxGrants] = "demo.*"
+		ctx[CtxCatalogURI] = "https://s3tables.us-east-1.amazonaws.com/iceberg"
+		ctx[CtxCatalogWarehouse] = "arn:aws:s3tables:us-east-1:000000000000:bucket/lake"
+		return ctx
+	},
+}
 
 // TestIcekeeperStack_PoliciesTheEndToEndTestsCheck writes (with
-// ICEKEEPER_UPDATE_POLICIES=1) or checks testdata/policies.json.
+// ICEKEEPER_UPDATE_POLICIES=1) or checks each of policiesFiles.
 func TestIcekeeperStack_PoliciesTheEndToEndTestsCheck(t *testing.T) {
-	ctx := activeContext()
-	ctx[CtxGrants] = "demo.*"
+	for file, context := range policiesFiles {
+		t.Run(filepath.Base(file), func(t *testing.T) { checkPolicies(t, file, context()) })
+	}
+}
+
+func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 	ctx[CtxPrefix] = "icekeeper" // the tests' ICEKEEPER_PREFIX
 	ctx[ctxTestAccount], ctx[ctxTestRegion] = "000000000000", "us-east-1"
 	f := mustSynth(t, ctx)

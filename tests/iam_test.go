@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,6 +57,9 @@ func asFunction(ctx context.Context, fn string) context.Context {
 
 type authorization struct {
 	Action, Resource, Prefix string
+	// Namespace and TableName are the s3tables:namespace and
+	// s3tables:tableName condition keys of an S3 Tables request.
+	Namespace, TableName string
 }
 
 type recordedCall struct {
@@ -334,21 +338,40 @@ func glob(p, s string) bool {
 	return ok
 }
 
-// conditionHolds evaluates the one condition the stack writes:
-// StringLike on s3:prefix.
+// conditionHolds evaluates the conditions the stack writes: StringLike on
+// s3:prefix, and StringEquals on s3tables:namespace and
+// s3tables:tableName. Every key of a condition must hold, each by one of
+// its values (IAM's AND across keys, OR across values); an unknown
+// operator or key does not hold.
 func conditionHolds(cond map[string]any, a authorization) bool {
-	like, ok := cond["StringLike"].(map[string]any)
-	if !ok || len(cond) != 1 {
-		return false
-	}
-	var prefixes []string
-	switch v := like["s3:prefix"].(type) {
-	case string:
-		prefixes = []string{v}
-	case []any:
-		for _, p := range v {
-			prefixes = append(prefixes, fmt.Sprint(p))
+	for op, keys := range cond {
+		m, ok := keys.(map[string]any)
+		if !ok {
+			return false
+		}
+		for key, v := range m {
+			var values []string
+			switch v := v.(type) {
+			case string:
+				values = []string{v}
+			case []any:
+				for _, p := range v {
+					values = append(values, fmt.Sprint(p))
+				}
+			}
+			var holds bool
+			switch {
+			case op == "StringLike" && key == "s3:prefix":
+				holds = anyGlob(values, a.Prefix)
+			case op == "StringEquals" && key == "s3tables:namespace":
+				holds = a.Namespace != "" && slices.Contains(values, a.Namespace)
+			case op == "StringEquals" && key == "s3tables:tableName":
+				holds = a.TableName != "" && slices.Contains(values, a.TableName)
+			}
+			if !holds {
+				return false
+			}
 		}
 	}
-	return anyGlob(prefixes, a.Prefix)
+	return true
 }

@@ -49,12 +49,20 @@ type restStandIn struct {
 	region  string
 	mu      sync.Mutex
 	calls   map[string]int
+	// locate, when set, chooses a new table's location, as S3 Tables does
+	// (the request's location is ignored).
+	locate func(ident table.Identifier) string
+	// observe, when set, sees every request that passed the signature
+	// check: its method and its path's parts after /v1/.
+	observe func(method string, parts []string)
 }
 
-func newRESTStandIn(t *testing.T, service, region, warehouse string) (*restStandIn, string) {
+// newRESTStandIn starts a stand-in over a fresh sql catalog whose tables
+// live under warehouse, written with the file IO properties props.
+func newRESTStandIn(t *testing.T, service, region, warehouse string, props map[string]string) (*restStandIn, string) {
 	t.Helper()
 	dir := t.TempDir()
-	backing, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "rest-backing", URI: "file:" + filepath.Join(dir, "rest.db"), Warehouse: warehouse}, cloud.Clients.Config)
+	backing, err := catalogs.Open(context.Background(), catalogs.Config{Type: "sql", Name: "rest-backing", URI: "file:" + filepath.Join(dir, "rest.db"), Warehouse: warehouse, Properties: props}, cloud.Clients.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +105,9 @@ func (s *restStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls[r.Method+" "+parts[0]]++
 	s.mu.Unlock()
+	if s.observe != nil {
+		s.observe(r.Method, parts)
+	}
 	ctx := r.Context()
 	nsOf := func(p string) table.Identifier { return strings.Split(p, "\x1f") }
 	switch {
@@ -164,7 +175,10 @@ func (s *restStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req.WriteOrder != nil {
 			opts = append(opts, catalog.WithSortOrder(*req.WriteOrder))
 		}
-		if req.Location != "" {
+		switch {
+		case s.locate != nil:
+			opts = append(opts, catalog.WithLocation(s.locate(append(nsOf(parts[1]), req.Name))))
+		case req.Location != "":
 			opts = append(opts, catalog.WithLocation(req.Location))
 		}
 		tbl, err := s.backing.CreateTable(ctx, append(nsOf(parts[1]), req.Name), req.Schema, opts...)
@@ -285,7 +299,7 @@ func signedHeaders(auth string) map[string]bool {
 func withREST(t *testing.T, service string) (func(*config.Config), *restStandIn) {
 	dir := t.TempDir()
 	wh := "file://" + filepath.Join(dir, "warehouse")
-	s, url := newRESTStandIn(t, service, "us-east-1", wh)
+	s, url := newRESTStandIn(t, service, "us-east-1", wh, nil)
 	return func(c *config.Config) {
 		c.Catalog = catalogs.Config{Type: "rest", Name: "test", URI: url, Warehouse: wh,
 			SigV4: true, SigningName: service, SigningRegion: "us-east-1"}

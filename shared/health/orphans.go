@@ -14,6 +14,8 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
 // ErrNotListable reports a table FileIO that cannot list files
@@ -48,6 +50,9 @@ func FindOrphans(ctx context.Context, tbl *table.Table, olderThan time.Time) ([]
 		return nil, 0, errors.New("health: find orphans: no table")
 	}
 	name := strings.Join(tbl.Identifier(), ".")
+	if outputs.InTableBucket(tbl.Location()) {
+		return nil, 0, fmt.Errorf("%w: %s is in an S3 table bucket, which cannot be listed (its unreferenced file removal deletes orphans)", ErrNotListable, name)
+	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("health: find orphans in %s: open table IO: %w", name, err)

@@ -13,6 +13,16 @@
 // bits.
 //
 // Removal is idempotent: a file that is already gone is not an error.
+//
+// A table in an S3 table bucket (S3 Tables) is the exception: its storage
+// accepts no DeleteObject and no listing (Amazon S3 API Reference,
+// "Supported Amazon S3 object-level API operations for S3 Tables"), and the
+// bucket's unreferenced file removal deletes every object no snapshot
+// references (Amazon S3 User Guide, "Maintenance for table buckets": marked
+// noncurrent after unreferencedDays, 3 by default and at least 1, deleted
+// nonCurrentDays later). Files no commit took are exactly such objects, so
+// for these tables nothing here lists or deletes: the files are left to the
+// bucket, which is safe because a job lives hours, never a day.
 package outputs
 
 import (
@@ -20,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"log/slog"
 	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -79,9 +90,35 @@ func DataRoots(tbl *table.Table) []string {
 	return roots
 }
 
-// Remove deletes the files at paths. Missing files are skipped.
+// InTableBucket reports whether location is a table's location in an S3
+// table bucket: S3 names it s3://<id>--table-s3 (Amazon S3 User Guide,
+// "Tables in S3 table buckets").
+func InTableBucket(location string) bool {
+	rest, ok := strings.CutPrefix(location, "s3://")
+	if !ok {
+		return false
+	}
+	bucket, _, _ := strings.Cut(rest, "/")
+	return strings.HasSuffix(bucket, "--table-s3")
+}
+
+// leftToTableBucket logs that n files stay for the table bucket's
+// unreferenced file removal; it reports whether the table is in one.
+func leftToTableBucket(ctx context.Context, tbl *table.Table, n int) bool {
+	if !InTableBucket(tbl.Location()) {
+		return false
+	}
+	if n != 0 {
+		slog.InfoContext(ctx, "files left to the table bucket's unreferenced file removal",
+			"location", tbl.Location(), "files", n)
+	}
+	return true
+}
+
+// Remove deletes the files at paths. Missing files are skipped. In an S3
+// table bucket it deletes nothing (see the package comment).
 func Remove(ctx context.Context, tbl *table.Table, paths []string) error {
-	if len(paths) == 0 {
+	if len(paths) == 0 || leftToTableBucket(ctx, tbl, len(paths)) {
 		return nil
 	}
 	fs, err := tbl.FS(ctx)
@@ -107,9 +144,10 @@ func Remove(ctx context.Context, tbl *table.Table, paths []string) error {
 }
 
 // FindAttemptFiles lists the files under the table's data location whose
-// names contain any of the attempt ids.
+// names contain any of the attempt ids. An S3 table bucket cannot be
+// listed: there it finds nothing (see the package comment).
 func FindAttemptFiles(ctx context.Context, tbl *table.Table, attempts []string) ([]string, error) {
-	if len(attempts) == 0 {
+	if len(attempts) == 0 || leftToTableBucket(ctx, tbl, 0) {
 		return nil, nil
 	}
 	fs, err := tbl.FS(ctx)
