@@ -23,11 +23,15 @@ import (
 //     tables: the planner (advisory and active) reads catalog metadata and
 //     the objects under the granted locations; in mode active a rewriter
 //     also writes under the locations' data/ folder, and removes its own
-//     partial or losing files there (and has no catalog permission at all), and the committer reads, writes table metadata
-//     under metadata/, deletes under data/ (losing and failed attempts'
-//     files) and is the only function that may update the catalog.
-//   - nobody gets a query service (Athena, Redshift Data) or a resource "*"
-//     for Glue or S3.
+//     partial or losing files there (and has no catalog permission at
+//     all), and the committer reads, writes table metadata under
+//     metadata/, deletes under data/ (losing and failed attempts' files)
+//     and is the only function that may update the catalog.
+//   - with an S3 table bucket as warehouse the same, through s3tables:
+//     actions scoped by namespace and table name, and without any delete
+//     (s3tables.go).
+//   - nobody gets a query service (Athena, Redshift Data), a resource "*"
+//     for Glue or S3, or a wildcard action.
 
 // Actions.
 var (
