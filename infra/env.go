@@ -83,7 +83,7 @@ func (s Settings) FunctionEnvironment(n Names) map[string]string {
 	return env
 }
 
-// formatProperties renders k=v,k=v sorted by key, as catalogs.ParseProperties
+// formatProperties renders k=v,k=v sorted by key, as catalogconfig.ParseProperties
 // reads it.
 func formatProperties(m map[string]string) string {
 	out := ""

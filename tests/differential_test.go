@@ -72,7 +72,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -464,7 +464,7 @@ func (r *diffRun) drainTasks(j *diffJob, max int) localrun.Stats {
 			if err != nil {
 				e.t.Fatalf("crashing rewriter: %v", err)
 			}
-			rh = handler.Rewriter{Rewrite: rw, Log: discardLog}.Handle
+			rh = rewriterhandler.Handler{Rewrite: rw, Log: discardLog}.Handle
 			defer func() {
 				if cj.crashed {
 					r.w.note("  a rewriter crashed %s its claim (delivery fails, files kept)", j.crashClaim)

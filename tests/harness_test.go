@@ -24,7 +24,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
+	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
@@ -162,11 +163,11 @@ func (e *env) plan() plan.Result {
 }
 
 func (e *env) rewriterHandler() localrun.BatchHandler {
-	return handler.Rewriter{Rewrite: e.rewriter}.Handle
+	return rewriterhandler.Handler{Rewrite: e.rewriter}.Handle
 }
 
 func (e *env) committerHandler() localrun.BatchHandler {
-	return handler.Committer{Commit: e.committer}.Handle
+	return committerhandler.Handler{Commit: e.committer}.Handle
 }
 
 // drainTasks runs rewriters until the task queue is empty.

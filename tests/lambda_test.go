@@ -17,7 +17,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/trigger"
@@ -140,7 +140,7 @@ func TestLambda_RealMainsRunThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var presp handler.PlannerResponse
+	var presp plannerhandler.Response
 	invoke(planner, scheduled, &presp)
 	if len(presp.Tables) != 1 || presp.Tables[0].Action != trigger.ActionPlanned || presp.Tables[0].Plan == nil {
 		t.Fatalf("planner response %+v", presp)

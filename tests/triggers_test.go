@@ -20,7 +20,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -106,7 +106,7 @@ func (s *syncBuffer) metricTotals(t *testing.T) map[string]float64 {
 type dispatchEnv struct {
 	*env
 	events  *recordingEventBridge
-	planner handler.Planner
+	planner plannerhandler.Handler
 }
 
 func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func(*config.Config)) *dispatchEnv {
@@ -118,7 +118,7 @@ func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func
 	if err != nil {
 		t.Fatalf("dispatcher: %v", err)
 	}
-	d.planner = handler.Planner{Dispatch: disp, Metrics: e.deps.Metrics, Log: e.deps.Log}
+	d.planner = plannerhandler.Handler{Dispatch: disp, Metrics: e.deps.Metrics, Log: e.deps.Log}
 	return d
 }
 
@@ -141,7 +141,7 @@ func commitEvent(table string) []byte {
 	return b
 }
 
-func (d *dispatchEnv) handle(raw []byte) handler.PlannerResponse {
+func (d *dispatchEnv) handle(raw []byte) plannerhandler.Response {
 	d.t.Helper()
 	resp, err := d.planner.Handle(asFunction(d.ctx, "Planner"), raw)
 	if err != nil {
@@ -150,7 +150,7 @@ func (d *dispatchEnv) handle(raw []byte) handler.PlannerResponse {
 	return resp
 }
 
-func outcomeOf(t *testing.T, resp handler.PlannerResponse, table string) trigger.TableOutcome {
+func outcomeOf(t *testing.T, resp plannerhandler.Response, table string) trigger.TableOutcome {
 	t.Helper()
 	for _, o := range resp.Tables {
 		if o.Table == table {
@@ -309,7 +309,7 @@ func TestTriggers_BurstOfCommitEventsCoalescesIntoOnePlanning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planners := []handler.Planner{d.planner, {Dispatch: other, Metrics: d.deps.Metrics}}
+	planners := []plannerhandler.Handler{d.planner, {Dispatch: other, Metrics: d.deps.Metrics}}
 	var mu sync.Mutex
 	actions := map[string]int{}
 	var wg sync.WaitGroup
@@ -428,7 +428,7 @@ func TestTriggers_ModeOffDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := handler.Planner{Dispatch: disp, Log: e.deps.Log}.Handle(e.ctx, commitEvent("demo.events"))
+	resp, err := plannerhandler.Handler{Dispatch: disp, Log: e.deps.Log}.Handle(e.ctx, commitEvent("demo.events"))
 	if err != nil || len(resp.Tables) != 1 || resp.Tables[0].Skip != trigger.SkipModeOff {
 		t.Fatalf("resp %+v err %v", resp, err)
 	}

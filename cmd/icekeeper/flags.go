@@ -12,7 +12,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
-	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -72,7 +72,7 @@ func (c *catalogFlags) apply(cfg *config.Config) error {
 		cc.SigV4 = true
 	}
 	if len(c.props) > 0 {
-		p, err := catalogs.ParseProperties(strings.Join(c.props, ","))
+		p, err := catalogconfig.ParseProperties(strings.Join(c.props, ","))
 		if err != nil {
 			return exitError{code: 2, err: fmt.Errorf("--prop: %w", err)}
 		}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
+	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
+	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -90,7 +92,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
-		resp, herr := handler.Planner{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle(ctx, raw)
+		resp, herr := plannerhandler.Handler{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle(ctx, raw)
 		if err := printJSON(stdout, resp); err != nil {
 			return err
 		}
@@ -133,7 +135,7 @@ func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Que
 		if err != nil {
 			return nil, nil, err
 		}
-		return deps.Tasks, handler.Rewriter{Rewrite: r, Log: deps.Log}.Handle, nil
+		return deps.Tasks, rewriterhandler.Handler{Rewrite: r, Log: deps.Log}.Handle, nil
 	}
 	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
 	if err != nil {
@@ -143,5 +145,5 @@ func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Que
 	if err != nil {
 		return nil, nil, err
 	}
-	return deps.Commits, handler.Committer{Commit: c, Log: deps.Log}.Handle, nil
+	return deps.Commits, committerhandler.Handler{Commit: c, Log: deps.Log}.Handle, nil
 }

@@ -8,22 +8,23 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/handler/committer"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/wiring/committing"
 )
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "committer", lambdamain.ActiveOnly(stages.CommitterNeeds))
+	deps, log := lambdamain.Init(ctx, "committer", lambdamain.ActiveOnly(committing.Needs))
 	lambdamain.IdleUnlessActive(deps, log, "committer")
-	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
+	cat, err := catalogs.OpenWithFile(ctx, deps.Config.Catalog, deps.Clients.Config)
 	if err != nil {
 		lambdamain.Fail(log, "catalog", err)
 	}
-	c, err := deps.Committer(cat)
+	c, err := committing.Committer(deps, cat)
 	if err != nil {
 		lambdamain.Fail(log, "committer", err)
 	}
-	lambda.Start(handler.Committer{Commit: c, Log: log}.Handle)
+	lambda.Start(committer.Handler{Commit: c, Log: log}.Handle)
 }

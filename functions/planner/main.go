@@ -9,25 +9,26 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/handler/planner"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/wiring/planning"
 )
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "planner", func(c config.Config) []config.Need { return stages.PlannerNeedsFor(c.Mode) })
+	deps, log := lambdamain.Init(ctx, "planner", func(c config.Config) []config.Need { return planning.NeedsFor(c.Mode) })
 	var cat catalog.Catalog
 	if deps.Config.Mode != config.ModeOff {
 		var err error
-		if cat, err = stages.OpenCatalog(ctx, deps.Config, deps.Clients); err != nil {
+		if cat, err = catalogs.OpenWithFile(ctx, deps.Config.Catalog, deps.Clients.Config); err != nil {
 			lambdamain.Fail(log, "catalog", err)
 		}
 	}
-	d, err := deps.Dispatcher(cat)
+	d, err := planning.Dispatcher(deps, cat)
 	if err != nil {
 		lambdamain.Fail(log, "dispatcher", err)
 	}
-	lambda.Start(handler.Planner{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle)
+	lambda.Start(planner.Handler{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle)
 }

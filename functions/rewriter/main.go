@@ -9,18 +9,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
 )
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "rewriter", lambdamain.ActiveOnly(stages.RewriterNeeds))
+	deps, log := lambdamain.Init(ctx, "rewriter", lambdamain.ActiveOnly(rewriting.Needs))
 	lambdamain.IdleUnlessActive(deps, log, "rewriter")
-	r, err := deps.Rewriter()
+	r, err := rewriting.Rewriter(deps)
 	if err != nil {
 		lambdamain.Fail(log, "rewriter", err)
 	}
-	lambda.Start(handler.Rewriter{Rewrite: r, Requeue: deps.Tasks, Log: log}.Handle)
+	lambda.Start(rewriter.Handler{Rewrite: r, Requeue: deps.Tasks, Log: log}.Handle)
 }

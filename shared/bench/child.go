@@ -16,7 +16,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
+	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
+	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -169,7 +170,7 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (localrun.Stats, error) 
 	if err != nil {
 		return localrun.Stats{}, err
 	}
-	h := handler.Rewriter{Rewrite: r}.Handle
+	h := rewriterhandler.Handler{Rewrite: r}.Handle
 	if a.MaxGroups > 0 {
 		return localrun.Drain(ctx, deps.Tasks, h, 1, a.MaxGroups)
 	}
@@ -223,7 +224,7 @@ func commitChild(ctx context.Context) (localrun.Stats, error) {
 	if err != nil {
 		return localrun.Stats{}, err
 	}
-	return localrun.Drain(ctx, deps.Commits, handler.Committer{Commit: c}.Handle, 1, 0)
+	return localrun.Drain(ctx, deps.Commits, committerhandler.Handler{Commit: c}.Handle, 1, 0)
 }
 
 func childDeps(ctx context.Context, need []config.Need) (*stages.Deps, catalog.Catalog, error) {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
 	"github.com/icekeeper/icekeeper/shared/envvars"
 	"github.com/icekeeper/icekeeper/shared/optin"
 )
@@ -87,7 +87,7 @@ const (
 
 // Config is every setting of the pipeline.
 type Config struct {
-	Catalog catalogs.Config
+	Catalog catalogconfig.Config
 
 	LeaseTable     string
 	JobsTable      string
@@ -141,7 +141,7 @@ type Config struct {
 // Defaults returns a Config with every default set and no names.
 func Defaults() Config {
 	return Config{
-		Catalog:             catalogs.Config{Name: "default"},
+		Catalog:             catalogconfig.Config{Name: "default"},
 		Mode:                ModeOff,
 		EventBus:            "default",
 		MinInterval:         DefaultMinInterval,
@@ -205,7 +205,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 		c.Catalog.SigV4 = b
 	}
 	if v := getenv(EnvCatalogProperties); v != "" {
-		p, err := catalogs.ParseProperties(v)
+		p, err := catalogconfig.ParseProperties(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, EnvCatalogProperties, err))
 		}
@@ -283,7 +283,7 @@ func (c Config) Env() map[string]string {
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
 	}
 	if len(c.Catalog.Properties) > 0 {
-		m[EnvCatalogProperties] = catalogs.FormatProperties(c.Catalog.Properties)
+		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)
 	}
 	if c.Catalog.SigV4 {
 		m[EnvCatalogSigV4] = "true"

@@ -1,7 +1,8 @@
 // Package lambdamain holds what every Lambda main does before it starts its
 // handler: a JSON logger on stdout, the configuration from the environment
 // and the AWS clients from the standard SDK configuration. A configuration
-// error stops the function at init with a message naming the setting.
+// error stops the function at init with a message naming the setting. It
+// links no stage (package wiring), so each function links only its own.
 package lambdamain
 
 import (
@@ -9,20 +10,19 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/handler"
-	"github.com/icekeeper/icekeeper/shared/stages"
 	"github.com/icekeeper/icekeeper/shared/tracing"
+	"github.com/icekeeper/icekeeper/shared/wiring"
 )
 
 // Init builds the shared dependencies for a function that needs the
 // resources needs returns for the configuration (they depend on the mode),
 // or exits the process with the reason logged.
-func Init(ctx context.Context, function string, needs func(config.Config) []config.Need) (*stages.Deps, *slog.Logger) {
+func Init(ctx context.Context, function string, needs func(config.Config) []config.Need) (*wiring.Deps, *slog.Logger) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", function)
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -33,22 +33,11 @@ func Init(ctx context.Context, function string, needs func(config.Config) []conf
 		Fail(log, "AWS configuration", err)
 	}
 	log = log.With("mode", string(cfg.Mode))
-	deps, err := stages.NewDeps(cfg, clients, log, needs(cfg)...)
+	deps, err := wiring.New(cfg, clients, log, needs(cfg)...)
 	if err != nil {
 		Fail(log, "configuration", err)
 	}
 	return deps, log
-}
-
-// InitWithCatalog is Init plus the configured catalog, for the functions
-// that read or commit table metadata (the planner and the committer).
-func InitWithCatalog(ctx context.Context, function string, needs func(config.Config) []config.Need) (*stages.Deps, catalog.Catalog, *slog.Logger) {
-	deps, log := Init(ctx, function, needs)
-	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
-	if err != nil {
-		Fail(log, "catalog", err)
-	}
-	return deps, cat, log
 }
 
 // ActiveOnly returns need in mode active and nothing otherwise: the
@@ -65,7 +54,7 @@ func ActiveOnly(need []config.Need) func(config.Config) []config.Need {
 // IdleUnlessActive serves the Idle handler, and never returns, when the
 // configured mode is not active: the rewriter and the committer only work
 // in mode active.
-func IdleUnlessActive(deps *stages.Deps, log *slog.Logger, function string) {
+func IdleUnlessActive(deps *wiring.Deps, log *slog.Logger, function string) {
 	if deps.Config.Mode != config.ModeActive {
 		lambda.Start(handler.Idle{Function: function, Mode: string(deps.Config.Mode), Log: log}.Handle)
 	}

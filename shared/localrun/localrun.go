@@ -15,7 +15,6 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
-	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
@@ -80,9 +79,14 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 	return st, nil
 }
 
+// TablePlanner plans one table (*plan.Planner).
+type TablePlanner interface {
+	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+}
+
 // Stages are the three handlers of the pipeline and their queues.
 type Stages struct {
-	Plan      handler.TablePlanner
+	Plan      TablePlanner
 	Rewriter  BatchHandler
 	Committer BatchHandler
 	Tasks     *queue.Queue

@@ -15,6 +15,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/messages"
+
+	// Table file IO for s3:// locations (iceberg-go registers schemes this
+	// way): rewriters open pinned tables here without any catalog.
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 )
 
 // ErrMismatch means the metadata file does not pin the expected snapshot.

@@ -1,4 +1,8 @@
-package stages
+// Package planning builds the planner function's stage from the shared
+// wiring and a catalog: the trigger dispatcher (opt-in, cooldowns, health
+// assessments, audit events) and, in mode active, the planner. It links no
+// code that commits to a catalog or rewrites files.
+package planning
 
 import (
 	"context"
@@ -13,25 +17,42 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/trigger"
+	"github.com/icekeeper/icekeeper/shared/wiring"
 )
 
-// PlannerNeedsFor lists the planner function's resources in a mode: none
-// when off; the catalog, the lease table (cooldowns) and the bucket
-// (reports) when advisory; everything the pipeline needs when active.
-func PlannerNeedsFor(mode config.Mode) []config.Need {
+// Needs lists the planner's resources in mode active: the pipeline's.
+var Needs = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
+
+// NeedsFor lists the planner function's resources in a mode: none when
+// off; the catalog, the lease table (cooldowns) and the bucket (reports)
+// when advisory; everything the pipeline needs when active.
+func NeedsFor(mode config.Mode) []config.Need {
 	switch mode {
 	case config.ModeAdvisory:
 		return []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedBucket}
 	case config.ModeActive:
-		return PlannerNeeds
+		return Needs
 	}
 	return nil
 }
 
+// Planner builds the planner over cat.
+func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
+	p, err := plan.New(plan.Settings{
+		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
+		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
+	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
+	if err == nil {
+		p.SetTracer(d.Tracer)
+	}
+	return p, err
+}
+
 // Dispatcher builds the planner function's trigger dispatcher for the
 // configured mode. cat may be nil in mode off.
-func (d *Deps) Dispatcher(cat catalog.Catalog) (*trigger.Dispatcher, error) {
+func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error) {
 	grants, err := optin.ParseGrants(d.Config.Grants)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvGrants, err)
@@ -52,7 +73,7 @@ func (d *Deps) Dispatcher(cat catalog.Catalog) (*trigger.Dispatcher, error) {
 	deps.Reports = d.Blobs
 	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now}
 	if d.Config.Mode == config.ModeActive {
-		p, err := d.Planner(cat)
+		p, err := Planner(d, cat)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package handler
+package rewriter
 
 import (
 	"context"
@@ -7,57 +7,9 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
-	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/messages"
-	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
-	"github.com/icekeeper/icekeeper/shared/trigger"
 )
-
-type fakeDispatcher struct {
-	got []events.Trigger
-	err error
-}
-
-func (f *fakeDispatcher) Dispatch(_ context.Context, trig events.Trigger) (trigger.Outcome, error) {
-	f.got = append(f.got, trig)
-	return trigger.Outcome{Trigger: trig, Tables: []trigger.TableOutcome{{Table: "db.t", Action: trigger.ActionAssessed}}}, f.err
-}
-
-type countingMetrics struct{ names []string }
-
-func (c *countingMetrics) Emit(_ map[string]string, ms ...metrics.Metric) error {
-	for _, m := range ms {
-		c.names = append(c.names, m.Name)
-	}
-	return nil
-}
-
-func TestPlanner_RejectsMalformedEventsWithoutFailing(t *testing.T) {
-	t.Parallel()
-	d, m := &fakeDispatcher{}, &countingMetrics{}
-	resp, err := Planner{Dispatch: d, Metrics: m}.Handle(context.Background(), []byte(`{"source":"aws.s3","detail-type":"Object Deleted"}`))
-	if err != nil || resp.Rejected == "" {
-		t.Fatalf("resp %+v err %v: want a rejection and no error", resp, err)
-	}
-	if len(d.got) != 0 || len(m.names) != 1 || m.names[0] != "EventsRejected" {
-		t.Fatalf("dispatched %v, counted %v", d.got, m.names)
-	}
-}
-
-func TestPlanner_DispatchesDecodedEventsAndFailsOnRetryableErrors(t *testing.T) {
-	t.Parallel()
-	glue := []byte(`{"source":"aws.glue","detail-type":"Glue Data Catalog Table State Change","detail":{"databaseName":"db","tableName":"t","typeOfChange":"UpdateTable"}}`)
-	d := &fakeDispatcher{}
-	resp, err := Planner{Dispatch: d}.Handle(context.Background(), glue)
-	if err != nil || len(resp.Tables) != 1 || len(d.got) != 1 || d.got[0].Tables[0] != "db.t" {
-		t.Fatalf("resp %+v err %v dispatched %+v", resp, err, d.got)
-	}
-	d.err = errors.New("throttled")
-	if _, err := (Planner{Dispatch: d}).Handle(context.Background(), glue); err == nil {
-		t.Fatal("a retryable dispatch error must fail the invocation")
-	}
-}
 
 type fakeRewriter struct{ fail map[int]bool }
 
@@ -79,7 +31,7 @@ func TestRewriter_ReportsFailuresPerMessage(t *testing.T) {
 		{MessageId: "bad", Body: body(1)},
 		{MessageId: "garbage", Body: `{"v":99}`},
 	}}
-	resp, err := Rewriter{Rewrite: fakeRewriter{fail: map[int]bool{1: true}}}.Handle(context.Background(), ev)
+	resp, err := Handler{Rewrite: fakeRewriter{fail: map[int]bool{1: true}}}.Handle(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +70,7 @@ func TestRewriter_FailedTasksComeBackAfterABackoff(t *testing.T) {
 		body, _ := messages.Encode(messages.Task{Version: messages.FormatVersion, JobID: "j", Group: g})
 		ev.Records = append(ev.Records, lambdaevents.SQSMessage{MessageId: string(rune('a' + g)), ReceiptHandle: string(rune('A' + g)), Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": count}})
 	}
-	resp, _ := Rewriter{Rewrite: rw, Requeue: rq}.Handle(context.Background(), ev)
+	resp, _ := Handler{Rewrite: rw, Requeue: rq}.Handle(context.Background(), ev)
 	if len(resp.BatchItemFailures) != 2 {
 		t.Fatalf("failures %+v, want 2", resp.BatchItemFailures)
 	}

@@ -1,0 +1,53 @@
+// Package rewriter is the rewriter function's handler: it decodes each
+// task of an SQS batch and hands it to package rewrite, reporting failures
+// per message and bringing a failed task back after rewrite.RetryDelay. It
+// knows nothing of AWS clients or configuration, and no catalog.
+package rewriter
+
+import (
+	"context"
+	"log/slog"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+
+	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/rewrite"
+)
+
+// TaskRewriter rewrites one group.
+type TaskRewriter interface {
+	Handle(ctx context.Context, task messages.Task, receiveCount int) (rewrite.Result, error)
+}
+
+// Requeuer makes a failed message visible again after a delay (SQS
+// ChangeMessageVisibility on the task queue; *queue.Queue).
+type Requeuer interface {
+	Release(ctx context.Context, receiptHandle string, seconds int32) error
+}
+
+// Handler handles SQS task batches for the rewriter function.
+type Handler struct {
+	Rewrite TaskRewriter
+	// Requeue, when set, brings a failed task back after
+	// rewrite.RetryDelay instead of the queue's visibility timeout.
+	Requeue Requeuer
+	Log     *slog.Logger
+}
+
+// Handle rewrites each task in the batch and reports the failed ones.
+func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+	log := handler.Logger(h.Log)
+	resp := handler.EachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
+		n := handler.ReceiveCount(rec)
+		_, err := h.Rewrite.Handle(ctx, task, n)
+		if err != nil && h.Requeue != nil {
+			delay := rewrite.RetryDelay(n, err)
+			if rerr := h.Requeue.Release(context.WithoutCancel(ctx), rec.ReceiptHandle, int32(delay.Seconds())); rerr != nil {
+				log.Warn("requeue failed task", "job_id", task.JobID, "group", task.Group, "err", rerr.Error())
+			}
+		}
+		return err
+	})
+	return resp, nil
+}

@@ -1,0 +1,29 @@
+// Package committing builds the committer stage from the shared wiring and
+// a catalog: the only stage that commits to a catalog.
+package committing
+
+import (
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/icekeeper/icekeeper/shared/commit"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/joblog"
+	"github.com/icekeeper/icekeeper/shared/wiring"
+)
+
+// Needs lists the committer's resources.
+var Needs = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket}
+
+// Committer builds the committer over cat.
+func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
+	c, err := commit.New(commit.Settings{
+		LeaseTTL: d.Config.LeaseTTL, MaxRetries: d.Config.CommitRetries,
+		CommitTakeover: d.Config.CommitTakeover, MaxAttempts: d.Config.MaxTaskAttempts,
+	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now)
+	if err == nil {
+		c.SetMetrics(d.Metrics)
+		c.SetTracer(d.Tracer)
+		c.SetRecorder(joblog.New(d.Blobs), d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
+	}
+	return c, err
+}

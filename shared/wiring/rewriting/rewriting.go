@@ -1,0 +1,23 @@
+// Package rewriting builds the rewriter stage from the shared wiring. It
+// links no catalog client: rewriters open the pinned metadata file.
+package rewriting
+
+import (
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/wiring"
+)
+
+// Needs lists the rewriter's resources.
+var Needs = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
+
+// Rewriter builds the rewriter.
+func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
+	r, err := rewrite.New(rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL},
+		d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now)
+	if err == nil {
+		r.SetMetrics(d.Metrics)
+		r.SetTracer(d.Tracer)
+	}
+	return r, err
+}
