@@ -16,6 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
@@ -281,58 +282,93 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 	})
 }
 
-// TestCommitter_RefusesADescriptorNamingAFileOutsideTheTable: a winning
-// descriptor that names a file outside the table's data location (a
-// tampered or buggy descriptor) fails the job with the reason; nothing is
+// TestCommitter_RefusesATamperedDescriptor: a winning descriptor that
+// names a file outside the table's data location, a file another attempt
+// wrote, an input file the group did not plan, or another group, fails
+// the job with the reason (terminal: retrying cannot help); nothing is
 // committed and the rows are unchanged.
-func TestCommitter_RefusesADescriptorNamingAFileOutsideTheTable(t *testing.T) {
-	e := setup(t)
-	e.createTable(smallTable)
-	want := e.fingerprint()
-	r := e.plan()
-	e.drainTasks()
-	groups, err := e.deps.Jobs.Groups(e.ctx, r.JobID)
-	if err != nil {
-		t.Fatal(err)
+func TestCommitter_RefusesATamperedDescriptor(t *testing.T) {
+	// withPath returns f at another path.
+	withPath := func(t *testing.T, f iceberg.DataFile, spec iceberg.PartitionSpec, path string) iceberg.DataFile {
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, path, f.FileFormat(), f.Partition(), nil, nil, f.Count(), f.FileSizeBytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Build()
 	}
-	g := groups[0]
-	raw, err := e.deps.Blobs.Get(e.ctx, g.DescriptorKey)
-	if err != nil {
-		t.Fatal(err)
+	cases := map[string]struct {
+		tamper func(t *testing.T, d *messages.Descriptor, files []iceberg.DataFile, spec iceberg.PartitionSpec, other messages.Descriptor) []iceberg.DataFile
+		want   string
+	}{
+		"a new file outside the table": {func(t *testing.T, d *messages.Descriptor, files []iceberg.DataFile, spec iceberg.PartitionSpec, _ messages.Descriptor) []iceberg.DataFile {
+			files[0] = withPath(t, files[0], spec, "file:///elsewhere/"+filepath.Base(files[0].FilePath()))
+			return files
+		}, "outside the table's data location"},
+		"a new file of another attempt": {func(t *testing.T, d *messages.Descriptor, files []iceberg.DataFile, spec iceberg.PartitionSpec, other messages.Descriptor) []iceberg.DataFile {
+			p := files[0].FilePath()
+			files[0] = withPath(t, files[0], spec, strings.Replace(p, outputs.AttemptStem(d.Attempt), outputs.AttemptStem(other.Attempt), 1))
+			return files
+		}, "is not named for attempt"},
+		"an input the group did not plan": {func(t *testing.T, d *messages.Descriptor, files []iceberg.DataFile, _ iceberg.PartitionSpec, other messages.Descriptor) []iceberg.DataFile {
+			d.InputPaths[0] = other.InputPaths[0]
+			return files
+		}, "or different ones"},
+		"another group": {func(t *testing.T, d *messages.Descriptor, files []iceberg.DataFile, _ iceberg.PartitionSpec, _ messages.Descriptor) []iceberg.DataFile {
+			d.Group++
+			return files
+		}, "descriptor is for job"},
 	}
-	var d messages.Descriptor
-	if err := messages.Decode(raw, &d); err != nil {
-		t.Fatal(err)
-	}
-	pinned, err := e.deps.Tables.Open(e.ctx, e.ident, messages.Pin{MetadataLocation: e.job(r.JobID).MetadataLocation, SnapshotID: r.SnapshotID, SequenceNumber: e.job(r.JobID).SequenceNumber})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := messages.DecodeDataFiles(pinned.Metadata(), d.SpecID, d.NewFiles)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("descriptor files: %v %v", files, err)
-	}
-	f := files[0]
-	spec := pinned.Metadata().PartitionSpecByID(int(f.SpecID()))
-	b, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentData, "file:///elsewhere/"+filepath.Base(f.FilePath()), f.FileFormat(), f.Partition(), nil, nil, f.Count(), f.FileSizeBytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := messages.EncodeDataFiles(pinned.Metadata(), []iceberg.DataFile{b.Build()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.NewFiles[0] = enc[0]
-	body, _ := messages.Encode(d)
-	if _, err := e.deps.Blobs.Put(e.ctx, strings.TrimPrefix(g.DescriptorKey, e.cfg.Prefix+"/"), body); err != nil {
-		t.Fatal(err)
-	}
-	e.drainCommits()
-	j := e.job(r.JobID)
-	if j.State != jobs.Failed || !strings.Contains(j.Reason, "outside the table's data location") {
-		t.Fatalf("job %s (%s), want failed for the outside file", j.State, j.Reason)
-	}
-	if got := e.fingerprint(); got != want || e.jobSnapshots(r.JobID) != 0 {
-		t.Fatalf("rows %s (want %s), job snapshots %d", got, want, e.jobSnapshots(r.JobID))
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t)
+			e.createTable(smallTable)
+			want := e.fingerprint()
+			r := e.plan()
+			if r.Groups < 2 {
+				t.Fatalf("planned %d groups, want at least 2", r.Groups)
+			}
+			e.drainTasks()
+			groups, err := e.deps.Jobs.Groups(e.ctx, r.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := func(key string) messages.Descriptor {
+				raw, err := e.deps.Blobs.Get(e.ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d messages.Descriptor
+				if err := messages.Decode(raw, &d); err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			d, other := read(groups[0].DescriptorKey), read(groups[1].DescriptorKey)
+			pinned, err := e.deps.Tables.Open(e.ctx, e.ident, messages.Pin{MetadataLocation: e.job(r.JobID).MetadataLocation, SnapshotID: r.SnapshotID, SequenceNumber: e.job(r.JobID).SequenceNumber})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := messages.DecodeDataFiles(pinned.Metadata(), d.SpecID, d.NewFiles)
+			if err != nil || len(files) == 0 {
+				t.Fatalf("descriptor files: %v %v", files, err)
+			}
+			spec := pinned.Metadata().PartitionSpecByID(int(files[0].SpecID()))
+			files = c.tamper(t, &d, files, *spec, other)
+			if d.NewFiles, err = messages.EncodeDataFiles(pinned.Metadata(), files); err != nil {
+				t.Fatal(err)
+			}
+			body, _ := messages.Encode(d)
+			if _, err := e.deps.Blobs.Put(e.ctx, strings.TrimPrefix(groups[0].DescriptorKey, e.cfg.Prefix+"/"), body); err != nil {
+				t.Fatal(err)
+			}
+			e.drainCommits()
+			j := e.job(r.JobID)
+			if j.State != jobs.Failed || !strings.Contains(j.Reason, c.want) {
+				t.Fatalf("job %s (%s), want failed for %q", j.State, j.Reason, c.want)
+			}
+			if got := e.fingerprint(); got != want || e.jobSnapshots(r.JobID) != 0 {
+				t.Fatalf("rows %s (want %s), job snapshots %d", got, want, e.jobSnapshots(r.JobID))
+			}
+		})
 	}
 }
