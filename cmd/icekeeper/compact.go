@@ -18,6 +18,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	local := fs.Bool("local", false, "start an in-process AWS emulator for the pipeline's queues, tables and bucket")
 	asJSON := addOutputFlags(fs, "the result")
 	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
+	quiet := fs.Bool("q", false, "no progress on stderr")
 	cf := addCatalogFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -70,6 +71,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	st.Progress = newProgress(stderr, *quiet)
 	cycle, err := localrun.RunCycle(ctx, st, tableName, "cli")
 	if err != nil {
 		return interrupted(err)

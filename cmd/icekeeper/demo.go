@@ -51,6 +51,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := addOutputFlags(fs, "the report")
 	keep := fs.String("keep", "", "keep the catalog and warehouse in this folder (default: a temporary folder, removed)")
 	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
+	quiet := fs.Bool("q", false, "no progress on stderr")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -88,6 +89,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	st, _, err := deps.LocalStages(cat)
+	st.Progress = newProgress(stderr, *quiet)
 	if err != nil {
 		return err
 	}

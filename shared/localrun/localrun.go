@@ -16,6 +16,7 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
 )
@@ -100,6 +101,38 @@ type Stages struct {
 	// the lease released), when the cycle is interrupted. It returns how
 	// many files were removed.
 	End func(ctx context.Context, jobID, reason string) (int, error)
+	// Progress, when set, hears how the cycle advances.
+	Progress Progress
+}
+
+// Progress hears how a cycle advances: the plan, then each group
+// rewritten (with its input bytes), then the end of the rewrites.
+type Progress interface {
+	Planned(p plan.Result)
+	Rewritten(inputBytes int64)
+	RewritesDone()
+}
+
+// reporting wraps a rewriter's handler so that every task it rewrote
+// (not reported as a batch item failure) reaches p with its input bytes.
+func reporting(h BatchHandler, p Progress) BatchHandler {
+	return func(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+		resp, err := h(ctx, ev)
+		if err != nil {
+			return resp, err
+		}
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		for _, rec := range ev.Records {
+			var task messages.Task
+			if !failed[rec.MessageId] && messages.Decode([]byte(rec.Body), &task) == nil {
+				p.Rewritten(task.InputBytes)
+			}
+		}
+		return resp, nil
+	}
 }
 
 // ErrInterrupted: the cycle's context was cancelled (Ctrl-C, SIGTERM)
@@ -142,7 +175,15 @@ func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, erro
 	if c.Plan.Outcome != plan.OutcomePlanned {
 		return c, nil
 	}
-	c.Rewrites, err = Drain(ctx, s.Tasks, s.Rewriter, 1, 0)
+	rewriter := s.Rewriter
+	if s.Progress != nil {
+		s.Progress.Planned(c.Plan)
+		rewriter = reporting(rewriter, s.Progress)
+	}
+	c.Rewrites, err = Drain(ctx, s.Tasks, rewriter, 1, 0)
+	if s.Progress != nil {
+		s.Progress.RewritesDone()
+	}
 	if ctx.Err() != nil {
 		return c, c.end(ctx, s, "interrupted while rewriting")
 	}
