@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,6 +136,13 @@ func TestAssess_CountsPerPartitionAndKindAreExact(t *testing.T) {
 				if p.DeleteFiles != p.PositionDeleteFiles+p.DeletionVectors+p.EqualityDeleteFiles {
 					t.Fatalf("%s delete files %d", p.Partition, p.DeleteFiles)
 				}
+				// The sample's files are a few KiB: all below 16 KiB.
+				if want := []int{6, 0, 0, 0, 0, 0, 0, 0, 0, 0}; !slices.Equal(p.SizeHistogram, want) {
+					t.Fatalf("%s size histogram %v, want %v", p.Partition, p.SizeHistogram, want)
+				}
+			}
+			if r.SizeHistogram[0] != 12 {
+				t.Fatalf("table size histogram %v, want the 12 files in the first bucket", r.SizeHistogram)
 			}
 			// Totals agree with the partitions and with Measure.
 			st, err := Measure(context.Background(), tbl)
@@ -164,6 +172,16 @@ func TestAssess_CountsPerPartitionAndKindAreExact(t *testing.T) {
 				t.Fatalf("oldest snapshot %v, %ds", r.OldestSnapshotAt, r.OldestSnapshotAgeSeconds)
 			}
 		})
+	}
+}
+
+// TestSizeBucket_PowersOfFourFrom16KiB: a bucket holds the sizes below
+// its bound and at least the previous one.
+func TestSizeBucket_PowersOfFourFrom16KiB(t *testing.T) {
+	for n, want := range map[int64]int{0: 0, 16<<10 - 1: 0, 16 << 10: 1, 64<<10 - 1: 1, 1 << 20: 4, 512 << 20: 8, 1<<30 - 1: 8, 1 << 30: 9, 5 << 30: 9} {
+		if got := sizeBucket(n); got != want {
+			t.Errorf("sizeBucket(%d) = %d, want %d", n, got, want)
+		}
 	}
 }
 

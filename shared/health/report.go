@@ -66,6 +66,10 @@ type FileStats struct {
 	PositionDeleteRows   int64 `json:"position_delete_rows"`
 	DeletionVectorRows   int64 `json:"deletion_vector_rows"`
 	EqualityDeleteRows   int64 `json:"equality_delete_rows"`
+	// SizeHistogram counts the data files by size: bucket i holds the files
+	// below FileSizeBounds[i] and at least FileSizeBounds[i-1]; the last
+	// one the files of 1 GiB and more.
+	SizeHistogram []int `json:"size_histogram"`
 	// DeletedRowRatio is (PositionDeleteRows + DeletionVectorRows) / Records,
 	// clamped to [0,1]: the share of written rows known to be deleted by
 	// position. Equality deletes are left out: their matches cannot be
@@ -76,9 +80,27 @@ type FileStats struct {
 	excessFiles int
 }
 
+// FileSizeBounds are the upper bounds of SizeHistogram's buckets, powers
+// of four from 16 KiB to 1 GiB.
+var FileSizeBounds = []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+
+// sizeBucket is the SizeHistogram bucket of a file of n bytes.
+func sizeBucket(n int64) int {
+	for i, b := range FileSizeBounds {
+		if n < b {
+			return i
+		}
+	}
+	return len(FileSizeBounds)
+}
+
 func (s *FileStats) add(df iceberg.DataFile, th Thresholds) {
 	switch df.ContentType() {
 	case iceberg.EntryContentData:
+		if s.SizeHistogram == nil {
+			s.SizeHistogram = make([]int, len(FileSizeBounds)+1)
+		}
+		s.SizeHistogram[sizeBucket(df.FileSizeBytes())]++
 		s.DataFiles++
 		s.DataBytes += df.FileSizeBytes()
 		s.Records += df.Count()
@@ -110,6 +132,9 @@ func (s *FileStats) add(df iceberg.DataFile, th Thresholds) {
 
 // finish computes the derived fields.
 func (s *FileStats) finish() {
+	if s.SizeHistogram == nil {
+		s.SizeHistogram = make([]int, len(FileSizeBounds)+1)
+	}
 	s.DeleteFiles = s.PositionDeleteFiles + s.DeletionVectors + s.EqualityDeleteFiles
 	s.AvgFileBytes = 0
 	if s.DataFiles > 0 {
@@ -132,6 +157,12 @@ func (s *FileStats) countExcess(th Thresholds) {
 
 // plus adds o's counts (not the derived fields) to s.
 func (s *FileStats) plus(o FileStats) {
+	if s.SizeHistogram == nil {
+		s.SizeHistogram = make([]int, len(FileSizeBounds)+1)
+	}
+	for i, n := range o.SizeHistogram {
+		s.SizeHistogram[i] += n
+	}
 	s.DataFiles += o.DataFiles
 	s.DataBytes += o.DataBytes
 	s.Records += o.Records
