@@ -5,13 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/healthpage"
 )
+
+// writePage writes the health page to path, replacing it only once the
+// whole page is written.
+func writePage(path string, p healthpage.Page) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".health-*.html")
+	if err != nil {
+		return fmt.Errorf("write page: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write page: %w", err)
+	}
+	if err := healthpage.Render(tmp, p); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write page: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write page: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write page: %w", err)
+	}
+	return nil
+}
 
 // defaultOrphanAge is how old an unreferenced file must be to count as an
 // orphan: Iceberg's DeleteOrphanFiles default, which leaves writers that
@@ -29,6 +57,7 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := addOutputFlags(fs, "the report")
 	orphans := fs.Bool("orphans", false, "also list the table location for files no snapshot references (slow on large tables; S3 LIST requests)")
 	orphanAge := fs.Duration("orphans-older-than", defaultOrphanAge, "with --orphans: only count files older than this")
+	htmlFile := fs.String("html", "", "also write the report as one self-contained HTML page with charts to this file")
 	cf := addCatalogFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -73,10 +102,18 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		rep.AddOrphans(files, n, olderThan)
 	}
+	if *htmlFile != "" {
+		if err := writePage(*htmlFile, healthpage.New(rep, tbl.Metadata())); err != nil {
+			return fmt.Errorf("health %s: %w", name, err)
+		}
+	}
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}
 	printHealth(stdout, rep)
+	if *htmlFile != "" {
+		fmt.Fprintf(stdout, "page: %s\n", *htmlFile)
+	}
 	return nil
 }
 
