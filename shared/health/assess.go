@@ -13,6 +13,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/expire"
 )
 
 // Assess reports the health of tbl's current snapshot as of now, with the
@@ -289,51 +291,11 @@ func compactionRecommendation(plan compaction.Plan, th Thresholds, names *partit
 	return rec, true
 }
 
-// expirableSnapshots splits the snapshots into those iceberg-go's
-// ExpireSnapshots would remove with the table's retention (see Assess) and
-// those it would keep, each in metadata order.
+// expirableSnapshots splits the snapshots into those an expiry with the
+// table's retention would remove and those it would keep (package expire).
 func expirableSnapshots(meta table.Metadata, now time.Time, th Thresholds) (expirable, kept []table.Snapshot) {
-	nowMs := now.UnixMilli()
-	keep := map[int64]bool{}
-	ancestry := map[int64]bool{}
-	for _, ref := range meta.Refs() {
-		keep[ref.SnapshotID] = true
-		if ref.SnapshotRefType != table.BranchRef {
-			ancestry[ref.SnapshotID] = true
-			continue
-		}
-		minKeep, maxAgeMs := th.MaxSnapshots, th.MaxSnapshotAge.Milliseconds()
-		if ref.MinSnapshotsToKeep != nil {
-			minKeep = *ref.MinSnapshotsToKeep
-		}
-		if ref.MaxSnapshotAgeMs != nil {
-			maxAgeMs = *ref.MaxSnapshotAgeMs
-		}
-		retaining := true
-		for i, s := range table.AncestorsOf(ref.SnapshotID, meta.SnapshotByID) {
-			ancestry[s.SnapshotID] = true
-			if retaining && nowMs-s.TimestampMs > maxAgeMs && i >= minKeep {
-				retaining = false
-			}
-			if retaining {
-				keep[s.SnapshotID] = true
-			}
-		}
-	}
-	cutoff := nowMs - th.MaxSnapshotAge.Milliseconds()
-	for _, s := range meta.Snapshots() {
-		if !ancestry[s.SnapshotID] && s.TimestampMs >= cutoff {
-			keep[s.SnapshotID] = true
-		}
-	}
-	for _, s := range meta.Snapshots() {
-		if keep[s.SnapshotID] {
-			kept = append(kept, s)
-		} else {
-			expirable = append(expirable, s)
-		}
-	}
-	return expirable, kept
+	sel := expire.Select(meta, now, expire.Retention{MinSnapshotsToKeep: th.MaxSnapshots, MaxSnapshotAge: th.MaxSnapshotAge, MaxRefAge: th.MaxRefAge})
+	return sel.Expired, sel.Kept
 }
 
 func expiryRecommendation(ctx context.Context, fsys icebergio.IO, expirable, kept []table.Snapshot, total int, th Thresholds) (Recommendation, error) {

@@ -10,19 +10,17 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/expire"
 )
 
 // Table properties read by ThresholdsFor, besides
 // table.WriteTargetFileSizeBytesKey and table.GCEnabledKey.
 const (
 	// MinSnapshotsToKeepKey is Iceberg's history.expire.min-snapshots-to-keep.
-	MinSnapshotsToKeepKey = table.MinSnapshotsToKeepKey
+	MinSnapshotsToKeepKey = expire.MinSnapshotsToKeepKey
 	// MaxSnapshotAgeMsKey is Iceberg's history.expire.max-snapshot-age-ms.
-	MaxSnapshotAgeMsKey = table.MaxSnapshotAgeMsKey
-
-	// Older spellings iceberg-go still honours when the keys above are unset.
-	legacyMinSnapshotsToKeepKey = "min-snapshots-to-keep"
-	legacyMaxSnapshotAgeMsKey   = "max-snapshot-age-ms"
+	MaxSnapshotAgeMsKey = expire.MaxSnapshotAgeMsKey
 )
 
 // Defaults of the thresholds no table property sets.
@@ -74,6 +72,10 @@ type Thresholds struct {
 	// MaxSnapshotAge is the age beyond which a snapshot may be expired
 	// (history.expire.max-snapshot-age-ms).
 	MaxSnapshotAge time.Duration `json:"-"`
+	// MaxRefAge is the age beyond which a branch or tag other than main is
+	// removed by an expiry (history.expire.max-ref-age-ms; never by
+	// default).
+	MaxRefAge time.Duration `json:"-"`
 	// MaxManifests is the number of data manifests in the current snapshot
 	// above which a manifest rewrite is recommended (DefaultMaxManifests).
 	MaxManifests int `json:"max_manifests"`
@@ -87,13 +89,14 @@ type Thresholds struct {
 type thresholdsJSON struct {
 	thresholdsAlias
 	MaxSnapshotAgeMs int64 `json:"max_snapshot_age_ms"`
+	MaxRefAgeMs      int64 `json:"max_ref_age_ms"`
 }
 
 type thresholdsAlias Thresholds
 
 // MarshalJSON encodes MaxSnapshotAge as max_snapshot_age_ms.
 func (th Thresholds) MarshalJSON() ([]byte, error) {
-	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds()})
+	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds(), th.MaxRefAge.Milliseconds()})
 }
 
 // UnmarshalJSON decodes what MarshalJSON writes.
@@ -104,6 +107,7 @@ func (th *Thresholds) UnmarshalJSON(b []byte) error {
 	}
 	*th = Thresholds(v.thresholdsAlias)
 	th.MaxSnapshotAge = time.Duration(v.MaxSnapshotAgeMs) * time.Millisecond
+	th.MaxRefAge = expire.DurationMs(v.MaxRefAgeMs)
 	return nil
 }
 
@@ -122,6 +126,7 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 		DeleteRatio:    DefaultDeleteRatio,
 		MaxSnapshots:   DefaultMaxSnapshots,
 		MaxSnapshotAge: DefaultMaxSnapshotAge,
+		MaxRefAge:      time.Duration(1<<63 - 1),
 		MaxManifests:   DefaultMaxManifests,
 		GCEnabled:      table.GCEnabledDefault,
 	}
@@ -139,32 +144,11 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 		th.TargetFileSize = targetOverride
 	}
 	th.SmallFileBytes = th.TargetFileSize * 3 / 4
-	for _, key := range []string{MinSnapshotsToKeepKey, legacyMinSnapshotsToKeepKey} {
-		if v, ok := property(props, key); ok {
-			n, err := positiveInt(key, v)
-			if err != nil {
-				return th, err
-			}
-			if n > int64(^uint32(0)>>1) {
-				return th, fmt.Errorf("%w: table property %s=%q: too large", ErrInvalidThresholds, key, v)
-			}
-			th.MaxSnapshots = int(n)
-			break
-		}
+	ret, err := expire.RetentionFor(props)
+	if err != nil {
+		return th, fmt.Errorf("%w: %w", ErrInvalidThresholds, err)
 	}
-	for _, key := range []string{MaxSnapshotAgeMsKey, legacyMaxSnapshotAgeMsKey} {
-		if v, ok := property(props, key); ok {
-			n, err := positiveInt(key, v)
-			if err != nil {
-				return th, err
-			}
-			if n > int64(time.Duration(1<<63-1)/time.Millisecond) {
-				return th, fmt.Errorf("%w: table property %s=%q: too large", ErrInvalidThresholds, key, v)
-			}
-			th.MaxSnapshotAge = time.Duration(n) * time.Millisecond
-			break
-		}
-	}
+	th.MaxSnapshots, th.MaxSnapshotAge, th.MaxRefAge = ret.MinSnapshotsToKeep, ret.MaxSnapshotAge, ret.MaxRefAge
 	if v, ok := property(props, table.GCEnabledKey); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -1,0 +1,383 @@
+// Package expire decides which snapshots of a table to expire and which
+// files that frees. It reads metadata only and changes nothing: the caller
+// commits the removal (Updates) and then deletes the files (Unreferenced).
+//
+// Retention follows the table's own Iceberg properties and each ref's own
+// settings exactly as iceberg-go's Transaction.ExpireSnapshots does
+// (table/transaction.go, v0.7.0), with one more rule:
+//
+//   - a branch keeps its newest min-snapshots-to-keep snapshots, and every
+//     snapshot younger than max-snapshot-age, walking back from its head;
+//     a tag keeps the snapshot it names; a ref other than main older than
+//     max-ref-age is removed instead and keeps nothing;
+//   - a snapshot that is no ref's ancestor is kept while younger than
+//     max-snapshot-age;
+//   - icekeeper's rule: a snapshot a job in flight pinned is kept, and so is
+//     every snapshot from it to the head of the branch it is on, which that
+//     job's committer validates.
+//
+// Files freed (Unreferenced) are computed as iceberg-go's post-commit
+// clean-up of an expiry does (table/updates.go, removeSnapshotsUpdate
+// .PostCommit): the manifest lists and statistics files of the expired
+// snapshots, the manifests only they use, and every file those manifests
+// name, less every file a kept snapshot's manifests name as live (ADDED or
+// EXISTING) and every statistics file still listed.
+package expire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Table properties. The icekeeper.expire.* ones override Iceberg's for
+// icekeeper only (other engines keep reading Iceberg's).
+const (
+	MinSnapshotsToKeepKey = table.MinSnapshotsToKeepKey // history.expire.min-snapshots-to-keep
+	MaxSnapshotAgeMsKey   = table.MaxSnapshotAgeMsKey   // history.expire.max-snapshot-age-ms
+	MaxRefAgeMsKey        = table.MaxRefAgeMsKey        // history.expire.max-ref-age-ms
+
+	OverrideMinSnapshotsToKeepKey = "icekeeper.expire.min-snapshots-to-keep"
+	OverrideMaxSnapshotAgeMsKey   = "icekeeper.expire.max-snapshot-age-ms"
+	OverrideMaxRefAgeMsKey        = "icekeeper.expire.max-ref-age-ms"
+
+	// Older spellings iceberg-go still honours when the keys above are unset.
+	legacyMinSnapshotsToKeepKey = "min-snapshots-to-keep"
+	legacyMaxSnapshotAgeMsKey   = "max-snapshot-age-ms"
+	legacyMaxRefAgeMsKey        = "max-ref-age-ms"
+)
+
+// ErrRetention reports a retention property that cannot be used; the
+// property must be fixed, retrying cannot help.
+var ErrRetention = errors.New("expire: invalid retention property")
+
+// ErrGCDisabled: the table's gc.enabled is false, so its files may be
+// shared with other tables and nothing is expired (as iceberg-go refuses).
+var ErrGCDisabled = errors.New("expire: gc.enabled is false: the table's files may be shared, snapshots are not expired")
+
+// Retention is a table's snapshot retention.
+type Retention struct {
+	// MinSnapshotsToKeep newest snapshots of each branch are kept whatever
+	// their age.
+	MinSnapshotsToKeep int
+	// MaxSnapshotAge: older snapshots beyond MinSnapshotsToKeep expire.
+	MaxSnapshotAge time.Duration
+	// MaxRefAge: a branch or tag other than main whose snapshot is older is
+	// removed. Never, by default.
+	MaxRefAge time.Duration
+}
+
+// forever is the largest age a Duration holds (the spec's default
+// max-ref-age is Long.MAX_VALUE milliseconds).
+const forever = time.Duration(math.MaxInt64)
+
+// RetentionFor reads a table's retention from its properties: icekeeper's
+// override, else Iceberg's key, else its legacy spelling, else Iceberg's
+// default (1 snapshot, 5 days, never). A malformed value is an error
+// wrapping ErrRetention that names the property.
+func RetentionFor(props map[string]string) (Retention, error) {
+	r := Retention{
+		MinSnapshotsToKeep: table.MinSnapshotsToKeepDefault,
+		MaxSnapshotAge:     time.Duration(table.MaxSnapshotAgeMsDefault) * time.Millisecond,
+		MaxRefAge:          forever,
+	}
+	if n, ok, err := positive(props, math.MaxInt32, OverrideMinSnapshotsToKeepKey, MinSnapshotsToKeepKey, legacyMinSnapshotsToKeepKey); err != nil {
+		return r, err
+	} else if ok {
+		r.MinSnapshotsToKeep = int(n)
+	}
+	maxMs := int64(forever / time.Millisecond)
+	if n, ok, err := positive(props, maxMs, OverrideMaxSnapshotAgeMsKey, MaxSnapshotAgeMsKey, legacyMaxSnapshotAgeMsKey); err != nil {
+		return r, err
+	} else if ok {
+		r.MaxSnapshotAge = time.Duration(n) * time.Millisecond
+	}
+	if n, ok, err := positive(props, math.MaxInt64, OverrideMaxRefAgeMsKey, MaxRefAgeMsKey, legacyMaxRefAgeMsKey); err != nil {
+		return r, err
+	} else if ok {
+		r.MaxRefAge = DurationMs(n)
+	}
+	return r, nil
+}
+
+// positive reads the first of keys that is set as an integer in [1, limit].
+func positive(props map[string]string, limit int64, keys ...string) (int64, bool, error) {
+	for _, k := range keys {
+		v := strings.TrimSpace(props[k])
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n > limit {
+			return 0, false, fmt.Errorf("%w: table property %s=%q: want a positive integer up to %d", ErrRetention, k, v, limit)
+		}
+		return n, true, nil
+	}
+	return 0, false, nil
+}
+
+// DurationMs is n milliseconds, or forever (the largest Duration) when
+// that overflows.
+func DurationMs(n int64) time.Duration {
+	if n >= int64(forever/time.Millisecond) {
+		return forever
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// GCEnabled reads gc.enabled (default true).
+func GCEnabled(props map[string]string) (bool, error) {
+	v := strings.TrimSpace(props[table.GCEnabledKey])
+	if v == "" {
+		return table.GCEnabledDefault, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%w: table property %s=%q: want true or false", ErrRetention, table.GCEnabledKey, v)
+	}
+	return b, nil
+}
+
+// Selection is what Select decided.
+type Selection struct {
+	// Expired and Kept split the snapshots, each in metadata order.
+	Expired, Kept []table.Snapshot
+	// RemovedRefs are the refs older than their max-ref-age, sorted.
+	RemovedRefs []string
+}
+
+// ExpiredIDs lists the expired snapshots' ids.
+func (s Selection) ExpiredIDs() []int64 {
+	ids := make([]int64, len(s.Expired))
+	for i, snap := range s.Expired {
+		ids[i] = snap.SnapshotID
+	}
+	return ids
+}
+
+// Empty reports whether nothing would change.
+func (s Selection) Empty() bool { return len(s.Expired) == 0 && len(s.RemovedRefs) == 0 }
+
+// Select splits the snapshots of meta into expired and kept at now (see
+// the package comment). pinned are snapshots jobs in flight pinned.
+func Select(meta table.Metadata, now time.Time, r Retention, pinned ...int64) Selection {
+	nowMs := now.UnixMilli()
+	olderThan := func(s table.Snapshot, age time.Duration) bool {
+		return age != forever && nowMs-s.TimestampMs > age.Milliseconds()
+	}
+	lookup := meta.SnapshotByID
+	keep := map[int64]bool{}
+	ancestry := map[int64]bool{}
+	var sel Selection
+	for name, ref := range meta.Refs() {
+		head := meta.SnapshotByID(ref.SnapshotID)
+		if head == nil {
+			continue
+		}
+		maxRefAge := r.MaxRefAge
+		if ref.MaxRefAgeMs != nil {
+			maxRefAge = DurationMs(*ref.MaxRefAgeMs)
+		}
+		if name != table.MainBranch && olderThan(*head, maxRefAge) {
+			sel.RemovedRefs = append(sel.RemovedRefs, name)
+			continue
+		}
+		keep[ref.SnapshotID] = true
+		if ref.SnapshotRefType != table.BranchRef {
+			ancestry[ref.SnapshotID] = true
+			continue
+		}
+		minKeep, maxAge := r.MinSnapshotsToKeep, r.MaxSnapshotAge
+		if ref.MinSnapshotsToKeep != nil {
+			minKeep = *ref.MinSnapshotsToKeep
+		}
+		if ref.MaxSnapshotAgeMs != nil {
+			maxAge = DurationMs(*ref.MaxSnapshotAgeMs)
+		}
+		line := table.AncestorsOf(ref.SnapshotID, lookup)
+		retaining := true
+		for i, s := range line {
+			ancestry[s.SnapshotID] = true
+			if retaining && olderThan(s, maxAge) && i >= minKeep {
+				retaining = false
+			}
+			if retaining {
+				keep[s.SnapshotID] = true
+			}
+		}
+		// icekeeper's rule: from the newest pin on this branch to its head.
+		for i, s := range line {
+			if slices.Contains(pinned, s.SnapshotID) {
+				for _, t := range line[:i+1] {
+					keep[t.SnapshotID] = true
+				}
+			}
+		}
+	}
+	for _, id := range pinned {
+		keep[id] = true
+	}
+	for _, s := range meta.Snapshots() {
+		if !ancestry[s.SnapshotID] && !olderThan(s, r.MaxSnapshotAge) {
+			keep[s.SnapshotID] = true
+		}
+	}
+	for _, s := range meta.Snapshots() {
+		if keep[s.SnapshotID] {
+			sel.Kept = append(sel.Kept, s)
+		} else {
+			sel.Expired = append(sel.Expired, s)
+		}
+	}
+	slices.Sort(sel.RemovedRefs)
+	return sel
+}
+
+// Updates are the metadata changes that apply a selection made on base,
+// and the requirements that make the commit fail if a ref moved since
+// (iceberg-go asserts each ref's snapshot the same way).
+func Updates(base table.Metadata, sel Selection) ([]table.Requirement, []table.Update) {
+	var reqs []table.Requirement
+	for name, ref := range base.Refs() {
+		id := ref.SnapshotID
+		reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
+	}
+	var updates []table.Update
+	for _, name := range sel.RemovedRefs {
+		updates = append(updates, table.NewRemoveSnapshotRefUpdate(name))
+	}
+	if ids := sel.ExpiredIDs(); len(ids) > 0 {
+		// postCommit false: the files are deleted by the caller, after a
+		// durable record of them.
+		updates = append(updates, table.NewRemoveSnapshotsUpdate(ids, false))
+	}
+	return reqs, updates
+}
+
+// File is a file an expiry frees.
+type File struct {
+	Path string `json:"path"`
+	// Kind is manifest-list, manifest, data, delete or statistics.
+	Kind string `json:"kind"`
+	// Bytes is the file's size when the metadata says it (0 for manifest
+	// lists).
+	Bytes int64 `json:"bytes"`
+}
+
+// File kinds.
+const (
+	KindManifestList = "manifest-list"
+	KindManifest     = "manifest"
+	KindData         = "data"
+	KindDelete       = "delete"
+	KindStatistics   = "statistics"
+)
+
+// Unreferenced lists the files that expiring the snapshots expired of pre
+// frees, given post, the table's metadata after the expiry was committed
+// (whatever else was committed meanwhile): files of the expired snapshots
+// that no snapshot of post references, sorted by path.
+func Unreferenced(ctx context.Context, fsys icebergio.IO, pre, post table.Metadata, expired []int64) ([]File, error) {
+	files := map[string]File{}
+	add := func(f File) {
+		if f.Path != "" {
+			files[f.Path] = f
+		}
+	}
+	gone := map[int64]bool{}
+	for _, id := range expired {
+		gone[id] = true
+		snap := pre.SnapshotByID(id)
+		if snap == nil {
+			return nil, fmt.Errorf("expire: snapshot %d is not in the metadata it was expired from", id)
+		}
+		add(File{Path: snap.ManifestList, Kind: KindManifestList})
+	}
+	for sf := range pre.Statistics() {
+		if gone[sf.SnapshotID] {
+			add(File{Path: sf.StatisticsPath, Kind: KindStatistics, Bytes: sf.FileSizeInBytes})
+		}
+	}
+	for psf := range pre.PartitionStatistics() {
+		if gone[psf.SnapshotID] {
+			add(File{Path: psf.StatisticsPath, Kind: KindStatistics, Bytes: psf.FileSizeInBytes})
+		}
+	}
+	kept := map[string]iceberg.ManifestFile{}
+	for _, s := range post.Snapshots() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ms, err := s.Manifests(fsys)
+		if err != nil {
+			return nil, fmt.Errorf("expire: read manifest list of kept snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, m := range ms {
+			kept[m.FilePath()] = m
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range expired {
+		ms, err := pre.SnapshotByID(id).Manifests(fsys)
+		if err != nil {
+			return nil, fmt.Errorf("expire: read manifest list of expired snapshot %d: %w", id, err)
+		}
+		for _, m := range ms {
+			if _, ok := kept[m.FilePath()]; ok || seen[m.FilePath()] {
+				continue
+			}
+			seen[m.FilePath()] = true
+			add(File{Path: m.FilePath(), Kind: KindManifest, Bytes: m.Length()})
+			for e, err := range m.Entries(fsys, false) {
+				if err != nil {
+					return nil, fmt.Errorf("expire: read manifest %s: %w", m.FilePath(), err)
+				}
+				df := e.DataFile()
+				kind := KindData
+				if df.ContentType() != iceberg.EntryContentData {
+					kind = KindDelete
+				}
+				add(File{Path: df.FilePath(), Kind: kind, Bytes: df.FileSizeBytes()})
+			}
+		}
+	}
+	if len(files) > 0 {
+		for _, m := range kept {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			for e, err := range m.Entries(fsys, false) {
+				if err != nil {
+					return nil, fmt.Errorf("expire: read manifest %s: %w", m.FilePath(), err)
+				}
+				if e.Status() != iceberg.EntryStatusDELETED {
+					delete(files, e.DataFile().FilePath())
+				}
+			}
+		}
+		for _, s := range post.Snapshots() {
+			delete(files, s.ManifestList)
+		}
+		for sf := range post.Statistics() {
+			delete(files, sf.StatisticsPath)
+		}
+		for psf := range post.PartitionStatistics() {
+			delete(files, psf.StatisticsPath)
+		}
+	}
+	out := make([]File, 0, len(files))
+	for _, f := range files {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}

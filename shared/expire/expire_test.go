@@ -1,0 +1,306 @@
+package expire
+
+import (
+	"context"
+	"errors"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+)
+
+type fixture struct {
+	ctx   context.Context
+	cat   catalog.Catalog
+	ident table.Identifier
+	dir   string
+}
+
+// newTable makes a table with history: 6 appends, position and equality
+// deletes, then a delete of one partition (its files leave the table), then
+// two more appends: 11 snapshots on main, and files only old snapshots use.
+func newTable(t *testing.T, version int) (*fixture, *table.Table) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "sql", Name: "expire", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}, aws.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{ctx: ctx, cat: cat, ident: table.Identifier{"ns", "t"}, dir: dir}
+	tbl, err := sampletable.Create(ctx, cat, f.ident, sampletable.Options{FormatVersion: version, Partitions: 2, Files: 6, RowsPerFile: 40, PositionDeletes: true, EqualityDeletes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.Delete(ctx, iceberg.EqualTo(iceberg.Reference("region"), sampletable.Region(0)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if tbl, err = sampletable.AppendRows(ctx, tbl, int64(10_000+100*i), 2, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond) // every snapshot strictly in the past
+	return f, tbl
+}
+
+func ids(snaps []table.Snapshot) []int64 {
+	out := make([]int64, len(snaps))
+	for i, s := range snaps {
+		out[i] = s.SnapshotID
+	}
+	return out
+}
+
+// mainLine is main's snapshots, newest first.
+func mainLine(meta table.Metadata) []table.Snapshot {
+	return table.AncestorsOf(meta.CurrentSnapshot().SnapshotID, meta.SnapshotByID)
+}
+
+// TestSelect_KeepsTheNewestAndExpiresTheOld: with min-snapshots-to-keep 3
+// and every snapshot past the age, the 3 newest of main stay.
+func TestSelect_KeepsTheNewestAndExpiresTheOld(t *testing.T) {
+	_, tbl := newTable(t, 2)
+	meta := tbl.Metadata()
+	line := mainLine(meta)
+	sel := Select(meta, time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 3, MaxSnapshotAge: time.Minute, MaxRefAge: forever})
+	if got, want := ids(sel.Kept), ids(line[:3]); !sameSet(got, want) {
+		t.Fatalf("kept %v, want the 3 newest %v", got, want)
+	}
+	if len(sel.Expired) != len(line)-3 || len(sel.RemovedRefs) != 0 {
+		t.Fatalf("expired %d of %d, removed refs %v", len(sel.Expired), len(line), sel.RemovedRefs)
+	}
+	// Young snapshots stay whatever the count.
+	if sel := Select(meta, time.Now(), Retention{MinSnapshotsToKeep: 1, MaxSnapshotAge: time.Hour, MaxRefAge: forever}); !sel.Empty() {
+		t.Fatalf("expired young snapshots: %v", ids(sel.Expired))
+	}
+}
+
+// TestSelect_KeepsPinnedSnapshotsAndTheirBranchUpToItsHead: a job in
+// flight pinned an old snapshot: it and every newer snapshot of main stay.
+func TestSelect_KeepsPinnedSnapshotsAndTheirBranchUpToItsHead(t *testing.T) {
+	_, tbl := newTable(t, 2)
+	meta := tbl.Metadata()
+	line := mainLine(meta)
+	pin := line[7].SnapshotID
+	sel := Select(meta, time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 1, MaxSnapshotAge: time.Minute, MaxRefAge: forever}, pin)
+	if got, want := ids(sel.Kept), ids(line[:8]); !sameSet(got, want) {
+		t.Fatalf("kept %v, want the pin and everything after it %v", got, want)
+	}
+}
+
+// TestSelect_RefsFollowTheirRetention: a tag keeps its snapshot; a branch
+// older than max-ref-age is removed and keeps nothing; main is never
+// removed.
+func TestSelect_RefsFollowTheirRetention(t *testing.T) {
+	f, tbl := newTable(t, 2)
+	line := mainLine(tbl.Metadata())
+	tagged, branched := line[8].SnapshotID, line[6].SnapshotID
+	old := int64(1) // ms: older than anything
+	if _, _, err := f.cat.CommitTable(f.ctx, f.ident, nil, []table.Update{
+		table.NewSetSnapshotRefUpdate("audit", tagged, table.TagRef, 0, 0, 0),
+		table.NewSetSnapshotRefUpdate("scratch", branched, table.BranchRef, old, 0, 0),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := f.cat.LoadTable(f.ctx, f.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := Select(tbl.Metadata(), time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 1, MaxSnapshotAge: time.Minute, MaxRefAge: forever})
+	if !slices.Equal(sel.RemovedRefs, []string{"scratch"}) {
+		t.Fatalf("removed refs %v, want scratch", sel.RemovedRefs)
+	}
+	if got, want := ids(sel.Kept), []int64{line[0].SnapshotID, tagged}; !sameSet(got, want) {
+		t.Fatalf("kept %v, want main's head and the tag %v", got, want)
+	}
+	// max-ref-age on the table removes old refs, never main.
+	sel = Select(tbl.Metadata(), time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 1, MaxSnapshotAge: time.Minute, MaxRefAge: time.Minute})
+	if !slices.Equal(sel.RemovedRefs, []string{"audit", "scratch"}) {
+		t.Fatalf("removed refs %v, want audit and scratch", sel.RemovedRefs)
+	}
+}
+
+// TestSelect_AgreesWithIcebergGo: without pins, Select keeps exactly what
+// iceberg-go's Transaction.ExpireSnapshots keeps, for several retentions.
+func TestSelect_AgreesWithIcebergGo(t *testing.T) {
+	_, tbl := newTable(t, 3)
+	for _, c := range []struct {
+		keep int
+		age  time.Duration
+	}{{1, 0}, {3, 0}, {5, time.Millisecond}, {20, 0}, {1, time.Hour}} {
+		txn := tbl.NewTransaction()
+		if err := txn.ExpireSnapshots(table.WithRetainLast(c.keep), table.WithOlderThan(c.age), table.WithPostCommit(false)); err != nil {
+			t.Fatal(err)
+		}
+		staged, err := txn.StagedTable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := Select(tbl.Metadata(), time.Now(), Retention{MinSnapshotsToKeep: c.keep, MaxSnapshotAge: c.age, MaxRefAge: forever})
+		if got, want := ids(sel.Kept), ids(staged.Metadata().Snapshots()); !sameSet(got, want) {
+			t.Errorf("keep %d, age %s: kept %v, iceberg-go keeps %v", c.keep, c.age, got, want)
+		}
+	}
+}
+
+// TestUnreferenced_ExpiryFreesExactlyTheFilesOnlyExpiredSnapshotsUse: the
+// expiry is committed, then the files Unreferenced lists are deleted. Time
+// travel to every kept snapshot returns the same rows as before; every
+// file a kept snapshot references is still there; and no file that only
+// expired snapshots referenced is left.
+func TestUnreferenced_ExpiryFreesExactlyTheFilesOnlyExpiredSnapshotsUse(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		t.Run(map[int]string{2: "v2", 3: "v3"}[version], func(t *testing.T) {
+			f, tbl := newTable(t, version)
+			pre := tbl.Metadata()
+			before := map[int64]fingerprint.Fingerprint{}
+			for _, s := range pre.Snapshots() {
+				fp, err := fingerprint.Scan(f.ctx, tbl.Scan(table.WithSnapshotID(s.SnapshotID)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				before[s.SnapshotID] = fp
+			}
+			sel := Select(pre, time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 3, MaxSnapshotAge: time.Minute, MaxRefAge: forever})
+			reqs, updates := Updates(pre, sel)
+			postMeta, _, err := f.cat.CommitTable(f.ctx, f.ident, reqs, updates)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys, err := tbl.FS(f.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			freed, err := Unreferenced(f.ctx, fsys, pre, postMeta, sel.ExpiredIDs())
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, file := range freed {
+				kinds[file.Kind]++
+				if err := os.Remove(strings.TrimPrefix(file.Path, "file://")); err != nil {
+					t.Fatalf("delete %s: %v", file.Path, err)
+				}
+			}
+			// The deleted partition's data files (iceberg-go's Delete leaves
+			// their delete files live, so those stay), the old manifests and
+			// the manifest lists.
+			if kinds[KindData] == 0 || kinds[KindManifest] == 0 || kinds[KindManifestList] != len(sel.Expired) {
+				t.Fatalf("freed by kind %v (expired %d snapshots)", kinds, len(sel.Expired))
+			}
+			post, err := f.cat.LoadTable(f.ctx, f.ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range post.Metadata().Snapshots() {
+				fp, err := fingerprint.Scan(f.ctx, post.Scan(table.WithSnapshotID(s.SnapshotID)))
+				if err != nil {
+					t.Fatalf("time travel to kept snapshot %d: %v", s.SnapshotID, err)
+				}
+				if fp != before[s.SnapshotID] {
+					t.Fatalf("snapshot %d reads %s, before the expiry %s", s.SnapshotID, fp, before[s.SnapshotID])
+				}
+			}
+			// On disk: exactly what the kept snapshots reference, plus the
+			// metadata files.
+			want := referenced(t, f.ctx, post)
+			got := map[string]bool{}
+			root := strings.TrimPrefix(post.Location(), "file://")
+			err = filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || strings.HasSuffix(p, ".metadata.json") {
+					return err
+				}
+				got["file://"+p] = true
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := range want {
+				if !got[p] {
+					t.Errorf("a kept snapshot's file was deleted: %s", p)
+				}
+			}
+			for p := range got {
+				if !want[p] {
+					t.Errorf("a file only expired snapshots used is left: %s", p)
+				}
+			}
+		})
+	}
+}
+
+// referenced lists what the table's snapshots need: manifest lists,
+// manifests and the files their live entries name.
+func referenced(t *testing.T, ctx context.Context, tbl *table.Table) map[string]bool {
+	t.Helper()
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		out[s.ManifestList] = true
+		ms, err := s.Manifests(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			out[m.FilePath()] = true
+			for e, err := range m.Entries(fsys, true) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[e.DataFile().FilePath()] = true
+			}
+		}
+	}
+	return out
+}
+
+// TestRetentionFor_IcekeeperOverridesIcebergWhichOverridesLegacy.
+func TestRetentionFor_IcekeeperOverridesIcebergWhichOverridesLegacy(t *testing.T) {
+	r, err := RetentionFor(map[string]string{
+		legacyMinSnapshotsToKeepKey: "9", MinSnapshotsToKeepKey: "4",
+		MaxSnapshotAgeMsKey: "60000", OverrideMaxSnapshotAgeMsKey: "1000",
+		legacyMaxRefAgeMsKey: "5000",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MinSnapshotsToKeep != 4 || r.MaxSnapshotAge != time.Second || r.MaxRefAge != 5*time.Second {
+		t.Fatalf("retention %+v", r)
+	}
+	if r, _ := RetentionFor(nil); r.MinSnapshotsToKeep != 1 || r.MaxSnapshotAge != 5*24*time.Hour || r.MaxRefAge != forever {
+		t.Fatalf("defaults %+v", r)
+	}
+	for _, bad := range []map[string]string{{MaxSnapshotAgeMsKey: "-1"}, {OverrideMinSnapshotsToKeepKey: "x"}, {MinSnapshotsToKeepKey: "0"}} {
+		if _, err := RetentionFor(bad); !errors.Is(err, ErrRetention) {
+			t.Errorf("%v: err %v, want ErrRetention", bad, err)
+		}
+	}
+}
+
+func sameSet(a, b []int64) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
