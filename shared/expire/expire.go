@@ -21,7 +21,10 @@
 // .PostCommit): the manifest lists and statistics files of the expired
 // snapshots, the manifests only they use, and every file those manifests
 // name, less every file a kept snapshot's manifests name as live (ADDED or
-// EXISTING) and every statistics file still listed.
+// EXISTING) and every statistics file still listed. They are listed before
+// the commit, so that a durable record of them can precede it; once the
+// commit landed, StillUnreferenced drops whatever snapshots committed
+// meanwhile reference, and the rest may be deleted.
 package expire
 
 import (
@@ -282,11 +285,10 @@ const (
 	KindStatistics   = "statistics"
 )
 
-// Unreferenced lists the files that expiring the snapshots expired of pre
-// frees, given post, the table's metadata after the expiry was committed
-// (whatever else was committed meanwhile): files of the expired snapshots
-// that no snapshot of post references, sorted by path.
-func Unreferenced(ctx context.Context, fsys icebergio.IO, pre, post table.Metadata, expired []int64) ([]File, error) {
+// Unreferenced lists the files that committing sel, made on pre, frees:
+// files of the expired snapshots that no kept snapshot references, sorted
+// by path. It reads manifests only.
+func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, sel Selection) ([]File, error) {
 	files := map[string]File{}
 	add := func(f File) {
 		if f.Path != "" {
@@ -294,12 +296,8 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre, post table.Metada
 		}
 	}
 	gone := map[int64]bool{}
-	for _, id := range expired {
-		gone[id] = true
-		snap := pre.SnapshotByID(id)
-		if snap == nil {
-			return nil, fmt.Errorf("expire: snapshot %d is not in the metadata it was expired from", id)
-		}
+	for _, snap := range sel.Expired {
+		gone[snap.SnapshotID] = true
 		add(File{Path: snap.ManifestList, Kind: KindManifestList})
 	}
 	for sf := range pre.Statistics() {
@@ -312,24 +310,15 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre, post table.Metada
 			add(File{Path: psf.StatisticsPath, Kind: KindStatistics, Bytes: psf.FileSizeInBytes})
 		}
 	}
-	kept := map[string]iceberg.ManifestFile{}
-	for _, s := range post.Snapshots() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		ms, err := s.Manifests(fsys)
-		if err != nil {
-			return nil, fmt.Errorf("expire: read manifest list of kept snapshot %d: %w", s.SnapshotID, err)
-		}
-		for _, m := range ms {
-			kept[m.FilePath()] = m
-		}
+	kept, err := manifestsOf(ctx, fsys, sel.Kept)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
-	for _, id := range expired {
-		ms, err := pre.SnapshotByID(id).Manifests(fsys)
+	for _, snap := range sel.Expired {
+		ms, err := snap.Manifests(fsys)
 		if err != nil {
-			return nil, fmt.Errorf("expire: read manifest list of expired snapshot %d: %w", id, err)
+			return nil, fmt.Errorf("expire: read manifest list of expired snapshot %d: %w", snap.SnapshotID, err)
 		}
 		for _, m := range ms {
 			if _, ok := kept[m.FilePath()]; ok || seen[m.FilePath()] {
@@ -351,27 +340,21 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre, post table.Metada
 		}
 	}
 	if len(files) > 0 {
-		for _, m := range kept {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			for e, err := range m.Entries(fsys, false) {
-				if err != nil {
-					return nil, fmt.Errorf("expire: read manifest %s: %w", m.FilePath(), err)
-				}
-				if e.Status() != iceberg.EntryStatusDELETED {
-					delete(files, e.DataFile().FilePath())
-				}
-			}
+		if err := dropLive(ctx, fsys, kept, files); err != nil {
+			return nil, err
 		}
-		for _, s := range post.Snapshots() {
+		for _, s := range sel.Kept {
 			delete(files, s.ManifestList)
 		}
-		for sf := range post.Statistics() {
-			delete(files, sf.StatisticsPath)
+		for sf := range pre.Statistics() {
+			if !gone[sf.SnapshotID] {
+				delete(files, sf.StatisticsPath)
+			}
 		}
-		for psf := range post.PartitionStatistics() {
-			delete(files, psf.StatisticsPath)
+		for psf := range pre.PartitionStatistics() {
+			if !gone[psf.SnapshotID] {
+				delete(files, psf.StatisticsPath)
+			}
 		}
 	}
 	out := make([]File, 0, len(files))
@@ -380,4 +363,86 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre, post table.Metada
 	}
 	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// StillUnreferenced returns the files no snapshot of cur references,
+// reading only the snapshots not in known (those committed since the
+// files were listed): what may still be deleted once the expiry is
+// committed, whatever was committed meanwhile.
+func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadata, known []int64, files []File) ([]File, error) {
+	var fresh []table.Snapshot
+	for _, s := range cur.Snapshots() {
+		if !slices.Contains(known, s.SnapshotID) {
+			fresh = append(fresh, s)
+		}
+	}
+	set := map[string]File{}
+	for _, f := range files {
+		set[f.Path] = f
+	}
+	if len(fresh) > 0 {
+		ms, err := manifestsOf(ctx, fsys, fresh)
+		if err != nil {
+			return nil, err
+		}
+		for p := range ms {
+			delete(set, p)
+		}
+		for _, s := range fresh {
+			delete(set, s.ManifestList)
+		}
+		if err := dropLive(ctx, fsys, ms, set); err != nil {
+			return nil, err
+		}
+	}
+	for sf := range cur.Statistics() {
+		delete(set, sf.StatisticsPath)
+	}
+	for psf := range cur.PartitionStatistics() {
+		delete(set, psf.StatisticsPath)
+	}
+	out := make([]File, 0, len(set))
+	for _, f := range files {
+		if _, ok := set[f.Path]; ok {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// manifestsOf reads the manifests of snaps, by path.
+func manifestsOf(ctx context.Context, fsys icebergio.IO, snaps []table.Snapshot) (map[string]iceberg.ManifestFile, error) {
+	out := map[string]iceberg.ManifestFile{}
+	for _, s := range snaps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ms, err := s.Manifests(fsys)
+		if err != nil {
+			return nil, fmt.Errorf("expire: read manifest list of snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, m := range ms {
+			out[m.FilePath()] = m
+		}
+	}
+	return out, nil
+}
+
+// dropLive removes from files every file the manifests name as live
+// (ADDED or EXISTING).
+func dropLive(ctx context.Context, fsys icebergio.IO, manifests map[string]iceberg.ManifestFile, files map[string]File) error {
+	for _, m := range manifests {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for e, err := range m.Entries(fsys, false) {
+			if err != nil {
+				return fmt.Errorf("expire: read manifest %s: %w", m.FilePath(), err)
+			}
+			if e.Status() != iceberg.EntryStatusDELETED {
+				delete(files, e.DataFile().FilePath())
+			}
+		}
+	}
+	return nil
 }

@@ -188,8 +188,11 @@ func TestUnreferenced_ExpiryFreesExactlyTheFilesOnlyExpiredSnapshotsUse(t *testi
 			if err != nil {
 				t.Fatal(err)
 			}
-			freed, err := Unreferenced(f.ctx, fsys, pre, postMeta, sel.ExpiredIDs())
+			freed, err := Unreferenced(f.ctx, fsys, pre, sel)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if freed, err = StillUnreferenced(f.ctx, fsys, postMeta, ids(sel.Kept), freed); err != nil {
 				t.Fatal(err)
 			}
 			kinds := map[string]int{}
@@ -303,4 +306,44 @@ func sameSet(a, b []int64) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// TestStillUnreferenced_DropsWhatSnapshotsCommittedSinceReference: files
+// listed before the commit are kept when a snapshot committed since then
+// references them; only those snapshots are read.
+func TestStillUnreferenced_DropsWhatSnapshotsCommittedSinceReference(t *testing.T) {
+	f, tbl := newTable(t, 2)
+	fsys, err := tbl.FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := tbl.CurrentSnapshot()
+	ms, err := head.Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []File
+	for e, err := range ms[0].Entries(fsys, true) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, File{Path: e.DataFile().FilePath(), Kind: KindData})
+	}
+	listed := append(slices.Clone(live), File{Path: head.ManifestList, Kind: KindManifestList}, File{Path: "file:///nowhere/x.parquet", Kind: KindData})
+	var before []int64
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.SnapshotID != head.SnapshotID {
+			before = append(before, s.SnapshotID)
+		}
+	}
+	got, err := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), before, listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Path != "file:///nowhere/x.parquet" {
+		t.Fatalf("still unreferenced %v, want only the file no snapshot names", got)
+	}
+	if got, _ := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), ids(tbl.Metadata().Snapshots()), listed); len(got) != len(listed) {
+		t.Fatalf("with every snapshot known, %d of %d files kept; want all (only new snapshots are read)", len(got), len(listed))
+	}
 }
