@@ -80,9 +80,11 @@ var (
 	errLeaseLost = errors.New("commit: lease lost")
 )
 
-// Catalog loads the current table.
+// Catalog loads the current table, and commits an expiry's metadata
+// updates (compactions commit through the table's transaction).
 type Catalog interface {
 	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+	CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error)
 }
 
 // Jobs reads and settles job records.
@@ -106,9 +108,12 @@ type Leases interface {
 	RecordSuccess(ctx context.Context, table string) error
 }
 
-// Blobs reads plans and descriptors.
+// Blobs reads plans and descriptors, and keeps an expiry's record of the
+// files it frees.
 type Blobs interface {
 	Get(ctx context.Context, key string) ([]byte, error)
+	Put(ctx context.Context, name string, data []byte) (string, error)
+	Delete(ctx context.Context, key string) error
 }
 
 // Metrics receives the committer's metrics (EMF lines).
@@ -171,6 +176,11 @@ type Result struct {
 	FilesAdded     int   `json:"files_added,omitempty"`
 	DeletesRemoved int   `json:"delete_files_removed,omitempty"`
 	RowsWritten    int64 `json:"rows_written,omitempty"`
+	// An expiry's snapshots expired, files deleted and their bytes (what
+	// this run deleted, when it finished an earlier one's deletions).
+	SnapshotsExpired int   `json:"snapshots_expired,omitempty"`
+	FilesDeleted     int   `json:"files_deleted,omitempty"`
+	BytesFreed       int64 `json:"bytes_freed,omitempty"`
 	// BackoffUntil is set when this failure backed the table off.
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 }
@@ -253,10 +263,16 @@ func (c *Committer) emit(res Result, took time.Duration) {
 	}
 	switch res.Outcome {
 	case OutcomeCommitted:
-		ms = append(ms, metrics.Metric{Name: "JobsCommitted", Value: 1, Unit: metrics.Count},
-			metrics.Metric{Name: "DataFilesRemoved", Value: float64(res.FilesRemoved), Unit: metrics.Count},
-			metrics.Metric{Name: "DataFilesAdded", Value: float64(res.FilesAdded), Unit: metrics.Count},
-			metrics.Metric{Name: "DeleteFilesRemoved", Value: float64(res.DeletesRemoved), Unit: metrics.Count})
+		ms = append(ms, metrics.Metric{Name: "JobsCommitted", Value: 1, Unit: metrics.Count})
+		if res.SnapshotsExpired > 0 {
+			ms = append(ms, metrics.Metric{Name: "SnapshotsExpired", Value: float64(res.SnapshotsExpired), Unit: metrics.Count},
+				metrics.Metric{Name: "ExpiredFilesDeleted", Value: float64(res.FilesDeleted), Unit: metrics.Count},
+				metrics.Metric{Name: "BytesFreed", Value: float64(res.BytesFreed), Unit: metrics.Bytes})
+		} else {
+			ms = append(ms, metrics.Metric{Name: "DataFilesRemoved", Value: float64(res.FilesRemoved), Unit: metrics.Count},
+				metrics.Metric{Name: "DataFilesAdded", Value: float64(res.FilesAdded), Unit: metrics.Count},
+				metrics.Metric{Name: "DeleteFilesRemoved", Value: float64(res.DeletesRemoved), Unit: metrics.Count})
+		}
 	case OutcomeFailed:
 		ms = append(ms, metrics.Metric{Name: "JobsFailed", Value: 1, Unit: metrics.Count})
 	case OutcomeAborted:
@@ -360,7 +376,11 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 	}
 
-	res, err = c.commit(ctx, log, job, ident, term, me)
+	if job.Kind == jobs.KindExpire {
+		res, err = c.expire(ctx, log, job, ident, term, me)
+	} else {
+		res, err = c.commit(ctx, log, job, ident, term, me)
+	}
 	if err == nil || errors.Is(err, ErrBusy) {
 		return res, err
 	}
@@ -758,6 +778,17 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 			}
 			if snap := FindJobSnapshot(cur, job.ID); snap != nil {
 				return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot while aborting")
+			}
+			if job.Kind == jobs.KindExpire {
+				// A committed expiry is finished, never aborted: its
+				// snapshots are gone, its files must go too.
+				rec, found, err := c.readDeletions(ctx, job)
+				if err != nil {
+					return res, fmt.Errorf("abort %s: %w", job.ID, err)
+				}
+				if found && landed(cur.Metadata(), rec) {
+					return c.deleteAndFinish(ctx, log, job, term, cur, rec, "the expiry was committed before the abort request")
+				}
 			}
 		}
 	}

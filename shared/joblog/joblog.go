@@ -22,8 +22,10 @@ import (
 
 // Record is one job's entry in the maintenance log.
 type Record struct {
-	JobID   string `json:"job_id"`
-	Table   string `json:"table"`
+	JobID string `json:"job_id"`
+	Table string `json:"table"`
+	// Kind is what the job did: compaction or expire.
+	Kind    string `json:"kind"`
 	Trigger string `json:"trigger"`
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
@@ -49,6 +51,11 @@ type Record struct {
 	RowsOut        int64 `json:"rows_out"`
 	DeletedRows    int64 `json:"deleted_rows"`
 	DeleteFilesOut int   `json:"delete_files_removed"`
+	// An expiry's snapshots expired, and the files it deleted with their
+	// bytes (the bytes it freed).
+	SnapshotsExpired int   `json:"snapshots_expired,omitempty"`
+	FilesDeleted     int   `json:"files_deleted,omitempty"`
+	BytesFreed       int64 `json:"bytes_freed,omitempty"`
 	// Phases and their durations in milliseconds: plan (planning to
 	// tasks sent), rewrite (sum over groups; RewriteWallMillis is the
 	// longest group), commit (the deciding committer's run).

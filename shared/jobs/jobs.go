@@ -103,7 +103,9 @@ type DynamoDB interface {
 type Job struct {
 	ID    string `json:"job_id"`
 	Table string `json:"table"`
-	State State  `json:"state"`
+	// Kind is what the job does (KindCompaction or KindExpire).
+	Kind  Kind  `json:"kind"`
+	State State `json:"state"`
 	// Reason says why the job is in its state (for failed and aborted jobs,
 	// the cause).
 	Reason  string `json:"reason,omitempty"`
@@ -134,6 +136,15 @@ type Job struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }
+
+// Kind is what a job does.
+type Kind string
+
+// Kinds. Records written before kinds existed are compactions.
+const (
+	KindCompaction Kind = "compaction"
+	KindExpire     Kind = "expire"
+)
 
 // Group is the record of one file group.
 type Group struct {
@@ -574,6 +585,7 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 	it := key(j.ID, jobItem)
 	it["table_id"] = str(j.Table)
 	it["job_state"] = str(string(j.State))
+	it["job_kind"] = str(string(j.Kind))
 	it["job_reason"] = str(j.Reason)
 	it["job_trigger"] = str(j.Trigger)
 	it["lease_token"] = num(j.Token)
@@ -596,6 +608,7 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 	j := Job{
 		ID:                  getS(it, "job_id"),
 		Table:               getS(it, "table_id"),
+		Kind:                Kind(getS(it, "job_kind")),
 		State:               State(getS(it, "job_state")),
 		Reason:              getS(it, "job_reason"),
 		Trigger:             getS(it, "job_trigger"),
@@ -614,6 +627,9 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		CommitterID:         getS(it, "committer_id"),
 		CreatedAt:           time.UnixMilli(getN(it, "created_at")),
 		UpdatedAt:           time.UnixMilli(getN(it, "updated_at")),
+	}
+	if j.Kind == "" {
+		j.Kind = KindCompaction
 	}
 	if ns, ok := it["done_groups"].(*types.AttributeValueMemberNS); ok {
 		for _, v := range ns.Value {

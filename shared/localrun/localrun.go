@@ -80,9 +80,11 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 	return st, nil
 }
 
-// TablePlanner plans one table (*plan.Planner).
+// TablePlanner plans one job on one table (*plan.Planner): a compaction
+// or a snapshot expiry.
 type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 }
 
 // Stages are the three handlers of the pipeline and their queues.
@@ -164,9 +166,19 @@ type Cycle struct {
 // seconds and is bounded by the committer's own deadline, and stopping it
 // halfway would leave the job for a takeover instead.
 func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return run(ctx, s, s.Plan.PlanTable, table, trigger)
+}
+
+// RunExpiry is RunCycle for a snapshot expiry: plan it, then run the
+// committer, which commits it and deletes the files it frees.
+func RunExpiry(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return run(ctx, s, s.Plan.PlanExpiry, table, trigger)
+}
+
+func run(ctx context.Context, s Stages, planTable func(ctx context.Context, table, trigger string) (plan.Result, error), table, trigger string) (Cycle, error) {
 	var c Cycle
 	var err error
-	if c.Plan, err = s.Plan.PlanTable(ctx, table, trigger); err != nil {
+	if c.Plan, err = planTable(ctx, table, trigger); err != nil {
 		if ctx.Err() != nil {
 			return c, fmt.Errorf("%w while planning: %v", ErrInterrupted, err)
 		}
@@ -176,12 +188,12 @@ func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, erro
 		return c, nil
 	}
 	rewriter := s.Rewriter
-	if s.Progress != nil {
+	if s.Progress != nil && c.Plan.Groups > 0 {
 		s.Progress.Planned(c.Plan)
 		rewriter = reporting(rewriter, s.Progress)
 	}
 	c.Rewrites, err = Drain(ctx, s.Tasks, rewriter, 1, 0)
-	if s.Progress != nil {
+	if s.Progress != nil && c.Plan.Groups > 0 {
 		s.Progress.RewritesDone()
 	}
 	if ctx.Err() != nil {

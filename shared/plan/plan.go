@@ -34,6 +34,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
@@ -167,6 +168,24 @@ func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Que
 
 // PlanTable plans one compaction job for the named table ("ns.table").
 func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, error) {
+	return p.underLease(ctx, name, trigger, p.planLeased)
+}
+
+// PlanExpiry plans one snapshot expiry job for the named table (see
+// package expire and planExpiryLeased).
+func (p *Planner) PlanExpiry(ctx context.Context, name, trigger string) (Result, error) {
+	return p.underLease(ctx, name, trigger, p.planExpiryLeased)
+}
+
+// leasedPlanning plans one job of a kind under the table's lease; started
+// reports whether any message may have been sent.
+type leasedPlanning func(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error)
+
+// underLease takes the table's lease, ends a superseded job, honours the
+// table's backoff, runs planning and, unless a job was planned, releases
+// the lease again. A failed planning is recorded on the job and, when no
+// retry can fix it, on the table's failure record.
+func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeased leasedPlanning) (Result, error) {
 	ident, err := messages.TableIdent(name)
 	if err != nil {
 		return Result{Table: name}, err
@@ -210,7 +229,7 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 	err = p.tracer.Phase(ctx, tracing.PhasePlan, func(ctx context.Context) error {
 		p.tracer.Annotate(ctx, "table", name)
 		var perr error
-		res, started, perr = p.planLeased(ctx, log.With("trace_id", p.tracer.TraceID(ctx)), ident, name, jobID, trigger, l)
+		res, started, perr = planLeased(ctx, log.With("trace_id", p.tracer.TraceID(ctx)), ident, name, jobID, trigger, l)
 		return perr
 	})
 	if err != nil {
@@ -229,7 +248,7 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 		// Only a failure no retry can fix counts towards the backoff: a
 		// malformed table property or threshold, a plan that cannot be
 		// encoded. A catalog or AWS hiccup is retried by the trigger.
-		if errors.Is(err, optin.ErrBadProperty) || errors.Is(err, health.ErrInvalidThresholds) || errors.Is(err, messages.ErrMalformed) {
+		if errors.Is(err, optin.ErrBadProperty) || errors.Is(err, health.ErrInvalidThresholds) || errors.Is(err, messages.ErrMalformed) || errors.Is(err, expire.ErrRetention) {
 			if _, ferr := p.leases.RecordFailure(context.WithoutCancel(ctx), name, messages.FailPlanning); ferr != nil {
 				log.Warn("record failure", "err", ferr.Error())
 			}
@@ -294,7 +313,7 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	}
 	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}
 	job := jobs.Job{
-		ID: jobID, Table: name, Trigger: trigger, Token: l.Token,
+		ID: jobID, Table: name, Kind: jobs.KindCompaction, Trigger: trigger, Token: l.Token,
 		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
 	}
 	jobGroups := make([]jobs.Group, 0, len(groups))

@@ -1,0 +1,316 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/blob"
+	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/outputs"
+)
+
+// An expiry job (jobs.KindExpire), in the committing state, under the
+// table's lease:
+//
+//  1. select again, on the table as it is now, with its retention and the
+//     plan's pins, and keep only what the plan selected (the job does what
+//     was planned, or less);
+//  2. list the files that frees (expire.Unreferenced) and write them as a
+//     durable record (messages.Deletions) before anything changes;
+//  3. commit the removal through the catalog, asserting every ref is where
+//     the selection saw it (a moved ref is a conflict: reload and redo 1-3);
+//  4. delete the files, part by part, less any file a snapshot committed
+//     since references (expire.StillUnreferenced), renewing the lease as it
+//     goes; each part's object is removed once its files are;
+//  5. mark the job committed and release the lease.
+//
+// Any committer that finds the record and a table without the expired
+// snapshots knows the commit landed and resumes at 4: a crash anywhere
+// leaks nothing and deletes nothing twice. A record whose commit did not
+// land is written again by 2. In an S3 table bucket nothing is deleted
+// (package outputs): the bucket's unreferenced file removal does it.
+
+// deletionsKey is the full key of a job's Deletions record, next to its
+// plan object.
+func deletionsKey(job jobs.Job) string {
+	return strings.TrimSuffix(job.PlanKey, "plan.json") + "deletions.json"
+}
+
+// relative turns a full key of the job's folder into the name Put takes.
+func relative(job jobs.Job, full string) string {
+	i := strings.Index(full, "jobs/"+job.ID+"/")
+	if i < 0 {
+		return full
+	}
+	return full[i:]
+}
+
+// readDeletions reads the job's record; found is false when there is none.
+func (c *Committer) readDeletions(ctx context.Context, job jobs.Job) (messages.Deletions, bool, error) {
+	var rec messages.Deletions
+	b, err := c.blobs.Get(ctx, deletionsKey(job))
+	if errors.Is(err, blob.ErrNotFound) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := messages.Decode(b, &rec); err != nil {
+		return rec, false, fmt.Errorf("%w: deletions record of job %s: %w", ErrInvariant, job.ID, err)
+	}
+	return rec, true, nil
+}
+
+// landed reports whether the expiry the record describes is committed in
+// meta: none of its snapshots and refs is there any more.
+func landed(meta table.Metadata, rec messages.Deletions) bool {
+	for _, id := range rec.Expired {
+		if meta.SnapshotByID(int64(id)) != nil {
+			return false
+		}
+	}
+	refs := meta.Refs()
+	for _, name := range rec.RemoveRefs {
+		for r := range refs {
+			if r == name {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// expire runs an expiry job in the committing state (steps 1 to 5).
+func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table}
+	cur, err := c.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
+	}
+	rec, found, err := c.readDeletions(ctx, job)
+	if err != nil {
+		return res, err
+	}
+	if found && landed(cur.Metadata(), rec) {
+		return c.deleteAndFinish(ctx, log, job, term, cur, rec, "the expiry was committed; finishing its deletions")
+	}
+	if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+		if errors.Is(err, lease.ErrLost) {
+			return res, fmt.Errorf("%w before commit", errLeaseLost)
+		}
+		return res, err
+	}
+	b, err := c.blobs.Get(ctx, job.PlanKey)
+	if err != nil {
+		return res, fmt.Errorf("read expiry plan: %w", err)
+	}
+	var plan messages.ExpiryPlan
+	if err := messages.Decode(b, &plan); err != nil {
+		return res, fmt.Errorf("%w: expiry plan: %w", ErrInvariant, err)
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if cur, err = c.catalog.LoadTable(ctx, ident); err != nil {
+				return res, fmt.Errorf("reload table %s: %w", job.Table, classify(err))
+			}
+		}
+		props := cur.Properties()
+		if gc, err := expire.GCEnabled(props); err != nil || !gc {
+			return res, fmt.Errorf("%w: %v", ErrAborted, errors.Join(err, expire.ErrGCDisabled))
+		}
+		retention, err := expire.RetentionFor(props)
+		if err != nil {
+			return res, fmt.Errorf("%w: %w", ErrAborted, err)
+		}
+		sel := onlyPlanned(expire.Select(cur.Metadata(), c.now(), retention, messages.Int64s(plan.Pinned)...), plan)
+		if sel.Empty() {
+			out, ferr := c.finish(ctx, log, job, term, currentID(cur), "nothing planned is due any more")
+			out.Retries, out.Conflicts = attempt, res.Conflicts
+			return out, ferr
+		}
+		fsys, err := cur.FS(ctx)
+		if err != nil {
+			return res, fmt.Errorf("open table IO: %w", err)
+		}
+		files, err := expire.Unreferenced(ctx, fsys, cur.Metadata(), sel)
+		if err != nil {
+			return res, err
+		}
+		if rec, err = c.writeDeletions(ctx, job, sel, files); err != nil {
+			return res, err
+		}
+		err = c.commitExpiry(ctx, job, me, ident, cur.Metadata(), sel)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrBusy) {
+			return res, err
+		}
+		if !IsConflict(err) {
+			// The outcome may be unknown: look before deciding.
+			if again, lerr := c.catalog.LoadTable(ctx, ident); lerr == nil && landed(again.Metadata(), rec) {
+				break
+			}
+			return res, fmt.Errorf("commit: %w", classify(err))
+		}
+		res.Conflicts++
+		if attempt >= c.settings.MaxRetries {
+			return res, fmt.Errorf("%w: %w: %d commit conflicts, retries exhausted: %w", ErrAborted, ErrConcurrent, attempt+1, err)
+		}
+		log.Warn("expiry commit conflict; reloading", "attempt", attempt+1, "err", err.Error())
+		res.Retries = attempt + 1
+		if err := sleep(ctx, backoff(c.settings.Backoff, attempt)); err != nil {
+			return res, err
+		}
+	}
+	if c.afterCatalogCommit != nil {
+		if err := c.afterCatalogCommit(job.ID); err != nil {
+			return res, err
+		}
+	}
+	if cur, err = c.catalog.LoadTable(ctx, ident); err != nil {
+		return res, fmt.Errorf("reload table %s: %w", job.Table, classify(err))
+	}
+	out, err := c.deleteAndFinish(ctx, log, job, term, cur, rec, "committed")
+	out.Retries, out.Conflicts = res.Retries, res.Conflicts
+	return out, err
+}
+
+// onlyPlanned keeps, of a selection, the expiry of snapshots and refs the
+// plan selected; everything else is kept.
+func onlyPlanned(sel expire.Selection, plan messages.ExpiryPlan) expire.Selection {
+	planned := messages.Int64s(plan.Expire)
+	out := expire.Selection{Kept: sel.Kept}
+	for _, s := range sel.Expired {
+		if slices.Contains(planned, s.SnapshotID) {
+			out.Expired = append(out.Expired, s)
+		} else {
+			out.Kept = append(out.Kept, s)
+		}
+	}
+	for _, r := range sel.RemovedRefs {
+		if slices.Contains(plan.RemoveRefs, r) {
+			out.RemovedRefs = append(out.RemovedRefs, r)
+		}
+	}
+	return out
+}
+
+func currentID(t *table.Table) int64 {
+	if s := t.CurrentSnapshot(); s != nil {
+		return s.SnapshotID
+	}
+	return 0
+}
+
+// writeDeletions writes the record of the files sel frees, in parts.
+func (c *Committer) writeDeletions(ctx context.Context, job jobs.Job, sel expire.Selection, files []expire.File) (messages.Deletions, error) {
+	var kept []int64
+	for _, s := range sel.Kept {
+		kept = append(kept, s.SnapshotID)
+	}
+	rec := messages.Deletions{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table,
+		Expired: messages.IDs(sel.ExpiredIDs()), RemoveRefs: sel.RemovedRefs, Kept: messages.IDs(kept), Files: len(files)}
+	for i := 0; i*messages.DeletionPartFiles < len(files); i++ {
+		chunk := files[i*messages.DeletionPartFiles : min(len(files), (i+1)*messages.DeletionPartFiles)]
+		part := messages.DeletionPart{Version: messages.FormatVersion, JobID: job.ID, Index: i}
+		for _, f := range chunk {
+			part.Files = append(part.Files, messages.FileRef{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes})
+			rec.Bytes += f.Bytes
+		}
+		body, err := messages.Encode(part)
+		if err != nil {
+			return rec, err
+		}
+		key, err := c.blobs.Put(ctx, fmt.Sprintf("jobs/%s/deletions/%05d.json", job.ID, i), body)
+		if err != nil {
+			return rec, fmt.Errorf("write deletion part %d: %w", i, err)
+		}
+		rec.Parts = append(rec.Parts, key)
+	}
+	body, err := messages.Encode(rec)
+	if err != nil {
+		return rec, err
+	}
+	if _, err := c.blobs.Put(ctx, relative(job, deletionsKey(job)), body); err != nil {
+		return rec, fmt.Errorf("write deletions record: %w", err)
+	}
+	return rec, nil
+}
+
+// commitExpiry fences the job and commits sel's updates, made on base,
+// through the catalog within the commit deadline.
+func (c *Committer) commitExpiry(ctx context.Context, job jobs.Job, me string, ident table.Identifier, base table.Metadata, sel expire.Selection) error {
+	if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
+		if errors.Is(err, jobs.ErrStateConflict) {
+			return fmt.Errorf("%w: lost the committing job before the catalog commit: %v", ErrBusy, err)
+		}
+		return fmt.Errorf("fence before the catalog commit: %w", err)
+	}
+	reqs, updates := expire.Updates(base, sel)
+	cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
+	defer cancel()
+	_, _, err := c.catalog.CommitTable(cctx, ident, reqs, updates)
+	return err
+}
+
+// deleteAndFinish deletes what the committed expiry freed (step 4) and
+// finishes the job (step 5).
+func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, cur *table.Table, rec messages.Deletions, why string) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table, SnapshotsExpired: len(rec.Expired)}
+	fsys, err := cur.FS(ctx)
+	if err != nil {
+		return res, fmt.Errorf("open table IO: %w", err)
+	}
+	known := messages.Int64s(rec.Kept)
+	for _, key := range rec.Parts {
+		b, err := c.blobs.Get(ctx, key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue // deleted by an earlier run
+		}
+		if err != nil {
+			return res, fmt.Errorf("read deletion part: %w", err)
+		}
+		var part messages.DeletionPart
+		if err := messages.Decode(b, &part); err != nil {
+			return res, fmt.Errorf("%w: deletion part %s: %w", ErrInvariant, key, err)
+		}
+		files := make([]expire.File, len(part.Files))
+		for i, f := range part.Files {
+			files[i] = expire.File{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes}
+		}
+		if files, err = expire.StillUnreferenced(ctx, fsys, cur.Metadata(), known, files); err != nil {
+			return res, err
+		}
+		// Still ours? A committer that lost the table stops here.
+		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+			return res, fmt.Errorf("renew the lease before deleting: %w", err)
+		}
+		paths := make([]string, len(files))
+		for i, f := range files {
+			paths[i] = f.Path
+			res.BytesFreed += f.Bytes
+		}
+		if !outputs.InTableBucket(cur.Location()) {
+			res.FilesDeleted += len(paths)
+		}
+		if err := outputs.Remove(ctx, cur, paths); err != nil {
+			return res, fmt.Errorf("delete part %d: %w", part.Index, err)
+		}
+		if err := c.blobs.Delete(ctx, key); err != nil {
+			log.Warn("remove deletion part", "key", key, "err", err.Error())
+		}
+	}
+	out, err := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("%s: expired %d snapshots, deleted %d files (%d bytes)", why, len(rec.Expired), res.FilesDeleted, res.BytesFreed))
+	out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = res.SnapshotsExpired, res.FilesDeleted, res.BytesFreed
+	return out, err
+}

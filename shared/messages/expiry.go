@@ -1,0 +1,78 @@
+package messages
+
+// The formats of an expiry job (package expire decides, the committer
+// acts). See docs/FORMATS.md.
+
+// ExpiryPlan is an expiry job's plan object: what the planner selected at
+// its pin, and the snapshots jobs in flight pinned, which the committer
+// keeps whatever the retention when it selects again on the table it
+// commits to.
+type ExpiryPlan struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	Pin     Pin    `json:"pin"`
+	// Pinned are snapshots of jobs in flight.
+	Pinned []ID `json:"pinned_snapshot_ids"`
+	// Expire and RemoveRefs are what the planner selected.
+	Expire     []ID     `json:"expire_snapshot_ids"`
+	RemoveRefs []string `json:"remove_refs,omitempty"`
+}
+
+// Deletions is an expiry's durable record of the files it frees, written
+// before its catalog commit. Once the commit landed (none of Expired is in
+// the table any more), the files of Parts that no snapshot outside Kept
+// references are deleted, part by part; each part's object is removed once
+// its files are. A committer that crashed anywhere is followed by one that
+// finds this record and finishes it.
+type Deletions struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	// Expired are the snapshots the commit removes; Kept those it keeps.
+	Expired    []ID     `json:"expired_snapshot_ids"`
+	RemoveRefs []string `json:"remove_refs,omitempty"`
+	Kept       []ID     `json:"kept_snapshot_ids"`
+	Files      int      `json:"files"`
+	Bytes      int64    `json:"bytes"`
+	// Parts are the keys (in icekeeper's bucket) of the DeletionPart
+	// objects, at most DeletionPartFiles files each.
+	Parts []string `json:"parts"`
+}
+
+// DeletionPartFiles is the most files one DeletionPart lists.
+const DeletionPartFiles = 10_000
+
+// DeletionPart lists some of a Deletions' files.
+type DeletionPart struct {
+	Version int       `json:"v"`
+	JobID   string    `json:"job_id"`
+	Index   int       `json:"index"`
+	Files   []FileRef `json:"files"`
+}
+
+// FileRef is one file of a table.
+type FileRef struct {
+	Path string `json:"path"`
+	// Kind is manifest-list, manifest, data, delete or statistics.
+	Kind  string `json:"kind"`
+	Bytes int64  `json:"bytes"`
+}
+
+// IDs converts snapshot ids.
+func IDs(ids []int64) []ID {
+	out := make([]ID, len(ids))
+	for i, id := range ids {
+		out[i] = ID(id)
+	}
+	return out
+}
+
+// Int64s converts snapshot ids back.
+func Int64s(ids []ID) []int64 {
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = int64(id)
+	}
+	return out
+}

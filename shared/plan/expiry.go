@@ -1,0 +1,116 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+)
+
+// planExpiryLeased plans a snapshot expiry under the table's lease: it
+// selects the snapshots due with the table's retention (package expire),
+// keeping every snapshot a job still in flight pinned (an earlier job on
+// the table that has not ended, such as a superseded one), records the
+// job and its plan, and hands it to the committer. Nothing is due, or the
+// table's gc.enabled is false: nothing to do.
+func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
+	res = Result{Table: name}
+	planStart := p.now()
+	tbl, err := p.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: load table: %w", name, err)
+	}
+	if len(l.PastJobs) > 0 {
+		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		res.Outcome, res.Reason = OutcomeNothingToDo, "table has no snapshot"
+		return res, false, nil
+	}
+	props := tbl.Properties()
+	gc, err := expire.GCEnabled(props)
+	if err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
+	if !gc {
+		res.Outcome, res.Reason = OutcomeNothingToDo, expire.ErrGCDisabled.Error()
+		return res, false, nil
+	}
+	retention, err := expire.RetentionFor(props)
+	if err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
+	pinned, err := p.pinsInFlight(ctx, l.PastJobs)
+	if err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
+	sel := expire.Select(tbl.Metadata(), p.now(), retention, pinned...)
+	if sel.Empty() {
+		res.Outcome = OutcomeNothingToDo
+		res.Reason = fmt.Sprintf("no snapshot is due for expiry (%d snapshots; keep %d per branch, expire after %s)", len(tbl.Metadata().Snapshots()), retention.MinSnapshotsToKeep, retention.MaxSnapshotAge)
+		return res, false, nil
+	}
+	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
+	res.SnapshotID = pin.SnapshotID
+	planObj := messages.ExpiryPlan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin,
+		Pinned: messages.IDs(pinned), Expire: messages.IDs(sel.ExpiredIDs()), RemoveRefs: sel.RemovedRefs}
+	body, err := messages.Encode(planObj)
+	if err != nil {
+		return res, false, err
+	}
+	job := jobs.Job{
+		ID: jobID, Table: name, Kind: jobs.KindExpire, Trigger: trigger, Token: l.Token,
+		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
+	}
+	if job.PlanKey, err = p.blobs.Put(ctx, "jobs/"+jobID+"/plan.json", body); err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
+	job.PlanMillis = p.now().Sub(planStart).Milliseconds()
+	if err := p.jobs.Create(ctx, job, nil); err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
+	req, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID})
+	if err != nil {
+		return res, false, err
+	}
+	if err := p.commits.Send(ctx, string(req)); err != nil {
+		return res, true, fmt.Errorf("plan expiry of %s: send commit request: %w", name, err)
+	}
+	if err := p.jobs.Transition(ctx, jobID, []jobs.State{jobs.Planned}, jobs.Running, "commit request sent"); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
+		return res, true, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
+	res.Outcome, res.JobID = OutcomePlanned, jobID
+	res.Reason = fmt.Sprintf("%d snapshots due for expiry", len(sel.Expired))
+	if len(sel.RemovedRefs) > 0 {
+		res.Reason += fmt.Sprintf(", %d refs past their max age", len(sel.RemovedRefs))
+	}
+	log.Info("expiry planned", "snapshot_id", pin.SnapshotID, "expire", len(sel.Expired), "remove_refs", sel.RemovedRefs, "pinned", pinned, "lease_token", l.Token)
+	return res, true, nil
+}
+
+// pinsInFlight lists the snapshots pinned by the jobs among past that
+// have not ended.
+func (p *Planner) pinsInFlight(ctx context.Context, past []string) ([]int64, error) {
+	var pins []int64
+	for _, id := range past {
+		j, err := p.jobs.Get(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read job %s for its pin: %w", id, err)
+		}
+		if !j.State.Terminal() && j.SnapshotID != 0 {
+			pins = append(pins, j.SnapshotID)
+		}
+	}
+	return pins, nil
+}

@@ -1,0 +1,261 @@
+package tests
+
+import (
+	"errors"
+	iofs "io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/commit"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/joblog"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+)
+
+// compactedWithShortRetention compacts the env's table (so the files it
+// replaced are referenced by old snapshots only) and sets a retention that
+// makes every snapshot but the newest due: keep 1, expire after 1 ms.
+func compactedWithShortRetention(t *testing.T, e *env) {
+	t.Helper()
+	e.createTable(smallTable)
+	e.compactAndRequireSame()
+	txn := e.load().NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+}
+
+// filesOnDisk lists the table's data and metadata files (not the metadata
+// JSON files).
+func (e *env) filesOnDisk() map[string]bool {
+	e.t.Helper()
+	out := map[string]bool{}
+	root := strings.TrimPrefix(e.load().Location(), "file://")
+	err := filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".metadata.json") {
+			return err
+		}
+		out["file://"+p] = true
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// referencedFiles lists what the table's snapshots need: manifest lists,
+// manifests and the files of their live entries.
+func (e *env) referencedFiles() map[string]bool {
+	e.t.Helper()
+	tbl := e.load()
+	fsys, err := tbl.FS(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		out[s.ManifestList] = true
+		ms, err := s.Manifests(fsys)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, m := range ms {
+			out[m.FilePath()] = true
+			for ent, err := range m.Entries(fsys, true) {
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				out[ent.DataFile().FilePath()] = true
+			}
+		}
+	}
+	return out
+}
+
+// requireOnlyReferencedFiles fails unless the files on disk are exactly
+// the ones the table's snapshots reference.
+func (e *env) requireOnlyReferencedFiles() {
+	e.t.Helper()
+	onDisk, want := e.filesOnDisk(), e.referencedFiles()
+	for p := range want {
+		if !onDisk[p] {
+			e.t.Errorf("a kept snapshot's file is gone: %s", p)
+		}
+	}
+	for p := range onDisk {
+		if !want[p] {
+			e.t.Errorf("a file no snapshot references is left: %s", p)
+		}
+	}
+}
+
+// snapshotFingerprints reads every snapshot of the table.
+func (e *env) snapshotFingerprints() map[int64]fingerprint.Fingerprint {
+	e.t.Helper()
+	tbl := e.load()
+	out := map[int64]fingerprint.Fingerprint{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		fp, err := fingerprint.Scan(e.ctx, tbl.Scan(table.WithSnapshotID(s.SnapshotID)))
+		if err != nil {
+			e.t.Fatalf("read snapshot %d: %v", s.SnapshotID, err)
+		}
+		out[s.SnapshotID] = fp
+	}
+	return out
+}
+
+// requireTimeTravelUnchanged fails unless every snapshot the table still
+// has reads as it did before.
+func (e *env) requireTimeTravelUnchanged(before map[int64]fingerprint.Fingerprint) {
+	e.t.Helper()
+	for id, fp := range e.snapshotFingerprints() {
+		if want, ok := before[id]; ok && fp != want {
+			e.t.Errorf("snapshot %d reads %s, before the expiry %s", id, fp, want)
+		}
+	}
+}
+
+// TestExpire_FreesWhatCompactionReplaced: after a compaction, an expiry
+// job with the table's retention (keep 1 snapshot, expire after 1 ms)
+// leaves one snapshot, deletes exactly the files only the expired ones
+// used (the compacted small files, their deletes, old manifests and
+// manifest lists), keeps the rows, and says so in the maintenance log and
+// the metrics.
+func TestExpire_FreesWhatCompactionReplaced(t *testing.T) {
+	e := setup(t)
+	compactedWithShortRetention(t, e)
+	want := e.fingerprint()
+	before := e.snapshotFingerprints()
+	r, err := e.planner.PlanExpiry(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("expiry planning: %+v", r)
+	}
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Committed || j.Kind != jobs.KindExpire {
+		t.Fatalf("job %s %s (%s)", j.Kind, j.State, j.Reason)
+	}
+	if n := len(e.load().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots left, want 1", n)
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	e.requireTimeTravelUnchanged(before)
+	e.requireOnlyReferencedFiles()
+	records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec *joblog.Record
+	for i := range records {
+		if records[i].JobID == r.JobID {
+			rec = &records[i]
+		}
+	}
+	if rec == nil || rec.Kind != string(jobs.KindExpire) || rec.SnapshotsExpired < 2 || rec.FilesDeleted == 0 || rec.BytesFreed == 0 {
+		t.Fatalf("maintenance log record %+v", rec)
+	}
+	if rec.After == nil || rec.Before == nil || rec.After.Snapshots != 1 || rec.Before.Snapshots <= 1 {
+		t.Fatalf("snapshots before %+v, after %+v", rec.Before, rec.After)
+	}
+	m := e.metrics.metricTotals(t)
+	if m["SnapshotsExpired"] != float64(rec.SnapshotsExpired) || m["ExpiredFilesDeleted"] != float64(rec.FilesDeleted) || m["BytesFreed"] == 0 {
+		t.Fatalf("metrics %v", m)
+	}
+	// Nothing is due any more.
+	if r2, err := e.planner.PlanExpiry(e.ctx, e.name(), "test"); err != nil || r2.Outcome != plan.OutcomeNothingToDo {
+		t.Fatalf("second expiry: %+v %v", r2, err)
+	}
+}
+
+// TestExpire_CrashAfterTheCommitFinishesTheDeletions: the committer dies
+// after the catalog accepted the expiry and before it deleted anything.
+// The redelivered request finds the durable record and a table without
+// the expired snapshots, deletes the files, and ends the job: nothing
+// leaks, nothing is deleted that a snapshot needs.
+func TestExpire_CrashAfterTheCommitFinishesTheDeletions(t *testing.T) {
+	const takeover = 2 * time.Second
+	e := setup(t, func(c *config.Config) { c.CommitTakeover = takeover })
+	compactedWithShortRetention(t, e)
+	want := e.fingerprint()
+	r, err := e.planner.PlanExpiry(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	crashes := 0
+	e.committer.SetAfterCatalogCommit(func(string) error {
+		if crashes == 0 {
+			crashes++
+			time.Sleep(takeover + 100*time.Millisecond)
+			return errors.New("simulated crash after the catalog commit")
+		}
+		return nil
+	})
+	st := e.drainCommits()
+	if crashes != 1 || st.Failed < 1 {
+		t.Fatalf("crash not exercised: %d crashes, %d failed deliveries", crashes, st.Failed)
+	}
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("job %s (%s)", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	e.requireOnlyReferencedFiles()
+}
+
+// TestExpire_ACommitLandingDuringTheExpiryIsKept: a writer appends right
+// after the committer loaded the table. The expiry's commit asserts every
+// ref, meets the moved main branch, reloads, selects again and commits;
+// the writer's snapshot and files are kept, and its rows are there.
+func TestExpire_ACommitLandingDuringTheExpiryIsKept(t *testing.T) {
+	e := setup(t)
+	compactedWithShortRetention(t, e)
+	r, err := e.planner.PlanExpiry(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	var want fingerprint.Fingerprint
+	ic := &interloper{Catalog: e.cat, at: 1}
+	ic.write = func(tbl *table.Table) {
+		if _, err := sampletable.AppendRows(e.ctx, tbl, 3_000_000, 2, 10); err != nil {
+			t.Fatal(err)
+		}
+		want = e.fingerprint()
+	}
+	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
+		ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if !ic.fired || res.Outcome != commit.OutcomeCommitted || res.Conflicts < 1 {
+		t.Fatalf("the writer ran %t; result %+v", ic.fired, res)
+	}
+	if got := e.fingerprint(); got != want || want.Rows == 0 {
+		t.Fatalf("rows %s, want the writer's %s", got, want)
+	}
+	e.requireOnlyReferencedFiles()
+}
