@@ -17,7 +17,8 @@ import (
 //     reads and writes both tables and puts audit events on the bus; a
 //     rewriter reads task payloads, writes and removes its descriptors,
 //     reads and writes both tables and sends to the commit queue; the
-//     committer reads plans and descriptors and reads and writes both
+//     committer reads plans and descriptors, writes and removes an
+//     expiry's record of the files it frees, and reads and writes both
 //     tables. The event sources add receive/delete on each consumer's queue.
 //   - tables, never in mode off, and only within the granted namespaces and
 //     tables: the planner (advisory and active) reads catalog metadata and
@@ -26,7 +27,9 @@ import (
 //     partial or losing files there (and has no catalog permission at
 //     all), and the committer reads, writes table metadata under
 //     metadata/, deletes under data/ (losing and failed attempts' files)
-//     and is the only function that may update the catalog.
+//     and, for a snapshot expiry, under data/ and metadata/ the files only
+//     expired snapshots used, and is the only function that may update
+//     the catalog.
 //   - with an S3 table bucket as warehouse the same, through s3tables:
 //     actions scoped by namespace and table name, and without any delete
 //     (s3tables.go).
@@ -93,7 +96,12 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
 	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
+	// Deletes under data/: losing and failed attempts' files; and, for a
+	// snapshot expiry, the data and delete files, manifests, manifest lists
+	// and statistics files only expired snapshots used (data/ and
+	// metadata/).
 	add(fns.Committer, a.tableObjects("TableDataDelete", []string{"s3:DeleteObject"}, "data/*")...)
+	add(fns.Committer, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
 	add(fns.Committer, a.tableListing("TableList")...)
 	add(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	return nil
@@ -150,6 +158,9 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
 	// The maintenance log: one record per job (shared/joblog).
 	add(fns.Committer, statement("MaintenanceLogWrite", []string{"s3:PutObject"}, []string{joblog}))
+	// An expiry's durable record of the files it frees, removed part by
+	// part as they are deleted (shared/commit/expiry.go).
+	add(fns.Committer, statement("ExpiryRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/deletions*"}))
 }
 
 // glue returns a statement allowing actions on the catalog, the granted

@@ -724,7 +724,7 @@ func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 		{"Rewriter", "s3:PutObject", []string{ns + "data/*", tbl + "data/*"}},
 		{"Rewriter", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*"}},
 		{"Committer", "s3:PutObject", []string{ns + "metadata/*", tbl + "metadata/*"}},
-		{"Committer", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*"}},
+		{"Committer", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*", ns + "metadata/*", tbl + "metadata/*"}},
 	}
 	for _, c := range cases {
 		if got := byAction(c.name, c.action); !reflect.DeepEqual(got, c.want) {

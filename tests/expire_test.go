@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
 // compactedWithShortRetention compacts the env's table (so the files it
@@ -258,4 +259,58 @@ func TestExpire_ACommitLandingDuringTheExpiryIsKept(t *testing.T) {
 		t.Fatalf("rows %s, want the writer's %s", got, want)
 	}
 	e.requireOnlyReferencedFiles()
+}
+
+// TestExpire_FollowsCompactionOnTheTablesNextVisit: an opted-in table
+// whose compaction has nothing left to do but whose snapshots are due is
+// given an expiry job by the next commit event (and by the sweep, which no
+// longer counts it healthy); with icekeeper.expire.enabled=false it is
+// left alone.
+func TestExpire_FollowsCompactionOnTheTablesNextVisit(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(map[bool]string{true: "enabled", false: "turned off"}[enabled], func(t *testing.T) {
+			d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
+			props := map[string]string{"icekeeper.maintenance.enabled": "true"}
+			if !enabled {
+				props["icekeeper.expire.enabled"] = "false"
+			}
+			d.createNamed("demo.events", withProps(smallTable, props))
+			d.compactAndRequireSame()
+			txn := d.load().NewTransaction()
+			if err := txn.SetProperties(iceberg.Properties{expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(d.ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			before := len(d.load().Metadata().Snapshots())
+			for _, event := range [][]byte{commitEvent("demo.events"), mustRead(t, "../events/scheduled.json")} {
+				resp := d.handle(event)
+				o := outcomeOf(t, resp, "demo.events")
+				d.drainCommits()
+				if !enabled {
+					if o.Action == trigger.ActionPlanned {
+						t.Fatalf("expiry turned off, yet planned: %+v", o)
+					}
+					continue
+				}
+				if o.Action != trigger.ActionPlanned || o.Plan == nil || d.job(o.Plan.JobID).Kind != jobs.KindExpire {
+					t.Fatalf("want an expiry job: %+v", o)
+				}
+				if j := d.job(o.Plan.JobID); j.State != jobs.Committed {
+					t.Fatalf("expiry job %s (%s)", j.State, j.Reason)
+				}
+				// The next event finds nothing due: add a snapshot to expire.
+				if _, err := sampletable.AppendRows(d.ctx, d.load(), 4_000_000, 1, 5); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			after := len(d.load().Metadata().Snapshots())
+			if enabled && after >= before || !enabled && after < before {
+				t.Fatalf("snapshots %d -> %d (expiry enabled %t)", before, after, enabled)
+			}
+		})
+	}
 }

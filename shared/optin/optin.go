@@ -37,6 +37,10 @@ const (
 	// "current" (the default: the table's default spec), "input" (each
 	// group keeps its files' spec), or a spec id.
 	PropertyOutputSpec = "icekeeper.compaction.output-spec-id"
+	// PropertyExpireEnabled turns snapshot expiry off for an opted-in
+	// table ("false"); it is on by default. The retention itself is the
+	// table's history.expire.* (package expire).
+	PropertyExpireEnabled = "icekeeper.expire.enabled"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -185,7 +189,7 @@ func ValidateProperties(props map[string]string) error {
 		}
 		v := props[k]
 		switch k {
-		case PropertyEnabled:
+		case PropertyEnabled, PropertyExpireEnabled:
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
@@ -222,6 +226,13 @@ func ParseOutputSpec(v string) (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q: want current, input or a partition spec id", ErrBadProperty, PropertyOutputSpec, v)
 	}
 	return id, nil
+}
+
+// ExpireEnabled reports whether snapshot expiry is on for the table (it is
+// unless PropertyExpireEnabled is false).
+func ExpireEnabled(props map[string]string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(props[PropertyExpireEnabled]))
+	return err != nil || b
 }
 
 // MinInterval returns the table's compaction cooldown, or def.

@@ -58,6 +58,7 @@ type Catalog interface {
 // Planner starts compaction jobs.
 type Planner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 }
 
 // Cooldowns claims per-table slots (planning in active mode, assessing in
@@ -89,6 +90,8 @@ type Assessment struct {
 	// CompactionBytes is the input a compaction would rewrite; zero when
 	// compaction is not recommended.
 	CompactionBytes int64
+	// ExpiryDue: snapshots are due for expiry with the table's retention.
+	ExpiryDue bool
 	// Report is the JSON report written to S3.
 	Report []byte
 	// Gauges are the health metrics published per table.
@@ -354,7 +357,7 @@ func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o Table
 	if err != nil || d.s.Mode != config.ModeActive {
 		return o, err
 	}
-	return d.plan(ctx, log, o, kind)
+	return d.plan(ctx, log, o, tbl.Properties(), kind)
 }
 
 // decide applies the double key and the property rules.
@@ -419,12 +422,27 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 	return a, o, nil
 }
 
-// plan starts a compaction job for an eligible table.
-func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, kind string) (TableOutcome, error) {
+// plan starts a job for an eligible table: a compaction when one is worth
+// doing, else a snapshot expiry when snapshots are due (and the owner did
+// not turn expiry off), so that expiry follows compaction on the table's
+// next visit and frees what the compaction replaced.
+func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string) (TableOutcome, error) {
 	start := d.now()
 	res, err := d.planner.PlanTable(ctx, o.Table, kind)
 	if err != nil {
 		return o, err
+	}
+	if res.Outcome == plan.OutcomeNothingToDo && optin.ExpireEnabled(props) {
+		exp, err := d.planner.PlanExpiry(ctx, o.Table, kind)
+		switch {
+		case err != nil:
+			log.Error("plan snapshot expiry", "err", err.Error())
+			res.Reason += "; snapshot expiry: " + err.Error()
+		case exp.Outcome == plan.OutcomeNothingToDo:
+			res.Reason += "; " + exp.Reason
+		default:
+			res = exp
+		}
 	}
 	if eerr := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"},
 		metrics.Metric{Name: "PlanDuration", Value: float64(d.now().Sub(start).Milliseconds()), Unit: metrics.Milliseconds}); eerr != nil {
@@ -495,8 +513,8 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, o)
 			continue
 		}
-		if a.CompactionBytes == 0 {
-			outs = append(outs, d.skip(tlog, o, SkipHealthy, "no compaction recommended"))
+		if a.CompactionBytes == 0 && !(a.ExpiryDue && optin.ExpireEnabled(tbl.Properties())) {
+			outs = append(outs, d.skip(tlog, o, SkipHealthy, "no compaction recommended and no snapshot due for expiry"))
 			continue
 		}
 		cands = append(cands, candidate{name: name, tbl: tbl, a: a, out: o, order: i})
@@ -522,7 +540,7 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
 			continue
 		}
-		o, err := d.plan(ctx, tlog, c.out, trig.Kind)
+		o, err := d.plan(ctx, tlog, c.out, c.tbl.Properties(), trig.Kind)
 		d.settleSlot(ctx, tlog, c.name, o, err)
 		if err != nil {
 			errs = append(errs, err)

@@ -112,5 +112,6 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	if rec, ok := r.Recommends(health.ActionCompaction); ok {
 		a.CompactionBytes = max(rec.EstimatedBytes, 1)
 	}
+	_, a.ExpiryDue = r.Recommends(health.ActionExpireSnapshots)
 	return a, nil
 }
