@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -14,7 +15,14 @@ import (
 )
 
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compact", stderr)
+	return runJob(ctx, "compact", args, stdout, stderr, localrun.RunCycle)
+}
+
+// runJob runs one job of a kind on one table through the same pipeline the
+// Lambda functions run (planner, rewriters, committer), in this process:
+// compact (runCompact) or expire (runExpire).
+func runJob(ctx context.Context, command string, args []string, stdout, stderr io.Writer, cycle func(context.Context, localrun.Stages, string, string) (localrun.Cycle, error)) error {
+	fs := newFlagSet(command, stderr)
 	local := fs.Bool("local", false, "start an in-process AWS emulator for the pipeline's queues, tables and bucket")
 	asJSON := addOutputFlags(fs, "the result")
 	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
@@ -25,7 +33,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) != 1 {
-		return exitError{code: 2, err: fmt.Errorf("compact takes one table (namespace.table), got %d arguments", len(pos))}
+		return exitError{code: 2, err: fmt.Errorf("%s takes one table (namespace.table), got %d arguments", command, len(pos))}
 	}
 	tableName := pos[0]
 	if _, err := tableIdent(tableName); err != nil {
@@ -35,7 +43,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	cfg.Catalog.MustExist = true // compacting needs an existing table
+	cfg.Catalog.MustExist = true // the job needs an existing table
 	log := jsonLogger(stderr, *verbose)
 
 	var clients *awsclients.Clients
@@ -72,25 +80,25 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	st.Progress = newProgress(stderr, *quiet)
-	cycle, err := localrun.RunCycle(ctx, st, tableName, "cli")
+	c, err := cycle(ctx, st, tableName, "cli")
 	if err != nil {
 		return interrupted(err)
 	}
 	if *asJSON {
-		if err := printJSON(stdout, cycle); err != nil {
+		if err := printJSON(stdout, c); err != nil {
 			return err
 		}
 	} else {
-		printCycle(stdout, cycle)
+		printCycle(stdout, c)
 	}
-	if cycle.Job != nil && !cycle.Committed {
-		return exitError{code: exitFailed, err: fmt.Errorf("job %s %s: %s", cycle.Job.ID, cycle.Job.State, cycle.Job.Reason)}
+	if c.Job != nil && !c.Committed {
+		return exitError{code: exitFailed, err: fmt.Errorf("job %s %s: %s", c.Job.ID, c.Job.State, c.Job.Reason)}
 	}
-	switch cycle.Plan.Outcome {
+	switch c.Plan.Outcome {
 	case plan.OutcomeNothingToDo:
-		return exitError{code: exitNothingToDo, err: fmt.Errorf("nothing to do: %s", cycle.Plan.Reason), reported: true}
+		return exitError{code: exitNothingToDo, err: fmt.Errorf("nothing to do: %s", c.Plan.Reason), reported: true}
 	case plan.OutcomeLeaseHeld, plan.OutcomeBackedOff:
-		return exitError{code: exitSkipped, err: fmt.Errorf("skipped: %s", cycle.Plan.Reason), reported: true}
+		return exitError{code: exitSkipped, err: fmt.Errorf("skipped: %s", c.Plan.Reason), reported: true}
 	}
 	return nil
 }
@@ -114,12 +122,19 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 	if p.JobID == "" {
 		return
 	}
-	fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, p.InputFiles, humanBytes(p.InputBytes))
-	fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
+	if c.Job != nil && c.Job.Kind == jobs.KindExpire {
+		fmt.Fprintf(w, "planned: expiry job %s at snapshot %d\n", p.JobID, p.SnapshotID)
+	} else {
+		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, p.InputFiles, humanBytes(p.InputBytes))
+		fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
+	}
 	if c.Job != nil {
-		if c.Committed {
+		switch {
+		case c.Committed && c.Job.Kind == jobs.KindExpire:
+			fmt.Fprintln(w, c.Job.Reason) // "committed: expired N snapshots, ..."
+		case c.Committed:
 			fmt.Fprintf(w, "committed: new snapshot %d\n", c.Job.CommittedSnapshotID)
-		} else {
+		default:
 			fmt.Fprintf(w, "not committed: job %s: %s\n", c.Job.State, c.Job.Reason)
 		}
 	}

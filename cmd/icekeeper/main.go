@@ -37,6 +37,11 @@ Usage:
       --local starts an in-process emulator for the pipeline's queues,
       tables and bucket; otherwise they come from ICEKEEPER_* variables and
       the AWS endpoint from the standard SDK configuration.
+  icekeeper expire TABLE [--dry-run] [--local] [--json] [catalog flags]
+      Expire TABLE's snapshots with its retention (history.expire.*, or
+      icekeeper.expire.* overrides) as an expiry job through the same
+      pipeline, and delete the files only expired snapshots used.
+      --dry-run only says what would be expired and freed.
   icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
       Create an uncompacted merge-on-read sample table (many small files,
       position deletes or deletion vectors, equality deletes) to practise
@@ -124,6 +129,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return runCompact(ctx, args[1:], stdout, stderr)
+	case "expire":
+		return runExpire(ctx, args[1:], stdout, stderr)
 	case "sample":
 		return runSample(ctx, args[1:], stdout, stderr)
 	case "health":

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+)
+
+// TestExpire_DryRunThenExpireThroughThePipeline: after a compaction, with
+// a retention that makes old snapshots due, `expire --dry-run` says what
+// would go and changes nothing; `expire --local` expires them through the
+// pipeline; a second dry run finds nothing due (exit code 3).
+func TestExpire_DryRunThenExpireThroughThePipeline(t *testing.T) {
+	cat, uri, wh := localSQLCatalog(t, "")
+	ident := table.Identifier{"shop", "orders"}
+	ctx := context.Background()
+	if _, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 40, PositionDeletes: true}); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh}
+	if _, err := runCLI(t, append([]string{"compact", "shop.orders", "--local", "-q"}, flags...)...); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snapshots := len(tbl.Metadata().Snapshots())
+	time.Sleep(5 * time.Millisecond)
+
+	out, err := runCLI(t, append([]string{"expire", "shop.orders", "--dry-run"}, flags...)...)
+	if err != nil || !strings.Contains(out, "would expire") || !strings.Contains(out, "dry run: nothing was changed") {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if tbl, _ = cat.LoadTable(ctx, ident); len(tbl.Metadata().Snapshots()) != snapshots {
+		t.Fatal("the dry run changed the table")
+	}
+	out, err = runCLI(t, append([]string{"expire", "shop.orders", "--local", "-q"}, flags...)...)
+	if err != nil || !strings.Contains(out, "committed: expired") {
+		t.Fatalf("expire: %v\n%s", err, out)
+	}
+	if tbl, _ = cat.LoadTable(ctx, ident); len(tbl.Metadata().Snapshots()) != 1 {
+		t.Fatalf("%d snapshots left, want 1", len(tbl.Metadata().Snapshots()))
+	}
+	out, err = runCLI(t, append([]string{"expire", "shop.orders", "--dry-run"}, flags...)...)
+	if exitCode(err) != exitNothingToDo || !strings.Contains(out, "nothing is due") {
+		t.Fatalf("second dry run: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+}
