@@ -47,6 +47,10 @@ const (
 	MetricJobsAborted     = "JobsAborted"
 	MetricCommitConflicts = "CommitConflicts"
 	MetricCommitRetries   = "CommitRetries"
+	// committer, snapshot expiry
+	MetricSnapshotsExpired    = "SnapshotsExpired"
+	MetricExpiredFilesDeleted = "ExpiredFilesDeleted"
+	MetricBytesFreed          = "BytesFreed"
 )
 
 // EmittedMetrics lists every metric name the stack's alarms and dashboard
@@ -57,6 +61,7 @@ func EmittedMetrics() []string {
 		MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles,
 		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
 		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries,
+		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed,
 	}
 }
 
