@@ -4,14 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
@@ -43,7 +50,16 @@ type demoReport struct {
 	LiveAfter   int64          `json:"live_rows_after"`
 	Fingerprint bool           `json:"fingerprint_unchanged"`
 	Cycle       localrun.Cycle `json:"cycle"`
-	Failures    []string       `json:"failures,omitempty"`
+	// The snapshot expiry that follows the compaction: its cycle, the
+	// snapshots and the bytes under the table location before and after.
+	Expiry          localrun.Cycle `json:"expiry"`
+	SnapshotsBefore int            `json:"snapshots_before_expiry"`
+	SnapshotsAfter  int            `json:"snapshots_after_expiry"`
+	StorageBefore   int64          `json:"storage_bytes_before_expiry"`
+	StorageAfter    int64          `json:"storage_bytes_after_expiry"`
+	// ExpiryFingerprint: every row still reads the same after the expiry.
+	ExpiryFingerprint bool     `json:"expiry_fingerprint_unchanged"`
+	Failures          []string `json:"failures,omitempty"`
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -128,6 +144,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		rep.LiveBefore, rep.LiveAfter, rep.Fingerprint = fpBefore.Rows, fpAfter.Rows, fpBefore == fpAfter
+		if err := demoExpiry(ctx, st, cat, ident, dt.Name, &rep, fpAfter); err != nil {
+			return err
+		}
 		rep.Failures = demoChecks(rep)
 		failed = failed || len(rep.Failures) > 0
 		reports = append(reports, rep)
@@ -168,7 +187,69 @@ func demoChecks(r demoReport) []string {
 	if r.After.DeleteFiles() != 0 {
 		f = append(f, fmt.Sprintf("%d delete files left", r.After.DeleteFiles()))
 	}
+	if !r.Expiry.Committed {
+		f = append(f, "expiry did not commit: "+string(r.Expiry.Plan.Outcome)+" "+r.Expiry.Plan.Reason)
+	}
+	if r.SnapshotsAfter != 1 || r.StorageAfter >= r.StorageBefore {
+		f = append(f, fmt.Sprintf("expiry left %d snapshots and %d of %d bytes", r.SnapshotsAfter, r.StorageAfter, r.StorageBefore))
+	}
+	if !r.ExpiryFingerprint {
+		f = append(f, "live rows changed by the expiry")
+	}
 	return f
+}
+
+// demoExpiry follows the compaction with a snapshot expiry, as the
+// dispatcher does on the table's next visit: the sample tables get a
+// retention of one snapshot older than a millisecond, so everything but
+// the compacted snapshot is due and the files only older snapshots used
+// are freed.
+func demoExpiry(ctx context.Context, st localrun.Stages, cat catalog.Catalog, ident table.Identifier, name string, rep *demoReport, want fingerprint.Fingerprint) error {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1"}); err != nil {
+		return err
+	}
+	if tbl, err = txn.Commit(ctx); err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Millisecond)
+	rep.SnapshotsBefore = len(tbl.Metadata().Snapshots())
+	if rep.StorageBefore, err = localBytes(tbl.Location()); err != nil {
+		return err
+	}
+	if rep.Expiry, err = localrun.RunExpiry(ctx, st, name, "demo"); err != nil {
+		return interrupted(err)
+	}
+	if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+		return err
+	}
+	rep.SnapshotsAfter = len(tbl.Metadata().Snapshots())
+	if rep.StorageAfter, err = localBytes(tbl.Location()); err != nil {
+		return err
+	}
+	got, err := fingerprint.Table(ctx, tbl)
+	rep.ExpiryFingerprint = err == nil && got == want
+	return err
+}
+
+// localBytes sums the sizes of the files under a file:// location.
+func localBytes(location string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(strings.TrimPrefix(location, "file://"), func(_ string, d iofs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	return n, err
 }
 
 func printDemo(w io.Writer, reports []demoReport) {
@@ -199,6 +280,10 @@ func printDemo(w io.Writer, reports []demoReport) {
 			verdict = "CHANGED"
 		}
 		fmt.Fprintf(w, "  content fingerprint of all live rows: %s\n", verdict)
+		if r.Expiry.Plan.JobID != "" {
+			fmt.Fprintf(w, "  then expiry job %s: snapshots %d -> %d, storage %s -> %s (%s freed)\n", r.Expiry.Plan.JobID,
+				r.SnapshotsBefore, r.SnapshotsAfter, humanBytes(r.StorageBefore), humanBytes(r.StorageAfter), humanBytes(r.StorageBefore-r.StorageAfter))
+		}
 		for _, f := range r.Failures {
 			fmt.Fprintf(w, "  FAIL: %s\n", f)
 		}

@@ -64,14 +64,17 @@ func TestDemo_CompactsEverySampleTableAndKeepsEveryRow(t *testing.T) {
 		if r.Before.DeleteFiles() == 0 || r.After.DataFiles >= r.Before.DataFiles {
 			t.Fatalf("%s: nothing to show: %+v -> %+v", r.Table, r.Before, r.After)
 		}
+		if !r.Expiry.Committed || r.SnapshotsAfter != 1 || r.StorageAfter >= r.StorageBefore || !r.ExpiryFingerprint {
+			t.Fatalf("%s: expiry: %+v", r.Table, r)
+		}
 	}
 }
 
 func TestDemoChecks_FlagEveryFailure(t *testing.T) {
 	r := demoReport{Before: statsOf(10, 2), After: statsOf(10, 1)}
 	got := demoChecks(r)
-	if len(got) != 4 {
-		t.Fatalf("checks %v, want 4 failures (not committed, rows changed, files not reduced, deletes left)", got)
+	if len(got) != 7 {
+		t.Fatalf("checks %v, want 7 failures (not committed, rows changed, files not reduced, deletes left; expiry not committed, snapshots and storage not reduced, rows changed by it)", got)
 	}
 }
 
