@@ -181,6 +181,9 @@ type Result struct {
 	SnapshotsExpired int   `json:"snapshots_expired,omitempty"`
 	FilesDeleted     int   `json:"files_deleted,omitempty"`
 	BytesFreed       int64 `json:"bytes_freed,omitempty"`
+	// A manifest rewrite's data manifests replaced and written.
+	ManifestsRewritten int `json:"manifests_rewritten,omitempty"`
+	ManifestsAdded     int `json:"manifests_added,omitempty"`
 	// BackoffUntil is set when this failure backed the table off.
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 }
@@ -264,11 +267,14 @@ func (c *Committer) emit(res Result, took time.Duration) {
 	switch res.Outcome {
 	case OutcomeCommitted:
 		ms = append(ms, metrics.Metric{Name: "JobsCommitted", Value: 1, Unit: metrics.Count})
-		if res.SnapshotsExpired > 0 {
+		switch {
+		case res.ManifestsRewritten > 0:
+			ms = append(ms, metrics.Metric{Name: "ManifestsRewritten", Value: float64(res.ManifestsRewritten), Unit: metrics.Count})
+		case res.SnapshotsExpired > 0:
 			ms = append(ms, metrics.Metric{Name: "SnapshotsExpired", Value: float64(res.SnapshotsExpired), Unit: metrics.Count},
 				metrics.Metric{Name: "ExpiredFilesDeleted", Value: float64(res.FilesDeleted), Unit: metrics.Count},
 				metrics.Metric{Name: "BytesFreed", Value: float64(res.BytesFreed), Unit: metrics.Bytes})
-		} else {
+		default:
 			ms = append(ms, metrics.Metric{Name: "DataFilesRemoved", Value: float64(res.FilesRemoved), Unit: metrics.Count},
 				metrics.Metric{Name: "DataFilesAdded", Value: float64(res.FilesAdded), Unit: metrics.Count},
 				metrics.Metric{Name: "DeleteFilesRemoved", Value: float64(res.DeletesRemoved), Unit: metrics.Count})
@@ -376,9 +382,12 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 	}
 
-	if job.Kind == jobs.KindExpire {
+	switch job.Kind {
+	case jobs.KindExpire:
 		res, err = c.expire(ctx, log, job, ident, term, me)
-	} else {
+	case jobs.KindRewriteManifests:
+		res, err = c.rewriteManifests(ctx, log, job, ident, term, me)
+	default:
 		res, err = c.commit(ctx, log, job, ident, term, me)
 	}
 	if err == nil || errors.Is(err, ErrBusy) {

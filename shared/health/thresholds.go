@@ -77,7 +77,8 @@ type Thresholds struct {
 	// default).
 	MaxRefAge time.Duration `json:"-"`
 	// MaxManifests is the number of data manifests in the current snapshot
-	// above which a manifest rewrite is recommended (DefaultMaxManifests).
+	// above which a manifest rewrite is recommended: the table's
+	// commit.manifest.min-count-to-merge (default DefaultMaxManifests).
 	MaxManifests int `json:"max_manifests"`
 	// GCEnabled is the table's gc.enabled: when false, files may be shared
 	// with other tables, so neither expiry nor orphan cleanup is recommended.
@@ -149,6 +150,13 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 		return th, fmt.Errorf("%w: %w", ErrInvalidThresholds, err)
 	}
 	th.MaxSnapshots, th.MaxSnapshotAge, th.MaxRefAge = ret.MinSnapshotsToKeep, ret.MaxSnapshotAge, ret.MaxRefAge
+	if v, ok := property(props, table.ManifestMinMergeCountKey); ok {
+		n, err := positiveInt(table.ManifestMinMergeCountKey, v)
+		if err != nil {
+			return th, err
+		}
+		th.MaxManifests = int(min(n, 1<<31-1))
+	}
 	if v, ok := property(props, table.GCEnabledKey); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -56,6 +56,9 @@ type Record struct {
 	SnapshotsExpired int   `json:"snapshots_expired,omitempty"`
 	FilesDeleted     int   `json:"files_deleted,omitempty"`
 	BytesFreed       int64 `json:"bytes_freed,omitempty"`
+	// A manifest rewrite's data manifests replaced and written.
+	ManifestsRewritten int `json:"manifests_rewritten,omitempty"`
+	ManifestsAdded     int `json:"manifests_added,omitempty"`
 	// Phases and their durations in milliseconds: plan (planning to
 	// tasks sent), rewrite (sum over groups; RewriteWallMillis is the
 	// longest group), commit (the deciding committer's run).

@@ -103,7 +103,8 @@ type DynamoDB interface {
 type Job struct {
 	ID    string `json:"job_id"`
 	Table string `json:"table"`
-	// Kind is what the job does (KindCompaction or KindExpire).
+	// Kind is what the job does (KindCompaction, KindExpire,
+	// KindRewriteManifests).
 	Kind  Kind  `json:"kind"`
 	State State `json:"state"`
 	// Reason says why the job is in its state (for failed and aborted jobs,
@@ -142,8 +143,9 @@ type Kind string
 
 // Kinds. Records written before kinds existed are compactions.
 const (
-	KindCompaction Kind = "compaction"
-	KindExpire     Kind = "expire"
+	KindCompaction       Kind = "compaction"
+	KindExpire           Kind = "expire"
+	KindRewriteManifests Kind = "rewrite-manifests"
 )
 
 // Group is the record of one file group.

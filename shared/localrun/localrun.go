@@ -85,6 +85,7 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 }
 
 // Stages are the three handlers of the pipeline and their queues.
@@ -173,6 +174,11 @@ func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, erro
 // committer, which commits it and deletes the files it frees.
 func RunExpiry(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
 	return run(ctx, s, s.Plan.PlanExpiry, table, trigger)
+}
+
+// RunManifestRewrite is RunCycle for a manifest rewrite.
+func RunManifestRewrite(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return run(ctx, s, s.Plan.PlanManifestRewrite, table, trigger)
 }
 
 func run(ctx context.Context, s Stages, planTable func(ctx context.Context, table, trigger string) (plan.Result, error), table, trigger string) (Cycle, error) {

@@ -77,23 +77,12 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 	if err := p.jobs.Create(ctx, job, nil); err != nil {
 		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
 	}
-	req, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID})
-	if err != nil {
-		return res, false, err
-	}
-	if err := p.commits.Send(ctx, string(req)); err != nil {
-		return res, true, fmt.Errorf("plan expiry of %s: send commit request: %w", name, err)
-	}
-	if err := p.jobs.Transition(ctx, jobID, []jobs.State{jobs.Planned}, jobs.Running, "commit request sent"); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
-		return res, true, fmt.Errorf("plan expiry of %s: %w", name, err)
-	}
-	res.Outcome, res.JobID = OutcomePlanned, jobID
-	res.Reason = fmt.Sprintf("%d snapshots due for expiry", len(sel.Expired))
+	why := fmt.Sprintf("%d snapshots due for expiry", len(sel.Expired))
 	if len(sel.RemovedRefs) > 0 {
-		res.Reason += fmt.Sprintf(", %d refs past their max age", len(sel.RemovedRefs))
+		why += fmt.Sprintf(", %d refs past their max age", len(sel.RemovedRefs))
 	}
-	log.Info("expiry planned", "snapshot_id", pin.SnapshotID, "expire", len(sel.Expired), "remove_refs", sel.RemovedRefs, "pinned", pinned, "lease_token", l.Token)
-	return res, true, nil
+	log.Info("expiry selected", "expire", len(sel.Expired), "remove_refs", sel.RemovedRefs, "pinned", pinned)
+	return p.handToCommitter(ctx, log, res, job, why)
 }
 
 // pinsInFlight lists the snapshots pinned by the jobs among past that

@@ -59,6 +59,7 @@ type Catalog interface {
 type Planner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 }
 
 // Cooldowns claims per-table slots (planning in active mode, assessing in
@@ -92,6 +93,9 @@ type Assessment struct {
 	CompactionBytes int64
 	// ExpiryDue: snapshots are due for expiry with the table's retention.
 	ExpiryDue bool
+	// ManifestsDue: the current snapshot has more data manifests than the
+	// table wants.
+	ManifestsDue bool
 	// Report is the JSON report written to S3.
 	Report []byte
 	// Gauges are the health metrics published per table.
@@ -422,26 +426,41 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 	return a, o, nil
 }
 
-// plan starts a job for an eligible table: a compaction when one is worth
-// doing, else a snapshot expiry when snapshots are due (and the owner did
-// not turn expiry off), so that expiry follows compaction on the table's
-// next visit and frees what the compaction replaced.
+// plan starts a job for an eligible table, the first that is due of the
+// maintenance chain: compaction, then a manifest rewrite (after compaction
+// replaced many files' entries), then a snapshot expiry (which frees what
+// both replaced; off when the owner set icekeeper.expire.enabled=false).
+// Each later action runs on a later visit, after the earlier one ended.
 func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string) (TableOutcome, error) {
 	start := d.now()
 	res, err := d.planner.PlanTable(ctx, o.Table, kind)
 	if err != nil {
 		return o, err
 	}
-	if res.Outcome == plan.OutcomeNothingToDo && optin.ExpireEnabled(props) {
-		exp, err := d.planner.PlanExpiry(ctx, o.Table, kind)
+	next := []struct {
+		name string
+		on   bool
+		plan func(ctx context.Context, table, trigger string) (plan.Result, error)
+	}{
+		{"manifest rewrite", true, d.planner.PlanManifestRewrite},
+		{"snapshot expiry", optin.ExpireEnabled(props), d.planner.PlanExpiry},
+	}
+	for _, n := range next {
+		if res.Outcome != plan.OutcomeNothingToDo {
+			break
+		}
+		if !n.on {
+			continue
+		}
+		r, err := n.plan(ctx, o.Table, kind)
 		switch {
 		case err != nil:
-			log.Error("plan snapshot expiry", "err", err.Error())
-			res.Reason += "; snapshot expiry: " + err.Error()
-		case exp.Outcome == plan.OutcomeNothingToDo:
-			res.Reason += "; " + exp.Reason
+			log.Error("plan "+n.name, "err", err.Error())
+			res.Reason += "; " + n.name + ": " + err.Error()
+		case r.Outcome == plan.OutcomeNothingToDo:
+			res.Reason += "; " + r.Reason
 		default:
-			res = exp
+			res = r
 		}
 	}
 	if eerr := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"},
@@ -513,8 +532,8 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, o)
 			continue
 		}
-		if a.CompactionBytes == 0 && !(a.ExpiryDue && optin.ExpireEnabled(tbl.Properties())) {
-			outs = append(outs, d.skip(tlog, o, SkipHealthy, "no compaction recommended and no snapshot due for expiry"))
+		if a.CompactionBytes == 0 && !a.ManifestsDue && !(a.ExpiryDue && optin.ExpireEnabled(tbl.Properties())) {
+			outs = append(outs, d.skip(tlog, o, SkipHealthy, "no compaction, manifest rewrite or snapshot expiry due"))
 			continue
 		}
 		cands = append(cands, candidate{name: name, tbl: tbl, a: a, out: o, order: i})

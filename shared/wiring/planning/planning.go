@@ -113,5 +113,6 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 		a.CompactionBytes = max(rec.EstimatedBytes, 1)
 	}
 	_, a.ExpiryDue = r.Recommends(health.ActionExpireSnapshots)
+	_, a.ManifestsDue = r.Recommends(health.ActionRewriteManifests)
 	return a, nil
 }

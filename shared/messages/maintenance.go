@@ -1,7 +1,8 @@
 package messages
 
-// The formats of an expiry job (package expire decides, the committer
-// acts). See docs/FORMATS.md.
+// The formats of the maintenance jobs other than compaction: snapshot
+// expiry (package expire decides, the committer acts) and manifest
+// rewrite. See docs/FORMATS.md.
 
 // ExpiryPlan is an expiry job's plan object: what the planner selected at
 // its pin, and the snapshots jobs in flight pinned, which the committer
@@ -75,4 +76,17 @@ func Int64s(ids []ID) []int64 {
 		out[i] = int64(id)
 	}
 	return out
+}
+
+// ManifestRewritePlan is a manifest rewrite job's plan object: the table
+// when planned and how many data manifests it had.
+type ManifestRewritePlan struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	Pin     Pin    `json:"pin"`
+	// DataManifests is the current snapshot's data manifests; MaxManifests
+	// the count above which a rewrite is due.
+	DataManifests int `json:"data_manifests"`
+	MaxManifests  int `json:"max_manifests"`
 }
