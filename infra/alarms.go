@@ -51,6 +51,8 @@ const (
 	MetricSnapshotsExpired    = "SnapshotsExpired"
 	MetricExpiredFilesDeleted = "ExpiredFilesDeleted"
 	MetricBytesFreed          = "BytesFreed"
+	// committer, manifest rewrite
+	MetricManifestsRewritten = "ManifestsRewritten"
 )
 
 // EmittedMetrics lists every metric name the stack's alarms and dashboard
@@ -61,7 +63,7 @@ func EmittedMetrics() []string {
 		MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles,
 		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
 		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries,
-		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed,
+		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed, MetricManifestsRewritten,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -122,16 +123,16 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 	if p.JobID == "" {
 		return
 	}
-	if c.Job != nil && c.Job.Kind == jobs.KindExpire {
-		fmt.Fprintf(w, "planned: expiry job %s at snapshot %d\n", p.JobID, p.SnapshotID)
+	if c.Job != nil && c.Job.Kind != jobs.KindCompaction {
+		fmt.Fprintf(w, "planned: %s job %s at snapshot %d\n", c.Job.Kind, p.JobID, p.SnapshotID)
 	} else {
 		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, p.InputFiles, humanBytes(p.InputBytes))
 		fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
 	}
 	if c.Job != nil {
 		switch {
-		case c.Committed && c.Job.Kind == jobs.KindExpire:
-			fmt.Fprintln(w, c.Job.Reason) // "committed: expired N snapshots, ..."
+		case c.Committed && c.Job.Kind != jobs.KindCompaction:
+			fmt.Fprintf(w, "committed: %s\n", strings.TrimPrefix(c.Job.Reason, "committed: "))
 		case c.Committed:
 			fmt.Fprintf(w, "committed: new snapshot %d\n", c.Job.CommittedSnapshotID)
 		default:

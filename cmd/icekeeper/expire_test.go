@@ -61,3 +61,24 @@ func TestExpire_DryRunThenExpireThroughThePipeline(t *testing.T) {
 		t.Fatalf("second dry run: exit %d, %v\n%s", exitCode(err), err, out)
 	}
 }
+
+// TestRewriteManifests_RunsAManifestRewriteJob: a table with a manifest
+// per append and commit.manifest.min-count-to-merge=2 is rewritten by
+// `rewrite-manifests --local`; run again, nothing is left to do (exit 3).
+func TestRewriteManifests_RunsAManifestRewriteJob(t *testing.T) {
+	cat, uri, wh := localSQLCatalog(t, "")
+	ident := table.Identifier{"shop", "orders"}
+	ctx := context.Background()
+	if _, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 40, Properties: map[string]string{table.ManifestMinMergeCountKey: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh}
+	out, err := runCLI(t, append([]string{"rewrite-manifests", "shop.orders", "--local", "-q"}, flags...)...)
+	if err != nil || !strings.Contains(out, "committed: rewrote 6 data manifests into 2") {
+		t.Fatalf("rewrite-manifests: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, append([]string{"rewrite-manifests", "shop.orders", "--local", "-q"}, flags...)...)
+	if exitCode(err) != exitNothingToDo {
+		t.Fatalf("second run: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+}

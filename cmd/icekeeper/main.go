@@ -23,6 +23,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/localrun"
 )
 
 const usage = `icekeeper: autonomous maintenance for Apache Iceberg tables
@@ -42,6 +43,10 @@ Usage:
       icekeeper.expire.* overrides) as an expiry job through the same
       pipeline, and delete the files only expired snapshots used.
       --dry-run only says what would be expired and freed.
+  icekeeper rewrite-manifests TABLE [--local] [--json] [catalog flags]
+      Rewrite TABLE's data manifests, clustered by partition, when it has
+      more than commit.manifest.min-count-to-merge (default 100), as a job
+      through the same pipeline. Changes no data file.
   icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
       Create an uncompacted merge-on-read sample table (many small files,
       position deletes or deletion vectors, equality deletes) to practise
@@ -131,6 +136,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCompact(ctx, args[1:], stdout, stderr)
 	case "expire":
 		return runExpire(ctx, args[1:], stdout, stderr)
+	case "rewrite-manifests":
+		return runJob(ctx, "rewrite-manifests", args[1:], stdout, stderr, localrun.RunManifestRewrite)
 	case "sample":
 		return runSample(ctx, args[1:], stdout, stderr)
 	case "health":
