@@ -45,15 +45,6 @@ func deletionsKey(job jobs.Job) string {
 	return strings.TrimSuffix(job.PlanKey, "plan.json") + "deletions.json"
 }
 
-// relative turns a full key of the job's folder into the name Put takes.
-func relative(job jobs.Job, full string) string {
-	i := strings.Index(full, "jobs/"+job.ID+"/")
-	if i < 0 {
-		return full
-	}
-	return full[i:]
-}
-
 // readDeletions reads the job's record; found is false when there is none.
 func (c *Committer) readDeletions(ctx context.Context, job jobs.Job) (messages.Deletions, bool, error) {
 	var rec messages.Deletions
@@ -218,33 +209,49 @@ func (c *Committer) writeDeletions(ctx context.Context, job jobs.Job, sel expire
 	for _, s := range sel.Kept {
 		kept = append(kept, s.SnapshotID)
 	}
-	rec := messages.Deletions{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table,
-		Expired: messages.IDs(sel.ExpiredIDs()), RemoveRefs: sel.RemovedRefs, Kept: messages.IDs(kept), Files: len(files)}
-	for i := 0; i*messages.DeletionPartFiles < len(files); i++ {
-		chunk := files[i*messages.DeletionPartFiles : min(len(files), (i+1)*messages.DeletionPartFiles)]
-		part := messages.DeletionPart{Version: messages.FormatVersion, JobID: job.ID, Index: i}
-		for _, f := range chunk {
-			part.Files = append(part.Files, messages.FileRef{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes})
-			rec.Bytes += f.Bytes
-		}
+	refs := make([]messages.FileRef, len(files))
+	for i, f := range files {
+		refs[i] = messages.FileRef{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes}
+	}
+	rec, parts := messages.SplitDeletions(job.ID, job.Table, refs, func(i int) string { return deletionPartName(job.ID, i) })
+	rec.Expired, rec.RemoveRefs, rec.Kept = messages.IDs(sel.ExpiredIDs()), sel.RemovedRefs, messages.IDs(kept)
+	return rec, putDeletions(ctx, c.blobs, job, &rec, parts)
+}
+
+// deletionPartName is the name of part i of a job's deletions record.
+func deletionPartName(jobID string, i int) string {
+	return fmt.Sprintf("jobs/%s/deletions/%05d.json", jobID, i)
+}
+
+// DeletionsName is the name of a job's deletions record, next to its plan.
+func DeletionsName(jobID string) string { return "jobs/" + jobID + "/deletions.json" }
+
+// putter writes objects (blob.Store).
+type putter interface {
+	Put(ctx context.Context, name string, data []byte) (string, error)
+}
+
+// putDeletions writes the parts, then the record naming their full keys.
+func putDeletions(ctx context.Context, blobs putter, job jobs.Job, rec *messages.Deletions, parts []messages.DeletionPart) error {
+	for i, part := range parts {
 		body, err := messages.Encode(part)
 		if err != nil {
-			return rec, err
+			return err
 		}
-		key, err := c.blobs.Put(ctx, fmt.Sprintf("jobs/%s/deletions/%05d.json", job.ID, i), body)
+		key, err := blobs.Put(ctx, deletionPartName(job.ID, i), body)
 		if err != nil {
-			return rec, fmt.Errorf("write deletion part %d: %w", i, err)
+			return fmt.Errorf("write deletion part %d: %w", i, err)
 		}
-		rec.Parts = append(rec.Parts, key)
+		rec.Parts[i] = key
 	}
-	body, err := messages.Encode(rec)
+	body, err := messages.Encode(*rec)
 	if err != nil {
-		return rec, err
+		return err
 	}
-	if _, err := c.blobs.Put(ctx, relative(job, deletionsKey(job)), body); err != nil {
-		return rec, fmt.Errorf("write deletions record: %w", err)
+	if _, err := blobs.Put(ctx, DeletionsName(job.ID), body); err != nil {
+		return fmt.Errorf("write deletions record: %w", err)
 	}
-	return rec, nil
+	return nil
 }
 
 // commitExpiry fences the job and commits sel's updates, made on base,
@@ -266,12 +273,30 @@ func (c *Committer) commitExpiry(ctx context.Context, job jobs.Job, me string, i
 // deleteAndFinish deletes what the committed expiry freed (step 4) and
 // finishes the job (step 5).
 func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, cur *table.Table, rec messages.Deletions, why string) (Result, error) {
-	res := Result{JobID: job.ID, Table: job.Table, SnapshotsExpired: len(rec.Expired)}
 	fsys, err := cur.FS(ctx)
 	if err != nil {
-		return res, fmt.Errorf("open table IO: %w", err)
+		return Result{JobID: job.ID, Table: job.Table}, fmt.Errorf("open table IO: %w", err)
 	}
 	known := messages.Int64s(rec.Kept)
+	res, err := c.deleteParts(ctx, log, term, cur, rec, func(files []expire.File) ([]expire.File, error) {
+		return expire.StillUnreferenced(ctx, fsys, cur.Metadata(), known, files)
+	})
+	res.JobID, res.Table, res.SnapshotsExpired = job.ID, job.Table, len(rec.Expired)
+	if err != nil {
+		return res, err
+	}
+	out, err := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("%s: expired %d snapshots, deleted %d files (%d bytes)", why, len(rec.Expired), res.FilesDeleted, res.BytesFreed))
+	out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = res.SnapshotsExpired, res.FilesDeleted, res.BytesFreed
+	return out, err
+}
+
+// deleteParts deletes, part by part, the files of a deletions record that
+// keep lets through (what may still be deleted now), renewing the lease
+// before each part and removing each part's object once its files are
+// gone. Parts already removed were done by an earlier run. In an S3 table
+// bucket nothing is deleted (package outputs) and nothing is counted.
+func (c *Committer) deleteParts(ctx context.Context, log *slog.Logger, term lease.Lease, cur *table.Table, rec messages.Deletions, keep func([]expire.File) ([]expire.File, error)) (Result, error) {
+	var res Result
 	for _, key := range rec.Parts {
 		b, err := c.blobs.Get(ctx, key)
 		if errors.Is(err, blob.ErrNotFound) {
@@ -288,7 +313,7 @@ func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job j
 		for i, f := range part.Files {
 			files[i] = expire.File{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes}
 		}
-		if files, err = expire.StillUnreferenced(ctx, fsys, cur.Metadata(), known, files); err != nil {
+		if files, err = keep(files); err != nil {
 			return res, err
 		}
 		// Still ours? A committer that lost the table stops here.
@@ -298,10 +323,12 @@ func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job j
 		paths := make([]string, len(files))
 		for i, f := range files {
 			paths[i] = f.Path
-			res.BytesFreed += f.Bytes
 		}
 		if !outputs.InTableBucket(cur.Location()) {
 			res.FilesDeleted += len(paths)
+			for _, f := range files {
+				res.BytesFreed += f.Bytes
+			}
 		}
 		if err := outputs.Remove(ctx, cur, paths); err != nil {
 			return res, fmt.Errorf("delete part %d: %w", part.Index, err)
@@ -310,7 +337,5 @@ func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job j
 			log.Warn("remove deletion part", "key", key, "err", err.Error())
 		}
 	}
-	out, err := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("%s: expired %d snapshots, deleted %d files (%d bytes)", why, len(rec.Expired), res.FilesDeleted, res.BytesFreed))
-	out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = res.SnapshotsExpired, res.FilesDeleted, res.BytesFreed
-	return out, err
+	return res, nil
 }

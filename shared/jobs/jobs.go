@@ -146,6 +146,7 @@ const (
 	KindCompaction       Kind = "compaction"
 	KindExpire           Kind = "expire"
 	KindRewriteManifests Kind = "rewrite-manifests"
+	KindRemoveOrphans    Kind = "remove-orphans"
 )
 
 // Group is the record of one file group.

@@ -90,3 +90,36 @@ type ManifestRewritePlan struct {
 	DataManifests int `json:"data_manifests"`
 	MaxManifests  int `json:"max_manifests"`
 }
+
+// OrphanPlan is an orphan cleanup job's plan object: the table when
+// planned, the safety age, and what the listing found (the files are in
+// the job's Deletions record). Files outside the location's data/ and
+// metadata/ folders are reported, never deleted.
+type OrphanPlan struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	Pin     Pin    `json:"pin"`
+	// OlderThanMillis: only files older than this are orphans.
+	OlderThanMillis int64 `json:"older_than_ms"`
+	Files           int   `json:"files"`
+	Bytes           int64 `json:"bytes"`
+	// Elsewhere are orphans outside data/ and metadata/, left alone.
+	Elsewhere []string `json:"elsewhere,omitempty"`
+}
+
+// SplitDeletions makes a Deletions record and its parts (at most
+// DeletionPartFiles files each) for files; partKey names part i.
+func SplitDeletions(jobID, table string, files []FileRef, partKey func(i int) string) (Deletions, []DeletionPart) {
+	rec := Deletions{Version: FormatVersion, JobID: jobID, Table: table, Files: len(files)}
+	var parts []DeletionPart
+	for i := 0; i*DeletionPartFiles < len(files); i++ {
+		chunk := files[i*DeletionPartFiles : min(len(files), (i+1)*DeletionPartFiles)]
+		parts = append(parts, DeletionPart{Version: FormatVersion, JobID: jobID, Index: i, Files: chunk})
+		for _, f := range chunk {
+			rec.Bytes += f.Bytes
+		}
+		rec.Parts = append(rec.Parts, partKey(i))
+	}
+	return rec, parts
+}

@@ -41,6 +41,10 @@ const (
 	// table ("false"); it is on by default. The retention itself is the
 	// table's history.expire.* (package expire).
 	PropertyExpireEnabled = "icekeeper.expire.enabled"
+	// PropertyOrphansOlderThan is the safety age of orphan cleanup: only
+	// files older than this may be removed (a Go duration; default
+	// DefaultOrphanAge, never less than MinOrphanAge).
+	PropertyOrphansOlderThan = "icekeeper.orphans.older-than"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -193,6 +197,10 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
+		case PropertyOrphansOlderThan:
+			if _, err := OrphanAge(props, 0); err != nil {
+				errs = append(errs, err)
+			}
 		case PropertyMinInterval:
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
@@ -226,6 +234,35 @@ func ParseOutputSpec(v string) (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q: want current, input or a partition spec id", ErrBadProperty, PropertyOutputSpec, v)
 	}
 	return id, nil
+}
+
+// Orphan cleanup's safety ages: Iceberg's DeleteOrphanFiles default, and
+// the least icekeeper accepts (a writer may take hours to commit what it
+// wrote; S3 Tables' unreferenced file removal also waits at least a day).
+const (
+	DefaultOrphanAge = 72 * time.Hour
+	MinOrphanAge     = 24 * time.Hour
+)
+
+// OrphanAge is the orphan safety age: override when positive, else the
+// table's PropertyOrphansOlderThan, else DefaultOrphanAge. Less than
+// MinOrphanAge is refused (ErrBadProperty).
+func OrphanAge(props map[string]string, override time.Duration) (time.Duration, error) {
+	age := DefaultOrphanAge
+	if v := strings.TrimSpace(props[PropertyOrphansOlderThan]); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s=%q: want a duration such as 72h", ErrBadProperty, PropertyOrphansOlderThan, v)
+		}
+		age = d
+	}
+	if override > 0 {
+		age = override
+	}
+	if age < MinOrphanAge {
+		return 0, fmt.Errorf("%w: orphan safety age %s is below the minimum %s: a writer's uncommitted files could be removed", ErrBadProperty, age, MinOrphanAge)
+	}
+	return age, nil
 }
 
 // ExpireEnabled reports whether snapshot expiry is on for the table (it is
