@@ -184,6 +184,8 @@ type Result struct {
 	// A manifest rewrite's data manifests replaced and written.
 	ManifestsRewritten int `json:"manifests_rewritten,omitempty"`
 	ManifestsAdded     int `json:"manifests_added,omitempty"`
+	// An orphan cleanup's files removed.
+	OrphansRemoved int `json:"orphans_removed,omitempty"`
 	// BackoffUntil is set when this failure backed the table off.
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 }
@@ -270,6 +272,8 @@ func (c *Committer) emit(res Result, took time.Duration) {
 		switch {
 		case res.ManifestsRewritten > 0:
 			ms = append(ms, metrics.Metric{Name: "ManifestsRewritten", Value: float64(res.ManifestsRewritten), Unit: metrics.Count})
+		case res.OrphansRemoved > 0:
+			ms = append(ms, metrics.Metric{Name: "OrphanFilesRemoved", Value: float64(res.OrphansRemoved), Unit: metrics.Count})
 		case res.SnapshotsExpired > 0:
 			ms = append(ms, metrics.Metric{Name: "SnapshotsExpired", Value: float64(res.SnapshotsExpired), Unit: metrics.Count},
 				metrics.Metric{Name: "ExpiredFilesDeleted", Value: float64(res.FilesDeleted), Unit: metrics.Count},
@@ -387,6 +391,8 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		res, err = c.expire(ctx, log, job, ident, term, me)
 	case jobs.KindRewriteManifests:
 		res, err = c.rewriteManifests(ctx, log, job, ident, term, me)
+	case jobs.KindRemoveOrphans:
+		res, err = c.removeOrphans(ctx, log, job, ident, term, me)
 	default:
 		res, err = c.commit(ctx, log, job, ident, term, me)
 	}

@@ -52,7 +52,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 	r := joblog.Record{
 		JobID: job.ID, Table: job.Table, Kind: string(job.Kind), Trigger: job.Trigger, Outcome: string(job.State), Reason: job.Reason,
 		SnapshotsExpired: res.SnapshotsExpired, FilesDeleted: res.FilesDeleted, BytesFreed: res.BytesFreed,
-		ManifestsRewritten: res.ManifestsRewritten, ManifestsAdded: res.ManifestsAdded,
+		ManifestsRewritten: res.ManifestsRewritten, ManifestsAdded: res.ManifestsAdded, OrphansRemoved: res.OrphansRemoved,
 		Parameters:       joblog.Parameters{TargetFileSize: job.TargetFileSize, LeaseToken: job.Token, SequenceNumber: job.SequenceNumber},
 		PinnedSnapshotID: messages.ID(job.SnapshotID), PinnedMetadata: job.MetadataLocation, CommittedSnapshotID: messages.ID(job.CommittedSnapshotID),
 		Groups: job.Groups, GroupsDone: len(job.DoneGroups), FilesIn: job.InputFiles, BytesIn: job.InputBytes,

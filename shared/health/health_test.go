@@ -665,3 +665,20 @@ func TestAssess_CountsFilesOverTheDeleteRatio(t *testing.T) {
 		t.Fatalf("ratio 0.5: %d files over", r.FilesOverDeleteRatio)
 	}
 }
+
+// TestDeletable_OnlyDataAndMetadataAndNeverAnAttemptInFlight.
+func TestDeletable_OnlyDataAndMetadataAndNeverAnAttemptInFlight(t *testing.T) {
+	const attempt = "0badc0de-0000-4000-8000-00000000" + "0000"
+	loc := "s3://b/wh/t"
+	orphans := []string{
+		"s3://b/wh/t/data/p=1/00000-0-stray.parquet",
+		"s3://b/wh/t/metadata/stray.avro",
+		"s3://b/wh/t/data/p=1/00000-0-" + attempt + "-00001.parquet",
+		"s3://b/wh/t/scratch/notes.txt",
+		"s3://b/wh/t/database.txt",
+	}
+	del, elsewhere := Deletable(loc, orphans, []string{attempt})
+	if !slices.Equal(del, orphans[:2]) || !slices.Equal(elsewhere, orphans[3:]) {
+		t.Fatalf("deletable %v, elsewhere %v", del, elsewhere)
+	}
+}

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -169,4 +170,86 @@ func normalizePath(p string) string {
 		return p
 	}
 	return path.Clean(filepath.ToSlash(p))
+}
+
+// StillOrphans keeps the paths no metadata of tbl references now (what
+// FindOrphans found, checked again before deleting).
+func StillOrphans(ctx context.Context, tbl *table.Table, paths []string) ([]string, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("health: open table IO: %w", err)
+	}
+	refs, err := referencedFiles(ctx, tbl, fsys)
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	var out []string
+	for _, p := range paths {
+		if !refs[normalizePath(p)] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Deletable splits orphans into those an orphan cleanup may delete, under
+// the location's data/ and metadata/ folders (where Iceberg writes, and
+// where icekeeper's committer may delete), and the rest, which is only
+// reported. An orphan named for an attempt of a job still in flight is
+// neither: that job may still commit it.
+func Deletable(location string, orphans, inFlightAttempts []string) (deletable, elsewhere []string) {
+	root := normalizePath(strings.TrimSuffix(location, "/"))
+	for _, p := range orphans {
+		inFlight := false
+		for _, a := range inFlightAttempts {
+			inFlight = inFlight || outputs.OfAttempt(p, a)
+		}
+		n := normalizePath(p)
+		switch {
+		case inFlight:
+		case strings.HasPrefix(n, root+"/data/"), strings.HasPrefix(n, root+"/metadata/"):
+			deletable = append(deletable, p)
+		default:
+			elsewhere = append(elsewhere, p)
+		}
+	}
+	return deletable, elsewhere
+}
+
+// SharedLocation says why tbl's location is not its own, or "": a bucket
+// or filesystem root, or an orphan metadata file under it that belongs to
+// another table (another table-uuid). Orphan cleanup refuses such a table:
+// Iceberg's DeleteOrphanFiles assumes the table owns its location, and
+// another table's files would look like orphans.
+func SharedLocation(ctx context.Context, tbl *table.Table, orphans []string) (string, error) {
+	loc := strings.TrimSuffix(tbl.Location(), "/")
+	if i := strings.Index(loc, "://"); i >= 0 {
+		rest := loc[i+3:]
+		if !strings.Contains(rest, "/") || strings.HasPrefix(loc, "file://") && normalizePath(loc) == "/" {
+			return fmt.Sprintf("the table's location %s is a bucket or filesystem root", tbl.Location()), nil
+		}
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return "", fmt.Errorf("health: open table IO: %w", err)
+	}
+	own := tbl.Metadata().TableUUID().String()
+	for _, p := range orphans {
+		if !strings.HasSuffix(p, ".metadata.json") {
+			continue
+		}
+		f, err := fsys.Open(p)
+		if err != nil {
+			return "", fmt.Errorf("health: read %s: %w", p, err)
+		}
+		var head struct {
+			UUID string `json:"table-uuid"`
+		}
+		err = json.NewDecoder(f).Decode(&head)
+		f.Close()
+		if err == nil && head.UUID != "" && head.UUID != own {
+			return fmt.Sprintf("%s belongs to another table (table-uuid %s, this table's is %s): the location is shared", p, head.UUID, own), nil
+		}
+	}
+	return "", nil
 }

@@ -59,6 +59,8 @@ type Record struct {
 	// A manifest rewrite's data manifests replaced and written.
 	ManifestsRewritten int `json:"manifests_rewritten,omitempty"`
 	ManifestsAdded     int `json:"manifests_added,omitempty"`
+	// An orphan cleanup's files removed.
+	OrphansRemoved int `json:"orphans_removed,omitempty"`
 	// Phases and their durations in milliseconds: plan (planning to
 	// tasks sent), rewrite (sum over groups; RewriteWallMillis is the
 	// longest group), commit (the deciding committer's run).

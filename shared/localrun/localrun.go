@@ -86,6 +86,7 @@ type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanOrphanCleanup(ctx context.Context, table, trigger string, olderThan time.Duration) (plan.Result, error)
 }
 
 // Stages are the three handlers of the pipeline and their queues.
@@ -179,6 +180,16 @@ func RunExpiry(ctx context.Context, s Stages, table, trigger string) (Cycle, err
 // RunManifestRewrite is RunCycle for a manifest rewrite.
 func RunManifestRewrite(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
 	return run(ctx, s, s.Plan.PlanManifestRewrite, table, trigger)
+}
+
+// RunOrphanCleanup is RunCycle for an orphan cleanup with the given
+// safety age (0: the table's).
+func RunOrphanCleanup(olderThan time.Duration) func(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return func(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+		return run(ctx, s, func(ctx context.Context, table, trigger string) (plan.Result, error) {
+			return s.Plan.PlanOrphanCleanup(ctx, table, trigger, olderThan)
+		}, table, trigger)
+	}
 }
 
 func run(ctx context.Context, s Stages, planTable func(ctx context.Context, table, trigger string) (plan.Result, error), table, trigger string) (Cycle, error) {

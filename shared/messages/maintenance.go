@@ -106,6 +106,9 @@ type OrphanPlan struct {
 	Bytes           int64 `json:"bytes"`
 	// Elsewhere are orphans outside data/ and metadata/, left alone.
 	Elsewhere []string `json:"elsewhere,omitempty"`
+	// InFlightAttempts are attempts of jobs that had not ended: their
+	// files are never deleted.
+	InFlightAttempts []string `json:"in_flight_attempts,omitempty"`
 }
 
 // SplitDeletions makes a Deletions record and its parts (at most

@@ -1,0 +1,130 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
+)
+
+// PlanOrphanCleanup plans removing the table's orphan files: files under
+// its location that no metadata file, snapshot or manifest references,
+// older than the safety age (olderThan when positive, else the table's
+// icekeeper.orphans.older-than, default 72h, never less than 24h), not
+// written by a job still in flight. It refuses, with the reason, a table
+// whose location is not its own (package health, SharedLocation), and one
+// whose gc.enabled is false. Only files under data/ and metadata/ are
+// deleted; others are reported in the plan.
+func (p *Planner) PlanOrphanCleanup(ctx context.Context, name, trigger string, olderThan time.Duration) (Result, error) {
+	return p.underLease(ctx, name, trigger, func(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (Result, bool, error) {
+		return p.planOrphansLeased(ctx, log, ident, name, jobID, trigger, l, olderThan)
+	})
+}
+
+func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease, olderThan time.Duration) (res Result, started bool, err error) {
+	res = Result{Table: name}
+	planStart := p.now()
+	tbl, err := p.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: load table: %w", name, err)
+	}
+	if len(l.PastJobs) > 0 {
+		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
+	}
+	props := tbl.Properties()
+	if gc, err := expire.GCEnabled(props); err != nil || !gc {
+		res.Outcome, res.Reason = OutcomeNothingToDo, errors.Join(err, expire.ErrGCDisabled).Error()
+		return res, false, nil
+	}
+	age, err := optin.OrphanAge(props, olderThan)
+	if err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	}
+	orphans, bytes, err := health.FindOrphans(ctx, tbl, p.now().Add(-age))
+	if errors.Is(err, health.ErrNotListable) {
+		res.Outcome, res.Reason = OutcomeNothingToDo, err.Error()
+		return res, false, nil
+	}
+	if err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	}
+	why, err := health.SharedLocation(ctx, tbl, orphans)
+	if err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	}
+	if why != "" {
+		res.Outcome, res.Reason = OutcomeNothingToDo, "orphan cleanup refused: "+why
+		log.Warn("orphan cleanup refused", "why", why)
+		return res, false, nil
+	}
+	inFlight, err := p.attemptsInFlight(ctx, l.PastJobs)
+	if err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	}
+	deletable, elsewhere := health.Deletable(tbl.Location(), orphans, inFlight)
+	if len(deletable) == 0 {
+		res.Outcome = OutcomeNothingToDo
+		res.Reason = fmt.Sprintf("no orphan file older than %s under data/ or metadata/", age)
+		if len(elsewhere) > 0 {
+			res.Reason += fmt.Sprintf(" (%d elsewhere under the location, left alone)", len(elsewhere))
+		}
+		return res, false, nil
+	}
+	var pin messages.Pin
+	if snap := tbl.CurrentSnapshot(); snap != nil {
+		pin = messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
+	}
+	body, err := messages.Encode(messages.OrphanPlan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin,
+		OlderThanMillis: age.Milliseconds(), Files: len(deletable), Bytes: bytes, Elsewhere: elsewhere, InFlightAttempts: inFlight})
+	if err != nil {
+		return res, false, err
+	}
+	job := jobs.Job{
+		ID: jobID, Table: name, Kind: jobs.KindRemoveOrphans, Trigger: trigger, Token: l.Token,
+		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
+	}
+	if job.PlanKey, err = p.blobs.Put(ctx, "jobs/"+jobID+"/plan.json", body); err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	}
+	job.PlanMillis = p.now().Sub(planStart).Milliseconds()
+	if err := p.jobs.Create(ctx, job, nil); err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	}
+	return p.handToCommitter(ctx, log, res, job, fmt.Sprintf("%d orphan files older than %s", len(deletable), age))
+}
+
+// attemptsInFlight lists the attempts of the jobs among past that have
+// not ended: their files may still be committed.
+func (p *Planner) attemptsInFlight(ctx context.Context, past []string) ([]string, error) {
+	var out []string
+	for _, id := range past {
+		j, err := p.jobs.Get(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read job %s: %w", id, err)
+		}
+		if j.State.Terminal() {
+			continue
+		}
+		groups, err := p.jobs.Groups(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("read groups of job %s: %w", id, err)
+		}
+		for _, g := range groups {
+			out = append(out, g.Attempts...)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package tests
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+)
+
+// plant writes a file under the table's location, aged by age.
+func (e *env) plant(rel string, age time.Duration) string {
+	e.t.Helper()
+	p := filepath.Join(strings.TrimPrefix(e.load().Location(), "file://"), rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("stray"), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	when := time.Now().Add(-age)
+	if err := os.Chtimes(p, when, when); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestOrphans_OldOrphansGoYoungOnesAndLiveFilesStay: planted files under
+// the table's location: an old one under data/ and under metadata/ are
+// removed; a young one (younger than the 72h default) and an old one
+// outside data/ and metadata/ stay; every file a snapshot references
+// stays, so the rows read the same.
+func TestOrphans_OldOrphansGoYoungOnesAndLiveFilesStay(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	e.compactAndRequireSame() // leaves the replaced files referenced by old snapshots
+	want := e.fingerprint()
+	oldData := e.plant("data/region=region-00/00000-0-stray.parquet", 96*time.Hour)
+	oldMeta := e.plant("metadata/stray-m0.avro", 96*time.Hour)
+	young := e.plant("data/region=region-01/00000-0-young.parquet", time.Hour)
+	elsewhere := e.plant("scratch/notes.txt", 96*time.Hour)
+	referenced := e.referencedFiles()
+
+	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Committed || j.Kind != jobs.KindRemoveOrphans {
+		t.Fatalf("job %s %s (%s)", j.Kind, j.State, j.Reason)
+	}
+	if exists(oldData) || exists(oldMeta) {
+		t.Fatal("an old orphan under data/ or metadata/ is left")
+	}
+	if !exists(young) || !exists(elsewhere) {
+		t.Fatal("a young orphan, or one outside data/ and metadata/, was removed")
+	}
+	for p := range referenced {
+		if !exists(strings.TrimPrefix(p, "file://")) {
+			t.Fatalf("a referenced file was removed: %s", p)
+		}
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	if m := e.metrics.metricTotals(t); m["OrphanFilesRemoved"] != 2 {
+		t.Fatalf("OrphanFilesRemoved %v, want 2", m["OrphanFilesRemoved"])
+	}
+	// Nothing old is left to remove.
+	if r2, err := e.planner.PlanOrphanCleanup(e.ctx, e.name(), "test", 0); err != nil || r2.Outcome != plan.OutcomeNothingToDo {
+		t.Fatalf("second cleanup: %+v %v", r2, err)
+	}
+}
+
+// TestOrphans_RefusesALocationSharedWithAnotherTable: another table lives
+// inside this table's location; its files would look like orphans. The
+// cleanup is refused with the reason and nothing is removed.
+func TestOrphans_RefusesALocationSharedWithAnotherTable(t *testing.T) {
+	e := setup(t)
+	tbl := e.createTable(smallTable)
+	inside := strings.TrimSuffix(tbl.Location(), "/") + "/data/nested"
+	other, err := sampletable.Create(e.ctx, e.cat, table.Identifier{"demo", "nested"}, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 2, RowsPerFile: 10, Properties: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Move the other table's files inside this one's location, as a table
+	// created there would have them, and age them.
+	moved := filepath.Join(strings.TrimPrefix(inside, "file://"), "metadata", "00000-other.metadata.json")
+	if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(strings.TrimPrefix(other.MetadataLocation(), "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(moved, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-96 * time.Hour)
+	if err := os.Chtimes(moved, old, old); err != nil {
+		t.Fatal(err)
+	}
+	stray := e.plant("data/region=region-00/00000-0-stray.parquet", 96*time.Hour)
+	r, err := e.planner.PlanOrphanCleanup(e.ctx, e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomeNothingToDo || !strings.Contains(r.Reason, "shared") {
+		t.Fatalf("want a refusal naming the shared location: %+v %v", r, err)
+	}
+	if !exists(moved) || !exists(stray) {
+		t.Fatal("a refused cleanup removed files")
+	}
+}
+
+// TestOrphans_SafetyAgeIsNeverUnderADay: a safety age under 24 hours is
+// refused, from the property or the caller.
+func TestOrphans_SafetyAgeIsNeverUnderADay(t *testing.T) {
+	e := setup(t)
+	e.createTable(withProps(smallTable, map[string]string{optin.PropertyOrphansOlderThan: "2h"}))
+	if _, err := e.planner.PlanOrphanCleanup(e.ctx, e.name(), "test", 0); !errors.Is(err, optin.ErrBadProperty) {
+		t.Fatalf("2h property: err %v, want ErrBadProperty", err)
+	}
+	if _, err := e.planner.PlanOrphanCleanup(e.ctx, e.name(), "test", 12*time.Hour); !errors.Is(err, optin.ErrBadProperty) {
+		t.Fatalf("12h override: err %v, want ErrBadProperty", err)
+	}
+}
