@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,44 @@ func TestRewriteManifests_RunsAManifestRewriteJob(t *testing.T) {
 	out, err = runCLI(t, append([]string{"rewrite-manifests", "shop.orders", "--local", "-q"}, flags...)...)
 	if exitCode(err) != exitNothingToDo {
 		t.Fatalf("second run: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+}
+
+// TestRemoveOrphans_DryRunThenRemove: an old stray file under data/ is
+// listed by --dry-run (and kept), removed by remove-orphans --local; a
+// safety age under a day is refused.
+func TestRemoveOrphans_DryRunThenRemove(t *testing.T) {
+	cat, uri, wh := localSQLCatalog(t, "")
+	ident := table.Identifier{"shop", "orders"}
+	ctx := context.Background()
+	tbl, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 2, RowsPerFile: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "stray.parquet")
+	if err := os.WriteFile(stray, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-100 * time.Hour)
+	if err := os.Chtimes(stray, old, old); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh}
+	out, err := runCLI(t, append([]string{"remove-orphans", "shop.orders", "--dry-run", "--older-than", "48h"}, flags...)...)
+	if err != nil || !strings.Contains(out, "1 orphan files older than 48h0m0s would be removed") || !strings.Contains(out, stray) {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Fatal("the dry run removed the file")
+	}
+	if _, err := runCLI(t, append([]string{"remove-orphans", "shop.orders", "--older-than", "12h", "--local", "-q"}, flags...)...); exitCode(err) == 0 {
+		t.Fatal("a 12h safety age was accepted")
+	}
+	out, err = runCLI(t, append([]string{"remove-orphans", "shop.orders", "--local", "-q"}, flags...)...)
+	if err != nil || !strings.Contains(out, "removed 1 orphan files") {
+		t.Fatalf("remove-orphans: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(stray); err == nil {
+		t.Fatal("the orphan is still there")
 	}
 }

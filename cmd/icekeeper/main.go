@@ -47,6 +47,12 @@ Usage:
       Rewrite TABLE's data manifests, clustered by partition, when it has
       more than commit.manifest.min-count-to-merge (default 100), as a job
       through the same pipeline. Changes no data file.
+  icekeeper remove-orphans TABLE [--dry-run] [--older-than 72h] [--local] [--json] [catalog flags]
+      Remove TABLE's orphan files (under its location, referenced by no
+      metadata, older than the safety age: --older-than, else the table's
+      icekeeper.orphans.older-than, else 72h; never under 24h) under data/
+      and metadata/, as a job through the same pipeline. Refused when the
+      location is shared with another table. --dry-run lists them.
   icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
       Create an uncompacted merge-on-read sample table (many small files,
       position deletes or deletion vectors, equality deletes) to practise
@@ -136,6 +142,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCompact(ctx, args[1:], stdout, stderr)
 	case "expire":
 		return runExpire(ctx, args[1:], stdout, stderr)
+	case "remove-orphans":
+		return runRemoveOrphans(ctx, args[1:], stdout, stderr)
 	case "rewrite-manifests":
 		return runJob(ctx, "rewrite-manifests", args[1:], stdout, stderr, localrun.RunManifestRewrite)
 	case "sample":
