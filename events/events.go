@@ -3,6 +3,10 @@
 //
 // Accepted (EventBridge envelopes):
 //   - "Scheduled Event" from aws.events: a sweep over the granted tables.
+//     With detail.icekeeper_action "orphans" (the constant input of the
+//     stack's orphan schedule rule; a real schedule event's detail is {}),
+//     an orphan cleanup sweep instead: orphan cleanup runs on its own
+//     schedule, never on commit events.
 //   - "Glue Data Catalog Table State Change" from aws.glue: detail.databaseName
 //     is the namespace, detail.tableName the table, detail.typeOfChange the
 //     Glue API call (UpdateTable wakes the table; partition calls such as
@@ -57,7 +61,13 @@ const (
 	KindGlueDB   = "glue_database_state_change"
 	KindS3       = "s3_metadata_object_created"
 	KindCommit   = "icekeeper_commit"
+	// KindOrphanSchedule is the orphan cleanup sweep.
+	KindOrphanSchedule = "orphan_schedule"
 )
+
+// ActionOrphans is the detail.icekeeper_action of the orphan schedule's
+// events.
+const ActionOrphans = "orphans"
 
 // Detail types and sources.
 const (
@@ -114,7 +124,22 @@ func Decode(raw []byte) (Trigger, error) {
 	}
 	switch {
 	case ev.DetailType == DetailTypeSchedule && ev.Source == SourceSchedule:
-		return Trigger{Kind: KindSchedule, Sweep: true, ID: ev.ID}, nil
+		var d struct {
+			Action string `json:"icekeeper_action"`
+		}
+		if len(ev.Detail) > 0 {
+			if err := json.Unmarshal(ev.Detail, &d); err != nil {
+				return Trigger{}, fmt.Errorf("%w: scheduled event detail: %v", ErrRejected, err)
+			}
+		}
+		switch d.Action {
+		case "":
+			return Trigger{Kind: KindSchedule, Sweep: true, ID: ev.ID}, nil
+		case ActionOrphans:
+			return Trigger{Kind: KindOrphanSchedule, Sweep: true, ID: ev.ID}, nil
+		default:
+			return Trigger{}, fmt.Errorf("%w: scheduled event with unknown icekeeper_action %q", ErrRejected, d.Action)
+		}
 	case (ev.DetailType == DetailTypeGlue || ev.DetailType == DetailTypeGlueDB) && ev.Source == SourceGlue:
 		return decodeGlue(ev)
 	case ev.DetailType == DetailTypeS3 && ev.Source == SourceS3:

@@ -14,6 +14,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 		want Trigger
 	}{
 		{"scheduled.json", Trigger{Kind: KindSchedule, Sweep: true, ID: "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa"}},
+		{"orphan-schedule.json", Trigger{Kind: KindOrphanSchedule, Sweep: true, ID: "9f1a7d3e-5b2c-4e8a-9c1d-2f3e4a5b6c7d"}},
 		{"glue-table-state-change.json", Trigger{Kind: KindGlue, Tables: []string{"demo.events"}, ID: "2617428d-715f-edef-70b9-bd2eb6f1c8c7"}},
 		{"glue-database-state-change.json", Trigger{Kind: KindGlueDB, Tables: []string{"demo.events"}, ID: "5089ddb8-2ab5-4739-7323-8519741f53d7"}},
 		{"s3-metadata-object-created.json", Trigger{Kind: KindS3, Locations: []string{"s3://lakehouse/warehouse/demo.db/events"}, ID: "17793124-05d4-b198-2fde-7ededc63b103"}},

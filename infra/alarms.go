@@ -53,6 +53,8 @@ const (
 	MetricBytesFreed          = "BytesFreed"
 	// committer, manifest rewrite
 	MetricManifestsRewritten = "ManifestsRewritten"
+	// committer, orphan cleanup
+	MetricOrphanFilesRemoved = "OrphanFilesRemoved"
 )
 
 // EmittedMetrics lists every metric name the stack's alarms and dashboard
@@ -64,6 +66,7 @@ func EmittedMetrics() []string {
 		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
 		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries,
 		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed, MetricManifestsRewritten,
+		MetricOrphanFilesRemoved,
 	}
 }
 

@@ -20,17 +20,22 @@ const (
 	DetailTypeS3       = "Object Created"
 	SourceCommit       = "icekeeper"
 	DetailTypeCommit   = "Iceberg Table Committed"
+	// ActionOrphans is the detail.icekeeper_action of the orphan
+	// schedule's events.
+	ActionOrphans = "orphans"
 )
 
 // Rules are the EventBridge rules that wake the planner. Glue and S3 are
 // nil when they would match nothing (see newRules).
 type Rules struct {
-	Sweep, Glue, S3, Commit awsevents.Rule
+	Sweep, Orphans, Glue, S3, Commit awsevents.Rule
 }
 
 // newRules creates the rules that target the planner:
 //
 //   - the sweep schedule (a "Scheduled Event" from aws.events), always;
+//   - the orphan schedule, always (a constant scheduled event whose detail
+//     names the orphan cleanup);
 //   - Glue table and database state changes, for a Glue catalog, filtered
 //     to the granted databases and to the calls that change a table's data
 //     (UpdateTable, CreateTable; partition calls and drops wake nothing),
@@ -57,6 +62,22 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 		Description: jsii.String("icekeeper: sweep the granted tables"),
 		Schedule:    awsevents.Schedule_Expression(jsii.String(s.SweepSchedule)),
 		Targets:     &[]awsevents.IRuleTarget{target},
+	})
+	// The orphan schedule's target gets a constant event (EventBridge User
+	// Guide, "Configuring target input"): a scheduled event whose detail
+	// names the orphan cleanup (events.ActionOrphans).
+	orphanTarget := awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
+		Event: awsevents.RuleTargetInput_FromObject(map[string]any{
+			"version": "0", "id": awsevents.EventField_EventId(), "detail-type": DetailTypeSchedule, "source": SourceSchedule,
+			"time": awsevents.EventField_Time(), "detail": map[string]any{"icekeeper_action": ActionOrphans},
+		}),
+	})
+	r.Orphans = awsevents.NewRule(scope, jsii.String("OrphanSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("icekeeper: orphan cleanup sweep over the tables that asked for it"),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(s.OrphanSchedule)),
+		Targets:     &[]awsevents.IRuleTarget{orphanTarget},
 	})
 	r.Commit = awsevents.NewRule(scope, jsii.String("CommitEvents"), &awsevents.RuleProps{
 		Description: jsii.String("icekeeper: a writer announced an Iceberg commit"),

@@ -94,6 +94,9 @@ type Settings struct {
 	EventBus string
 	// SweepSchedule is the EventBridge schedule expression of the sweep.
 	SweepSchedule string
+	// OrphanSchedule is the EventBridge schedule expression of the orphan
+	// cleanup sweep (tables whose owner set icekeeper.orphans.enabled).
+	OrphanSchedule string
 
 	Planner, Rewriter, Committer FunctionSettings
 	// RewriterConcurrency is the task queue event source's maximum
@@ -155,6 +158,7 @@ func DefaultSettings() Settings {
 		CatalogProperties:     map[string]string{},
 		EventBus:              "default",
 		SweepSchedule:         "rate(1 hour)",
+		OrphanSchedule:        "rate(7 days)",
 		Planner:               FunctionSettings{MemoryMB: 1024, Timeout: 5 * time.Minute},
 		Rewriter:              FunctionSettings{MemoryMB: 3008, Timeout: 15 * time.Minute},
 		Committer:             FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
@@ -195,6 +199,7 @@ const (
 	CtxPrefix                = "prefix"
 	CtxEventBus              = "eventBus"
 	CtxSweepSchedule         = "sweepSchedule"
+	CtxOrphanSchedule        = "orphanSchedule"
 	CtxPlannerMemory         = "plannerMemoryMb"
 	CtxPlannerTimeout        = "plannerTimeout"
 	CtxRewriterMemory        = "rewriterMemoryMb"
@@ -232,7 +237,7 @@ func ContextKeys() []string {
 	return []string{
 		CtxMode, CtxGrants, CtxCatalogType, CtxCatalogName, CtxCatalogURI, CtxCatalogWarehouse, CtxCatalogSigV4,
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
-		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxPlannerMemory,
+		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
 		CtxRewriterConcurrency, CtxRewriterReserved, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
@@ -265,6 +270,7 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.str(CtxPrefix, &s.Prefix)
 	r.str(CtxEventBus, &s.EventBus)
 	r.str(CtxSweepSchedule, &s.SweepSchedule)
+	r.str(CtxOrphanSchedule, &s.OrphanSchedule)
 	r.integer(CtxPlannerMemory, &s.Planner.MemoryMB)
 	r.duration(CtxPlannerTimeout, &s.Planner.Timeout)
 	r.integer(CtxRewriterMemory, &s.Rewriter.MemoryMB)
@@ -367,8 +373,10 @@ func (s Settings) Validate() error {
 	if s.EventBus == "" {
 		bad(CtxEventBus, "must not be empty (use default)")
 	}
-	if !strings.HasPrefix(s.SweepSchedule, "rate(") && !strings.HasPrefix(s.SweepSchedule, "cron(") {
-		bad(CtxSweepSchedule, "%q: want rate(...) or cron(...)", s.SweepSchedule)
+	for key, v := range map[string]string{CtxSweepSchedule: s.SweepSchedule, CtxOrphanSchedule: s.OrphanSchedule} {
+		if !strings.HasPrefix(v, "rate(") && !strings.HasPrefix(v, "cron(") {
+			bad(key, "%q: want rate(...) or cron(...)", v)
+		}
 	}
 	for _, f := range []struct {
 		key, tkey string

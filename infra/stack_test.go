@@ -287,7 +287,7 @@ var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 4,
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 5,
 		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
 		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
 	} {
@@ -755,7 +755,7 @@ func TestIcekeeperStack_ModeOffHasNoTableAccess(t *testing.T) {
 			}
 		}
 	}
-	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(2)) })
+	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) })
 }
 
 func TestIcekeeperStack_AdvisoryOnlyLetsThePlannerRead(t *testing.T) {
@@ -847,7 +847,7 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 	if !contains(reads, partition+":s3:::wh/demo/*/*") {
 		t.Errorf("explicit namespace location not used: %v", reads)
 	}
-	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) })
+	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(4)) })
 }
 
 // matches is EventBridge's matching for the pattern features the stack
@@ -1268,4 +1268,52 @@ func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 	if err != nil || !bytes.Equal(old, b) {
 		t.Fatalf("%s is out of date with the stack (run ICEKEEPER_UPDATE_POLICIES=1 go test ./infra, then the root tests): %v", policiesFile, err)
 	}
+}
+
+// TestIcekeeperStack_OrphanScheduleSendsThePlannersOrphanSweepEvent: the
+// orphan schedule's target input, with EventBridge's placeholders filled,
+// is the sample events/orphan-schedule.json (source, detail-type and
+// detail), which the planner decodes as an orphan sweep (events tests);
+// the schedule is the setting's.
+func TestIcekeeperStack_OrphanScheduleSendsThePlannersOrphanSweepEvent(t *testing.T) {
+	var sample map[string]any
+	if err := json.Unmarshal(mustReadFile(t, filepath.Join("..", "events", "orphan-schedule.json")), &sample); err != nil {
+		t.Fatal(err)
+	}
+	f := mustSynth(t, activeContext())
+	found := false
+	for id, r := range f.ofType("AWS::Events::Rule") {
+		if !strings.HasPrefix(id, "OrphanSchedule") {
+			continue
+		}
+		found = true
+		p := props(r)
+		if p["ScheduleExpression"] != "rate(7 days)" {
+			t.Errorf("orphan schedule %v", p["ScheduleExpression"])
+		}
+		input, _ := p["Targets"].([]any)[0].(map[string]any)["InputTransformer"].(map[string]any)
+		tmpl, _ := input["InputTemplate"].(string)
+		raw := strings.NewReplacer("<id>", `"e-1"`, "<time>", `"2026-11-30T03:00:00Z"`).Replace(tmpl)
+		var got map[string]any
+		if err := json.Unmarshal([]byte(raw), &got); err != nil {
+			t.Fatalf("target input %s: %v", raw, err)
+		}
+		for _, k := range []string{"source", "detail-type", "detail"} {
+			if !reflect.DeepEqual(got[k], sample[k]) {
+				t.Errorf("%s: the rule sends %v, the planner's sample has %v", k, got[k], sample[k])
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no orphan schedule rule")
+	}
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -10,10 +10,13 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
 // plant writes a file under the table's location, aged by age.
@@ -131,5 +134,58 @@ func TestOrphans_SafetyAgeIsNeverUnderADay(t *testing.T) {
 	}
 	if _, err := e.planner.PlanOrphanCleanup(e.ctx, e.name(), "test", 12*time.Hour); !errors.Is(err, optin.ErrBadProperty) {
 		t.Fatalf("12h override: err %v, want ErrBadProperty", err)
+	}
+}
+
+// TestOrphans_TheOrphanScheduleCleansOnlyTablesThatAskedForIt: the orphan
+// schedule's event plans a cleanup on an opted-in table whose owner set
+// icekeeper.orphans.enabled=true, and skips one that did not; a commit
+// event never plans one. In advisory mode the schedule only reports.
+func TestOrphans_TheOrphanScheduleCleansOnlyTablesThatAskedForIt(t *testing.T) {
+	for _, mode := range []config.Mode{config.ModeActive, config.ModeAdvisory} {
+		t.Run(string(mode), func(t *testing.T) {
+			d := setupDispatch(t, mode, "shop")
+			asked := withProps(smallTable, map[string]string{optin.PropertyEnabled: "true", optin.PropertyOrphansEnabled: "true"})
+			d.createNamed("shop.asked", asked)
+			d.createNamed("shop.quiet", withProps(smallTable, map[string]string{optin.PropertyEnabled: "true"}))
+			for _, name := range []string{"shop.asked", "shop.quiet"} {
+				ident, _ := messages.TableIdent(name)
+				tbl, err := d.cat.LoadTable(d.ctx, ident)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "stray.parquet")
+				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				old := time.Now().Add(-100 * time.Hour)
+				if err := os.Chtimes(p, old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resp := d.handle(mustRead(t, "../events/orphan-schedule.json"))
+			asked1, quiet := outcomeOf(t, resp, "shop.asked"), outcomeOf(t, resp, "shop.quiet")
+			if quiet.Skip != trigger.SkipOrphansNotEnabled {
+				t.Fatalf("shop.quiet: %+v, want skipped (orphans not enabled)", quiet)
+			}
+			if mode == config.ModeActive {
+				if asked1.Action != trigger.ActionPlanned {
+					t.Fatalf("shop.asked: %+v, want an orphan cleanup planned", asked1)
+				}
+				d.drainCommits()
+				if j := d.job(asked1.Plan.JobID); j.Kind != jobs.KindRemoveOrphans || j.State != jobs.Committed {
+					t.Fatalf("job %s %s (%s)", j.Kind, j.State, j.Reason)
+				}
+				// A commit event never plans an orphan cleanup.
+				o := outcomeOf(t, d.handle(commitEvent("shop.asked")), "shop.asked")
+				if o.Plan != nil && o.Plan.JobID != "" && d.job(o.Plan.JobID).Kind == jobs.KindRemoveOrphans {
+					t.Fatalf("a commit event planned an orphan cleanup: %+v", o)
+				}
+				return
+			}
+			if asked1.Action != trigger.ActionAssessed || !strings.Contains(asked1.Reason, "1 orphan files") {
+				t.Fatalf("advisory shop.asked: %+v, want a report of 1 orphan", asked1)
+			}
+		})
 	}
 }

@@ -45,6 +45,10 @@ const (
 	// files older than this may be removed (a Go duration; default
 	// DefaultOrphanAge, never less than MinOrphanAge).
 	PropertyOrphansOlderThan = "icekeeper.orphans.older-than"
+	// PropertyOrphansEnabled asks for orphan cleanup on the orphan
+	// schedule ("true"); it is off by default, as it lists the whole table
+	// location and deletes files no metadata names.
+	PropertyOrphansEnabled = "icekeeper.orphans.enabled"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -193,7 +197,7 @@ func ValidateProperties(props map[string]string) error {
 		}
 		v := props[k]
 		switch k {
-		case PropertyEnabled, PropertyExpireEnabled:
+		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled:
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
@@ -263,6 +267,12 @@ func OrphanAge(props map[string]string, override time.Duration) (time.Duration, 
 		return 0, fmt.Errorf("%w: orphan safety age %s is below the minimum %s: a writer's uncommitted files could be removed", ErrBadProperty, age, MinOrphanAge)
 	}
 	return age, nil
+}
+
+// OrphansEnabled reports whether the owner asked for orphan cleanup.
+func OrphansEnabled(props map[string]string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(props[PropertyOrphansEnabled]))
+	return err == nil && b
 }
 
 // ExpireEnabled reports whether snapshot expiry is on for the table (it is

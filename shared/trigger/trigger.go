@@ -60,6 +60,7 @@ type Planner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanOrphanCleanup(ctx context.Context, table, trigger string, olderThan time.Duration) (plan.Result, error)
 }
 
 // Cooldowns claims per-table slots (planning in active mode, assessing in
@@ -114,6 +115,10 @@ var errSkipped = errors.New("trigger: table skipped")
 // Assessor assesses one table from its metadata only.
 type Assessor interface {
 	Assess(ctx context.Context, name string, tbl *table.Table) (Assessment, error)
+	// Orphans lists the table's orphan files as an orphan cleanup would
+	// (read-only): how many and their bytes, or why a cleanup would be
+	// refused.
+	Orphans(ctx context.Context, tbl *table.Table) (files int, bytes int64, refused string, err error)
 }
 
 // Settings configure the dispatcher.
@@ -150,6 +155,7 @@ const (
 	SkipUnresolved        = "unresolved_location"
 	SkipBackoff           = "backoff"
 	SkipNoTableChange     = "no_table_change"
+	SkipOrphansNotEnabled = "orphans_not_enabled"
 )
 
 // TableOutcome reports one table.
@@ -261,7 +267,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		return out, nil
 	}
 	if trig.Sweep {
-		outs, err := d.sweep(ctx, log, trig)
+		sweep := d.sweep
+		if trig.Kind == events.KindOrphanSchedule {
+			sweep = d.orphanSweep
+		}
+		outs, err := sweep(ctx, log, trig)
 		for _, o := range outs {
 			record(o, nil)
 		}
@@ -489,6 +499,82 @@ type candidate struct {
 	a     Assessment
 	out   TableOutcome
 	order int
+}
+
+// orphanSweep visits every granted table whose owner asked for orphan
+// cleanup (icekeeper.orphans.enabled=true; off by default) and, in mode
+// active, plans a cleanup on each, at most SweepMaxJobs; in mode advisory
+// it only reports how many orphans each has. It runs on the orphan
+// schedule only, never on commit events.
+func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
+	names, err := d.grantedTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var outs []TableOutcome
+	var errs []error
+	planned := 0
+	for _, name := range names {
+		tlog := log.With("table", name)
+		o := TableOutcome{Table: name}
+		ident, _ := messages.TableIdent(name)
+		tbl, err := d.catalog.LoadTable(ctx, ident)
+		if err != nil {
+			if errors.Is(err, catalog.ErrNoSuchTable) {
+				outs = append(outs, d.skip(tlog, o, SkipNoSuchTable, err.Error()))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("trigger: load %s: %w", name, err))
+			continue
+		}
+		eligible, o := d.decide(ctx, tlog, o, tbl, trig.Kind)
+		switch {
+		case !eligible:
+			outs = append(outs, o)
+			continue
+		case !optin.OrphansEnabled(tbl.Properties()):
+			outs = append(outs, d.skip(tlog, o, SkipOrphansNotEnabled, optin.PropertyOrphansEnabled+" is not true"))
+			continue
+		}
+		if d.s.Mode != config.ModeActive {
+			files, bytes, refused, err := d.assessor.Orphans(ctx, tbl)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("trigger: orphans of %s: %w", name, err))
+				continue
+			}
+			o.Action = ActionAssessed
+			o.Reason = fmt.Sprintf("%d orphan files (%d bytes); advisory: nothing removed", files, bytes)
+			if refused != "" {
+				o.Reason = "orphan cleanup would be refused: " + refused
+			}
+			tlog.Info("orphans assessed", "files", files, "bytes", bytes, "refused", refused)
+			outs = append(outs, o)
+			continue
+		}
+		if planned >= d.s.SweepMaxJobs {
+			outs = append(outs, d.skip(tlog, o, SkipBudgetJobs, fmt.Sprintf("sweep budget of %d jobs used", d.s.SweepMaxJobs)))
+			continue
+		}
+		res, err := d.planner.PlanOrphanCleanup(ctx, name, trig.Kind, 0)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o.Plan = &res
+		o.Reason = res.Reason
+		switch res.Outcome {
+		case plan.OutcomePlanned:
+			o.Action = ActionPlanned
+			planned++
+			d.count(name, "JobsPlanned", "")
+		case plan.OutcomeBackedOff:
+			o = d.skip(tlog, o, SkipBackoff, res.Reason)
+		default:
+			o.Action = ActionAssessed
+		}
+		outs = append(outs, o)
+	}
+	return outs, errors.Join(errs...)
 }
 
 // sweep visits every granted table, ranks the eligible ones by score and

@@ -7,6 +7,7 @@ package planning
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -115,4 +116,26 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	_, a.ExpiryDue = r.Recommends(health.ActionExpireSnapshots)
 	_, a.ManifestsDue = r.Recommends(health.ActionRewriteManifests)
 	return a, nil
+}
+
+// Orphans lists the table's orphan files older than its safety age, as an
+// orphan cleanup would, and says why a cleanup would be refused.
+func (h HealthAssessor) Orphans(ctx context.Context, tbl *table.Table) (int, int64, string, error) {
+	age, err := optin.OrphanAge(tbl.Properties(), 0)
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("%w: %w", trigger.ErrTableProperties, err)
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	orphans, bytes, err := health.FindOrphans(ctx, tbl, now().Add(-age))
+	if errors.Is(err, health.ErrNotListable) {
+		return 0, 0, err.Error(), nil
+	}
+	if err != nil {
+		return 0, 0, "", err
+	}
+	refused, err := health.SharedLocation(ctx, tbl, orphans)
+	return len(orphans), bytes, refused, err
 }
