@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,33 @@ func TestManifests_TheChainRunsCompactionThenManifestsThenExpiry(t *testing.T) {
 		t.Fatalf("rows %s, want %s", got, want)
 	}
 	d.requireOnlyReferencedFiles()
+}
+
+// TestManifests_EachActionHasItsOwnSwitch: with compaction and manifest
+// rewrites turned off by the owner, a table that has small files and many
+// manifests gets neither; its due snapshots still expire.
+func TestManifests_EachActionHasItsOwnSwitch(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
+	d.createNamed("demo.events", withProps(smallTable, map[string]string{
+		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.rewrite-manifests.enabled": "false",
+		table.ManifestMinMergeCountKey: "2", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
+	}))
+	time.Sleep(10 * time.Millisecond)
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindExpire {
+		t.Fatalf("want only an expiry: %+v", o)
+	}
+	d.drainCommits()
+	txn := d.load().NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{"icekeeper.expire.enabled": "false"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(d.ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	o = outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action == trigger.ActionPlanned || !strings.Contains(o.Reason, "compaction turned off") {
+		t.Fatalf("every action off, yet: %+v", o)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
@@ -81,6 +82,14 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 		return err
 	}
 	st.Progress = newProgress(stderr, *quiet)
+	if command == "maintain" {
+		ident, _ := tableIdent(tableName)
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return fmt.Errorf("maintain %s: load table: %w", tableName, err)
+		}
+		return maintain(ctx, st, tableName, optin.OrphansEnabled(tbl.Properties()), *asJSON, stdout)
+	}
 	c, err := cycle(ctx, st, tableName, "cli")
 	if err != nil {
 		return interrupted(err)
@@ -100,6 +109,52 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 		return exitError{code: exitNothingToDo, err: fmt.Errorf("nothing to do: %s", c.Plan.Reason), reported: true}
 	case plan.OutcomeLeaseHeld, plan.OutcomeBackedOff:
 		return exitError{code: exitSkipped, err: fmt.Errorf("skipped: %s", c.Plan.Reason), reported: true}
+	}
+	return nil
+}
+
+// maintain runs every maintenance action due on the table, in the chain's
+// order: compaction, manifest rewrite, snapshot expiry, and orphan cleanup
+// when the owner asked for it (icekeeper.orphans.enabled). Each action is
+// one job through the pipeline; an action with nothing to do is reported
+// and the next one runs. It stops at the first job that does not commit.
+func maintain(ctx context.Context, st localrun.Stages, tableName string, orphans, asJSON bool, stdout io.Writer) error {
+	actions := []func(context.Context, localrun.Stages, string, string) (localrun.Cycle, error){
+		localrun.RunCycle, localrun.RunManifestRewrite, localrun.RunExpiry,
+	}
+	if orphans {
+		actions = append(actions, localrun.RunOrphanCleanup(0))
+	}
+	var cycles []localrun.Cycle
+	done := 0
+	var failure error
+	for _, run := range actions {
+		c, err := run(ctx, st, tableName, "cli")
+		if err != nil {
+			return interrupted(err)
+		}
+		cycles = append(cycles, c)
+		if !asJSON {
+			printCycle(stdout, c)
+		}
+		if c.Job != nil && !c.Committed {
+			failure = exitError{code: exitFailed, err: fmt.Errorf("%s job %s %s: %s", c.Job.Kind, c.Job.ID, c.Job.State, c.Job.Reason)}
+			break
+		}
+		if c.Committed {
+			done++
+		}
+	}
+	if asJSON {
+		if err := printJSON(stdout, cycles); err != nil {
+			return err
+		}
+	}
+	switch {
+	case failure != nil:
+		return failure
+	case done == 0:
+		return exitError{code: exitNothingToDo, err: errors.New("nothing to do: no maintenance action was due"), reported: true}
 	}
 	return nil
 }

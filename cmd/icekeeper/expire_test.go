@@ -123,3 +123,37 @@ func TestRemoveOrphans_DryRunThenRemove(t *testing.T) {
 		t.Fatal("the orphan is still there")
 	}
 }
+
+// TestMaintain_RunsEveryDueActionInOrder: on a table with small files,
+// deletes and a short retention, maintain compacts and then expires (and
+// rewrites manifests when due); run again, nothing is due (exit 3).
+func TestMaintain_RunsEveryDueActionInOrder(t *testing.T) {
+	cat, uri, wh := localSQLCatalog(t, "")
+	ident := table.Identifier{"shop", "orders"}
+	ctx := context.Background()
+	if _, err := sampletable.Create(ctx, cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 40, PositionDeletes: true,
+		Properties: map[string]string{expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh}
+	out, err := runCLI(t, append([]string{"maintain", "shop.orders", "--local", "-q"}, flags...)...)
+	if err != nil {
+		t.Fatalf("maintain: %v\n%s", err, out)
+	}
+	compacted := strings.Index(out, "committed: new snapshot")
+	expired := strings.Index(out, "committed: expired")
+	if compacted < 0 || expired < compacted {
+		t.Fatalf("want a compaction, then an expiry:\n%s", out)
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots left, want 1", n)
+	}
+	out, err = runCLI(t, append([]string{"maintain", "shop.orders", "--local", "-q"}, flags...)...)
+	if exitCode(err) != exitNothingToDo {
+		t.Fatalf("second maintain: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+}

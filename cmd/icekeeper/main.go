@@ -53,6 +53,11 @@ Usage:
       icekeeper.orphans.older-than, else 72h; never under 24h) under data/
       and metadata/, as a job through the same pipeline. Refused when the
       location is shared with another table. --dry-run lists them.
+  icekeeper maintain TABLE [--local] [--json] [catalog flags]
+      Every maintenance action due on TABLE, in order, each a job through
+      the same pipeline: compaction, manifest rewrite, snapshot expiry,
+      and orphan cleanup if the owner set icekeeper.orphans.enabled=true.
+      Exit code 3 when none was due.
   icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
       Create an uncompacted merge-on-read sample table (many small files,
       position deletes or deletion vectors, equality deletes) to practise
@@ -142,6 +147,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCompact(ctx, args[1:], stdout, stderr)
 	case "expire":
 		return runExpire(ctx, args[1:], stdout, stderr)
+	case "maintain":
+		return runJob(ctx, "maintain", args[1:], stdout, stderr, nil)
 	case "remove-orphans":
 		return runRemoveOrphans(ctx, args[1:], stdout, stderr)
 	case "rewrite-manifests":

@@ -41,6 +41,11 @@ const (
 	// table ("false"); it is on by default. The retention itself is the
 	// table's history.expire.* (package expire).
 	PropertyExpireEnabled = "icekeeper.expire.enabled"
+	// PropertyCompactionEnabled and PropertyRewriteManifestsEnabled turn
+	// compaction or manifest rewrites off for an opted-in table ("false");
+	// both are on by default.
+	PropertyCompactionEnabled       = "icekeeper.compaction.enabled"
+	PropertyRewriteManifestsEnabled = "icekeeper.rewrite-manifests.enabled"
 	// PropertyOrphansOlderThan is the safety age of orphan cleanup: only
 	// files older than this may be removed (a Go duration; default
 	// DefaultOrphanAge, never less than MinOrphanAge).
@@ -197,7 +202,7 @@ func ValidateProperties(props map[string]string) error {
 		}
 		v := props[k]
 		switch k {
-		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled:
+		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled:
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
@@ -277,8 +282,12 @@ func OrphansEnabled(props map[string]string) bool {
 
 // ExpireEnabled reports whether snapshot expiry is on for the table (it is
 // unless PropertyExpireEnabled is false).
-func ExpireEnabled(props map[string]string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(props[PropertyExpireEnabled]))
+func ExpireEnabled(props map[string]string) bool { return OnUnlessFalse(props, PropertyExpireEnabled) }
+
+// OnUnlessFalse reads an action's switch that is on by default: only
+// "false" (any spelling strconv.ParseBool reads as false) turns it off.
+func OnUnlessFalse(props map[string]string, key string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(props[key]))
 	return err != nil || b
 }
 

@@ -443,35 +443,39 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 // Each later action runs on a later visit, after the earlier one ended.
 func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string) (TableOutcome, error) {
 	start := d.now()
-	res, err := d.planner.PlanTable(ctx, o.Table, kind)
-	if err != nil {
-		return o, err
-	}
-	next := []struct {
+	chain := []struct {
 		name string
 		on   bool
 		plan func(ctx context.Context, table, trigger string) (plan.Result, error)
 	}{
-		{"manifest rewrite", true, d.planner.PlanManifestRewrite},
+		{"compaction", optin.OnUnlessFalse(props, optin.PropertyCompactionEnabled), d.planner.PlanTable},
+		{"manifest rewrite", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), d.planner.PlanManifestRewrite},
 		{"snapshot expiry", optin.ExpireEnabled(props), d.planner.PlanExpiry},
 	}
-	for _, n := range next {
-		if res.Outcome != plan.OutcomeNothingToDo {
-			break
-		}
+	res := plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo}
+	var reasons []string
+	for i, n := range chain {
 		if !n.on {
+			reasons = append(reasons, n.name+" turned off by the table's owner")
 			continue
 		}
 		r, err := n.plan(ctx, o.Table, kind)
 		switch {
+		case err != nil && i == 0:
+			return o, err // the trigger is retried
 		case err != nil:
 			log.Error("plan "+n.name, "err", err.Error())
-			res.Reason += "; " + n.name + ": " + err.Error()
+			reasons = append(reasons, n.name+": "+err.Error())
+			continue
 		case r.Outcome == plan.OutcomeNothingToDo:
-			res.Reason += "; " + r.Reason
-		default:
-			res = r
+			reasons = append(reasons, r.Reason)
+			continue
 		}
+		res = r
+		break
+	}
+	if res.Outcome == plan.OutcomeNothingToDo {
+		res.Reason = strings.Join(reasons, "; ")
 	}
 	if eerr := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"},
 		metrics.Metric{Name: "PlanDuration", Value: float64(d.now().Sub(start).Milliseconds()), Unit: metrics.Milliseconds}); eerr != nil {
