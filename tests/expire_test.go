@@ -314,3 +314,36 @@ func TestExpire_FollowsCompactionOnTheTablesNextVisit(t *testing.T) {
 		})
 	}
 }
+
+// TestExpire_HasItsOwnCooldown: with icekeeper.expire.min-interval=1h, an
+// expiry is planned once; the next visit, with snapshots due again, skips
+// it, saying why. A visit that found nothing due spends no cooldown.
+func TestExpire_HasItsOwnCooldown(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
+	d.createNamed("demo.events", withProps(smallTable, map[string]string{
+		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.expire.min-interval": "1h",
+		expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "3600000",
+	}))
+	// Nothing is due yet (snapshots younger than an hour): no cooldown spent.
+	time.Sleep(10 * time.Millisecond)
+	if o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); o.Action == trigger.ActionPlanned {
+		t.Fatalf("planned with nothing due: %+v", o)
+	}
+	d.setProperties(iceberg.Properties{expire.MaxSnapshotAgeMsKey: "1"})
+	time.Sleep(10 * time.Millisecond)
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindExpire {
+		t.Fatalf("want an expiry: %+v", o)
+	}
+	d.drainCommits()
+	for i := range 2 {
+		if _, err := sampletable.AppendRows(d.ctx, d.load(), int64(6_000_000+100*i), 1, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	o = outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action == trigger.ActionPlanned || !strings.Contains(o.Reason, "icekeeper.expire.min-interval") {
+		t.Fatalf("want the expiry cooling down: %+v", o)
+	}
+}

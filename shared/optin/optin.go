@@ -46,6 +46,12 @@ const (
 	// both are on by default.
 	PropertyCompactionEnabled       = "icekeeper.compaction.enabled"
 	PropertyRewriteManifestsEnabled = "icekeeper.rewrite-manifests.enabled"
+	// Each later action's own cooldown (a Go duration; none by default:
+	// the table's cooldown, PropertyMinInterval, spaces every job): the
+	// action is not planned again within it.
+	PropertyRewriteManifestsMinInterval = "icekeeper.rewrite-manifests.min-interval"
+	PropertyExpireMinInterval           = "icekeeper.expire.min-interval"
+	PropertyOrphansMinInterval          = "icekeeper.orphans.min-interval"
 	// PropertyOrphansOlderThan is the safety age of orphan cleanup: only
 	// files older than this may be removed (a Go duration; default
 	// DefaultOrphanAge, never less than MinOrphanAge).
@@ -210,7 +216,7 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := OrphanAge(props, 0); err != nil {
 				errs = append(errs, err)
 			}
-		case PropertyMinInterval:
+		case PropertyMinInterval, PropertyRewriteManifestsMinInterval, PropertyExpireMinInterval, PropertyOrphansMinInterval:
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
 			}

@@ -444,13 +444,14 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string) (TableOutcome, error) {
 	start := d.now()
 	chain := []struct {
-		name string
-		on   bool
-		plan func(ctx context.Context, table, trigger string) (plan.Result, error)
+		name, action string
+		on           bool
+		cooldown     string // the action's own cooldown property, if any
+		plan         func(ctx context.Context, table, trigger string) (plan.Result, error)
 	}{
-		{"compaction", optin.OnUnlessFalse(props, optin.PropertyCompactionEnabled), d.planner.PlanTable},
-		{"manifest rewrite", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), d.planner.PlanManifestRewrite},
-		{"snapshot expiry", optin.ExpireEnabled(props), d.planner.PlanExpiry},
+		{"compaction", "compaction", optin.OnUnlessFalse(props, optin.PropertyCompactionEnabled), "", d.planner.PlanTable},
+		{"manifest rewrite", "rewrite-manifests", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), optin.PropertyRewriteManifestsMinInterval, d.planner.PlanManifestRewrite},
+		{"snapshot expiry", "expire", optin.ExpireEnabled(props), optin.PropertyExpireMinInterval, d.planner.PlanExpiry},
 	}
 	res := plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo}
 	var reasons []string
@@ -459,7 +460,16 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 			reasons = append(reasons, n.name+" turned off by the table's owner")
 			continue
 		}
+		settle, ok, err := d.claimAction(ctx, o.Table, n.action, props, n.cooldown)
+		if err != nil {
+			return o, err
+		}
+		if !ok {
+			reasons = append(reasons, n.name+" planned less than its "+n.cooldown+" ago")
+			continue
+		}
 		r, err := n.plan(ctx, o.Table, kind)
+		settle(err == nil && r.Outcome == plan.OutcomePlanned)
 		switch {
 		case err != nil && i == 0:
 			return o, err // the trigger is retried
@@ -503,6 +513,37 @@ type candidate struct {
 	a     Assessment
 	out   TableOutcome
 	order int
+}
+
+// claimAction takes an action's own cooldown slot on the table when the
+// table sets one (the property prop, a duration): ok is false while the
+// action cools down. settle(planned) gives the slot back unless a job was
+// planned: only a planned job spends a cooldown.
+func (d *Dispatcher) claimAction(ctx context.Context, table, action string, props map[string]string, prop string) (settle func(planned bool), ok bool, err error) {
+	none := func(bool) {}
+	iv, set := time.Duration(0), false
+	if prop != "" {
+		if v, perr := time.ParseDuration(strings.TrimSpace(props[prop])); perr == nil && v > 0 {
+			iv, set = v, true
+		}
+	}
+	if !set {
+		return none, true, nil
+	}
+	key := table + "#" + action
+	now := d.now()
+	ok, err = d.cooldowns.Claim(ctx, key, now, iv)
+	if err != nil || !ok {
+		return none, ok, err
+	}
+	return func(planned bool) {
+		if planned {
+			return
+		}
+		if err := d.cooldowns.SetNext(context.WithoutCancel(ctx), key, now); err != nil {
+			d.log.Warn("give back an action's cooldown", "table", table, "action", action, "err", err.Error())
+		}
+	}, true, nil
 }
 
 // orphanSweep visits every granted table whose owner asked for orphan
@@ -559,7 +600,17 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 			outs = append(outs, d.skip(tlog, o, SkipBudgetJobs, fmt.Sprintf("sweep budget of %d jobs used", d.s.SweepMaxJobs)))
 			continue
 		}
+		settle, ok, err := d.claimAction(ctx, name, "orphans", tbl.Properties(), optin.PropertyOrphansMinInterval)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			outs = append(outs, d.skip(tlog, o, SkipCooldown, "orphan cleanup planned less than its "+optin.PropertyOrphansMinInterval+" ago"))
+			continue
+		}
 		res, err := d.planner.PlanOrphanCleanup(ctx, name, trig.Kind, 0)
+		settle(err == nil && res.Outcome == plan.OutcomePlanned)
 		if err != nil {
 			errs = append(errs, err)
 			continue
