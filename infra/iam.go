@@ -84,6 +84,9 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// A rewriter removes its own partial and losing output (files named with
 	// its attempt id) under the same data/ prefix it writes.
 	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
+	// Deletion tasks delete what an expiry freed or an orphan cleanup
+	// found, under metadata/ too.
+	add(fns.Rewriter, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
 	add(fns.Rewriter, a.tableListing("TableList")...)
 	// Rewriters open the pinned metadata file and write data files; a
 	// table bucket deletes nothing on request (its unreferenced file
@@ -141,6 +144,7 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	health := bucket + "/" + a.s.key(HealthPrefix) + "*"
 	descriptors := bucket + "/" + a.s.key(JobsPrefix) + "*/descriptors/*"
 	joblog := bucket + "/" + a.s.key(LogPrefix) + "*"
+	deletionParts := bucket + "/" + a.s.key(JobsPrefix) + "*/deletions/*"
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
@@ -153,6 +157,10 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	add(fns.Rewriter,
 		statement("TasksRead", []string{"s3:GetObject"}, []string{jobs}),
 		statement("DescriptorsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{descriptors}),
+		// A deletion task removes its part of the record once done, and
+		// lists the parts left (shared/deletions).
+		statement("DeletionPartsRemove", []string{"s3:DeleteObject"}, []string{deletionParts}),
+		a.deletionPartsListing("DeletionPartsList", bucket),
 	)
 	q.Commits.GrantSendMessages(fns.Rewriter)
 	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
@@ -160,7 +168,10 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	add(fns.Committer, statement("MaintenanceLogWrite", []string{"s3:PutObject"}, []string{joblog}))
 	// An expiry's durable record of the files it frees, removed part by
 	// part as they are deleted (shared/commit/expiry.go).
-	add(fns.Committer, statement("ExpiryRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/deletions*"}))
+	add(fns.Committer, statement("ExpiryRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/deletions*"}),
+		a.deletionPartsListing("DeletionPartsList", bucket))
+	// Large deletions go to the rewriters as tasks.
+	q.Tasks.GrantSendMessages(fns.Committer)
 }
 
 // glue returns a statement allowing actions on the catalog, the granted
@@ -223,6 +234,15 @@ func (a access) tableListing(sid string) []awsiam.PolicyStatement {
 		out = append(out, st)
 	}
 	return out
+}
+
+// deletionPartsListing allows listing icekeeper's bucket only for the
+// parts of a job's deletions record (jobs/<id>/deletions/).
+func (a access) deletionPartsListing(sid, bucket string) awsiam.PolicyStatement {
+	st := statement(sid, []string{"s3:ListBucket"}, []string{bucket})
+	p := a.s.key(JobsPrefix) + "*/deletions/"
+	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": []string{p, p + "*"}})
+	return st
 }
 
 // busARN is the ARN of ICEKEEPER_EVENT_BUS (a name or an ARN).

@@ -347,3 +347,43 @@ func TestExpire_HasItsOwnCooldown(t *testing.T) {
 		t.Fatalf("want the expiry cooling down: %+v", o)
 	}
 }
+
+// TestExpire_LargeDeletionsFanOutToTheRewriters: with parts of 3 files,
+// the committer commits the expiry, then sends one deletion task per part
+// instead of deleting; rewriters delete the parts, the last sends the
+// commit request, and the committer finishes the job. The files on disk
+// are then exactly those the kept snapshots reference.
+func TestExpire_LargeDeletionsFanOutToTheRewriters(t *testing.T) {
+	e := setup(t)
+	compactedWithShortRetention(t, e)
+	want := e.fingerprint()
+	r, err := e.planner.PlanExpiry(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, DeletionPartFiles: 3},
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeletionFanOut(e.deps.Tasks, 2)
+	res, err := c.Handle(asFunction(e.ctx, "Committer"), messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+	if err != nil || res.Outcome != commit.OutcomeWaiting {
+		t.Fatalf("commit: %+v %v, want the deletions fanned out", res, err)
+	}
+	if n := len(e.load().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots after the commit, want 1", n)
+	}
+	st := e.drainTasks()
+	if st.Delivered < 2 || st.Failed != 0 {
+		t.Fatalf("deletion tasks: %+v, want at least 2, none failed", st)
+	}
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("job %s (%s)", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	e.requireOnlyReferencedFiles()
+}

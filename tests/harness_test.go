@@ -36,6 +36,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
 )
 
 var cloud *localcloud.Cloud
@@ -163,7 +164,7 @@ func (e *env) plan() plan.Result {
 }
 
 func (e *env) rewriterHandler() localrun.BatchHandler {
-	return rewriterhandler.Handler{Rewrite: e.rewriter}.Handle
+	return rewriterhandler.Handler{Rewrite: e.rewriter, Delete: rewriting.Deleter(e.deps.Deps)}.Handle
 }
 
 func (e *env) committerHandler() localrun.BatchHandler {

@@ -16,6 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
 )
 
 const invokeUsage = `usage: icekeeper invoke planner --event FILE [-q] [catalog flags]
@@ -135,7 +136,7 @@ func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Que
 		if err != nil {
 			return nil, nil, err
 		}
-		return deps.Tasks, rewriterhandler.Handler{Rewrite: r, Log: deps.Log}.Handle, nil
+		return deps.Tasks, rewriterhandler.Handler{Rewrite: r, Delete: rewriting.Deleter(deps.Deps), Log: deps.Log}.Handle, nil
 	}
 	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
 	if err != nil {

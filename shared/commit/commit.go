@@ -114,6 +114,7 @@ type Blobs interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Put(ctx context.Context, name string, data []byte) (string, error)
 	Delete(ctx context.Context, key string) error
+	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // Metrics receives the committer's metrics (EMF lines).
@@ -145,6 +146,9 @@ type Settings struct {
 	// MaxAttempts is the delivery count at which a failing commit request
 	// gives up and aborts the job.
 	MaxAttempts int
+	// DeletionPartFiles is the most files one part of an expiry's or
+	// orphan cleanup's deletions record lists (0: 10,000).
+	DeletionPartFiles int
 }
 
 // Outcome says what handling a request did.
@@ -205,6 +209,10 @@ type Committer struct {
 	// recorder writes the maintenance log (see record.go).
 	recorder                  Recorder
 	rewriterMB, coordinatorMB int
+	// fanOut sends deletion tasks (the task queue) when a deletions record
+	// has at least fanOutParts parts; nil: the committer deletes itself.
+	fanOut      Sender
+	fanOutParts int
 	// afterCatalogCommit runs right after the catalog accepted the commit
 	// (tests use it to simulate a crash before the bookkeeping).
 	afterCatalogCommit func(jobID string) error
@@ -249,6 +257,18 @@ func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables Ta
 // accepts the commit and before any bookkeeping; an error from it stops the
 // committer there, as a crash would. For tests.
 func (c *Committer) SetAfterCatalogCommit(f func(jobID string) error) { c.afterCatalogCommit = f }
+
+// Sender sends one message.
+type Sender interface {
+	Send(ctx context.Context, body string) error
+}
+
+// SetDeletionFanOut makes the committer send one deletion task per part
+// to tasks (rewriters run them, package deletions) when a deletions record
+// has at least minParts parts, instead of deleting itself.
+func (c *Committer) SetDeletionFanOut(tasks Sender, minParts int) {
+	c.fanOut, c.fanOutParts = tasks, max(minParts, 1)
+}
 
 // SetTracer traces the committer's phase (off by default).
 func (c *Committer) SetTracer(t tracing.Tracer) { c.tracer = t }
@@ -343,6 +363,9 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 
 	me := uuid.NewString()
 	log = log.With("committer", me)
+	if req.DeletionsDone {
+		return c.finishDeletions(ctx, log, job, ident, term)
+	}
 	switch job.State {
 	case jobs.Planned, jobs.Running:
 		if req.Abort {

@@ -213,7 +213,7 @@ func (c *Committer) writeDeletions(ctx context.Context, job jobs.Job, sel expire
 	for i, f := range files {
 		refs[i] = messages.FileRef{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes}
 	}
-	rec, parts := messages.SplitDeletions(job.ID, job.Table, refs, func(i int) string { return deletionPartName(job.ID, i) })
+	rec, parts := messages.SplitDeletions(job.ID, job.Table, refs, c.settings.DeletionPartFiles, func(i int) string { return deletionPartName(job.ID, i) })
 	rec.Expired, rec.RemoveRefs, rec.Kept = messages.IDs(sel.ExpiredIDs()), sel.RemovedRefs, messages.IDs(kept)
 	return rec, putDeletions(ctx, c.blobs, job, &rec, parts)
 }
@@ -226,13 +226,21 @@ func deletionPartName(jobID string, i int) string {
 // DeletionsName is the name of a job's deletions record, next to its plan.
 func DeletionsName(jobID string) string { return "jobs/" + jobID + "/deletions.json" }
 
-// putter writes objects (blob.Store).
-type putter interface {
-	Put(ctx context.Context, name string, data []byte) (string, error)
-}
-
 // putDeletions writes the parts, then the record naming their full keys.
-func putDeletions(ctx context.Context, blobs putter, job jobs.Job, rec *messages.Deletions, parts []messages.DeletionPart) error {
+// Parts of an earlier record of the job (an attempt that met a conflict)
+// are removed first: a deletion task must never act on a list made
+// against another selection, and the part objects left are how the tasks
+// know they are done.
+func putDeletions(ctx context.Context, blobs Blobs, job jobs.Job, rec *messages.Deletions, parts []messages.DeletionPart) error {
+	stale, err := blobs.List(ctx, "jobs/"+job.ID+"/deletions/")
+	if err != nil {
+		return fmt.Errorf("list earlier deletion parts: %w", err)
+	}
+	for _, key := range stale {
+		if err := blobs.Delete(ctx, key); err != nil {
+			return fmt.Errorf("remove an earlier deletion part: %w", err)
+		}
+	}
 	for i, part := range parts {
 		body, err := messages.Encode(part)
 		if err != nil {
@@ -271,8 +279,11 @@ func (c *Committer) commitExpiry(ctx context.Context, job jobs.Job, me string, i
 }
 
 // deleteAndFinish deletes what the committed expiry freed (step 4) and
-// finishes the job (step 5).
+// finishes the job (step 5); a large record is fanned out instead.
 func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, cur *table.Table, rec messages.Deletions, why string) (Result, error) {
+	if c.fanOut != nil && len(rec.Parts) >= c.fanOutParts {
+		return c.fanOutDeletions(ctx, log, job, cur, rec, messages.DeleteTask{MetadataLocation: cur.MetadataLocation(), Kept: rec.Kept})
+	}
 	fsys, err := cur.FS(ctx)
 	if err != nil {
 		return Result{JobID: job.ID, Table: job.Table}, fmt.Errorf("open table IO: %w", err)
@@ -338,4 +349,73 @@ func (c *Committer) deleteParts(ctx context.Context, log *slog.Logger, term leas
 		}
 	}
 	return res, nil
+}
+
+// fanOutDeletions sends one deletion task per part left; the job stays
+// committing until the last task's commit request (finishDeletions). A
+// committer that takes the job over (its committer went silent) finds the
+// record and deletes what is left itself.
+func (c *Committer) fanOutDeletions(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, rec messages.Deletions, proto messages.DeleteTask) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table, Outcome: OutcomeWaiting}
+	var bodies []string
+	for _, key := range rec.Parts {
+		dt := proto
+		dt.PartKey = key
+		b, err := messages.Encode(messages.Task{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Token: job.Token, Delete: &dt})
+		if err != nil {
+			return res, err
+		}
+		bodies = append(bodies, string(b))
+	}
+	for _, b := range bodies {
+		if err := c.fanOut.Send(ctx, b); err != nil {
+			return res, fmt.Errorf("send deletion task: %w", err)
+		}
+	}
+	res.Reason = fmt.Sprintf("deletions fanned out: %d tasks for %d files", len(bodies), rec.Files)
+	log.Info("deletions fanned out", "tasks", len(bodies), "files", rec.Files)
+	return res, nil
+}
+
+// finishDeletions ends a job whose fanned-out deletions are done (the
+// last task's commit request): with no part left, it finishes the job
+// with what the record listed; otherwise it waits for the tasks left.
+func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table}
+	if job.State.Terminal() || job.State != jobs.Committing {
+		res.Outcome, res.Reason = OutcomeAlready, string(job.State)+": "+job.Reason
+		return res, nil
+	}
+	rec, found, err := c.readDeletions(ctx, job)
+	if err != nil {
+		return res, err
+	}
+	if !found {
+		return res, fmt.Errorf("%w: job %s has no deletions record", ErrInvariant, job.ID)
+	}
+	left, err := c.blobs.List(ctx, "jobs/"+job.ID+"/deletions/")
+	if err != nil {
+		return res, fmt.Errorf("list deletion parts: %w", err)
+	}
+	if len(left) > 0 {
+		res.Outcome, res.Reason = OutcomeWaiting, fmt.Sprintf("%d deletion parts left", len(left))
+		return res, nil
+	}
+	cur, err := c.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
+	}
+	var why string
+	var out Result
+	switch job.Kind {
+	case jobs.KindExpire:
+		why = fmt.Sprintf("committed: expired %d snapshots, deleted %d files (%d bytes) in fanned-out tasks", len(rec.Expired), rec.Files, rec.Bytes)
+		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
+		out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = len(rec.Expired), rec.Files, rec.Bytes
+	default:
+		why = fmt.Sprintf("removed %d orphan files in fanned-out tasks", rec.Files)
+		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
+		out.OrphansRemoved = rec.Files
+	}
+	return out, err
 }

@@ -70,10 +70,13 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 			refs[i] = messages.FileRef{Path: p, Kind: "orphan"}
 		}
 		var parts []messages.DeletionPart
-		rec, parts = messages.SplitDeletions(job.ID, job.Table, refs, func(i int) string { return deletionPartName(job.ID, i) })
+		rec, parts = messages.SplitDeletions(job.ID, job.Table, refs, c.settings.DeletionPartFiles, func(i int) string { return deletionPartName(job.ID, i) })
 		if err := putDeletions(ctx, c.blobs, job, &rec, parts); err != nil {
 			return res, err
 		}
+	}
+	if c.fanOut != nil && len(rec.Parts) >= c.fanOutParts {
+		return c.fanOutDeletions(ctx, log, job, cur, rec, messages.DeleteTask{MetadataLocation: cur.MetadataLocation(), Orphans: true})
 	}
 	deleted, err := c.deleteParts(ctx, log, term, cur, rec, func(files []expire.File) ([]expire.File, error) {
 		paths := make([]string, len(files))

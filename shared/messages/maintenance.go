@@ -112,12 +112,16 @@ type OrphanPlan struct {
 }
 
 // SplitDeletions makes a Deletions record and its parts (at most
-// DeletionPartFiles files each) for files; partKey names part i.
-func SplitDeletions(jobID, table string, files []FileRef, partKey func(i int) string) (Deletions, []DeletionPart) {
+// partFiles files each; DeletionPartFiles when not positive) for files;
+// partKey names part i.
+func SplitDeletions(jobID, table string, files []FileRef, partFiles int, partKey func(i int) string) (Deletions, []DeletionPart) {
+	if partFiles <= 0 {
+		partFiles = DeletionPartFiles
+	}
 	rec := Deletions{Version: FormatVersion, JobID: jobID, Table: table, Files: len(files)}
 	var parts []DeletionPart
-	for i := 0; i*DeletionPartFiles < len(files); i++ {
-		chunk := files[i*DeletionPartFiles : min(len(files), (i+1)*DeletionPartFiles)]
+	for i := 0; i*partFiles < len(files); i++ {
+		chunk := files[i*partFiles : min(len(files), (i+1)*partFiles)]
 		parts = append(parts, DeletionPart{Version: FormatVersion, JobID: jobID, Index: i, Files: chunk})
 		for _, f := range chunk {
 			rec.Bytes += f.Bytes
@@ -125,4 +129,17 @@ func SplitDeletions(jobID, table string, files []FileRef, partKey func(i int) st
 		rec.Parts = append(rec.Parts, partKey(i))
 	}
 	return rec, parts
+}
+
+// DeleteTask asks a rewriter to delete one part of a job's Deletions
+// record, checking each file against MetadataLocation first: for an expiry
+// (Kept set) no snapshot but Kept may reference it, for an orphan cleanup
+// (Orphans) no metadata may.
+type DeleteTask struct {
+	PartKey string `json:"part_key"`
+	// MetadataLocation is the table's metadata once the expiry was
+	// committed, or when the orphans were listed.
+	MetadataLocation string `json:"metadata_location"`
+	Kept             []ID   `json:"kept_snapshot_ids,omitempty"`
+	Orphans          bool   `json:"orphans,omitempty"`
 }

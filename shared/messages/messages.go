@@ -65,6 +65,10 @@ type Task struct {
 	// table's default spec at S unless the owner asked otherwise. Absent
 	// (tasks of older planners): the default spec of the pinned metadata.
 	OutputSpecID *int `json:"output_spec_id,omitempty"`
+	// Delete, when set, makes this a deletion task instead of a rewrite:
+	// delete one part of the job's deletions record (package deletions).
+	// Group and the rewrite fields are then unused.
+	Delete *DeleteTask `json:"delete,omitempty"`
 }
 
 // OutputSpec returns the spec the new files are written in, or -1 for the
@@ -81,8 +85,11 @@ func (t Task) OutputSpec() int {
 type CommitRequest struct {
 	Version int    `json:"v"`
 	JobID   string `json:"job_id"`
-	Abort   bool   `json:"abort,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// DeletionsDone: the last deletion task of the job's fanned-out
+	// deletions finished; the committer finishes the job.
+	DeletionsDone bool   `json:"deletions_done,omitempty"`
+	Abort         bool   `json:"abort,omitempty"`
+	Reason        string `json:"reason,omitempty"`
 	// Class is the kind of failure behind an abort request ("rewrite",
 	// "planning", "stalled"), counted towards the table's backoff; empty
 	// when the job's end is not the table's failure (its lease moved on).

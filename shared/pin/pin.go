@@ -32,17 +32,28 @@ type Opener struct {
 
 // Open reads the metadata file of p and checks its current snapshot is p's.
 func (o Opener) Open(ctx context.Context, ident table.Identifier, p messages.Pin) (*table.Table, error) {
-	props := map[string]string{}
-	for k, v := range o.Properties {
-		props[k] = v
-	}
-	tbl, err := table.NewFromLocation(ctx, ident, p.MetadataLocation, icebergio.LoadFSFunc(props, p.MetadataLocation), nil)
+	tbl, err := o.OpenMetadata(ctx, ident, p.MetadataLocation)
 	if err != nil {
-		return nil, fmt.Errorf("pin: open %s: %w", p.MetadataLocation, err)
+		return nil, err
 	}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil || snap.SnapshotID != p.SnapshotID || snap.SequenceNumber != p.SequenceNumber {
 		return nil, fmt.Errorf("%w: %s (want snapshot %d seq %d)", ErrMismatch, p.MetadataLocation, p.SnapshotID, p.SequenceNumber)
+	}
+	return tbl, nil
+}
+
+// OpenMetadata reads the table at a metadata file, whatever its current
+// snapshot (a deletion task checks files against the table as it was
+// when they were listed).
+func (o Opener) OpenMetadata(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error) {
+	props := map[string]string{}
+	for k, v := range o.Properties {
+		props[k] = v
+	}
+	tbl, err := table.NewFromLocation(ctx, ident, metadataLocation, icebergio.LoadFSFunc(props, metadataLocation), nil)
+	if err != nil {
+		return nil, fmt.Errorf("pin: open %s: %w", metadataLocation, err)
 	}
 	return tbl, nil
 }

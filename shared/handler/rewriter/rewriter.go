@@ -6,10 +6,12 @@ package rewriter
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
+	"github.com/icekeeper/icekeeper/shared/deletions"
 	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
@@ -26,9 +28,18 @@ type Requeuer interface {
 	Release(ctx context.Context, receiptHandle string, seconds int32) error
 }
 
-// Handler handles SQS task batches for the rewriter function.
+// TaskDeleter deletes one part of a job's deletions record
+// (*deletions.Deleter).
+type TaskDeleter interface {
+	Handle(ctx context.Context, task messages.Task) (deletions.Result, error)
+}
+
+// Handler handles SQS task batches for the rewriter function: rewrite
+// tasks, and deletion tasks (a task with Delete set).
 type Handler struct {
 	Rewrite TaskRewriter
+	// Delete runs deletion tasks (nil: they fail, and reach the DLQ).
+	Delete TaskDeleter
 	// Requeue, when set, brings a failed task back after
 	// rewrite.RetryDelay instead of the queue's visibility timeout.
 	Requeue Requeuer
@@ -40,7 +51,15 @@ func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaev
 	log := handler.Logger(h.Log)
 	resp := handler.EachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
 		n := handler.ReceiveCount(rec)
-		_, err := h.Rewrite.Handle(ctx, task, n)
+		var err error
+		switch {
+		case task.Delete != nil && h.Delete == nil:
+			err = fmt.Errorf("%w: a deletion task, but this rewriter runs none", rewrite.ErrTerminal)
+		case task.Delete != nil:
+			_, err = h.Delete.Handle(ctx, task)
+		default:
+			_, err = h.Rewrite.Handle(ctx, task, n)
+		}
 		if err != nil && h.Requeue != nil {
 			delay := rewrite.RetryDelay(n, err)
 			if rerr := h.Requeue.Release(context.WithoutCancel(ctx), rec.ReceiptHandle, int32(delay.Seconds())); rerr != nil {

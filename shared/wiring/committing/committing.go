@@ -11,8 +11,9 @@ import (
 	"github.com/icekeeper/icekeeper/shared/wiring"
 )
 
-// Needs lists the committer's resources.
-var Needs = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket}
+// Needs lists the committer's resources: the task queue carries the
+// deletion tasks it fans out.
+var Needs = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue}
 
 // Committer builds the committer over cat.
 func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
@@ -24,6 +25,10 @@ func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
 		c.SetMetrics(d.Metrics)
 		c.SetTracer(d.Tracer)
 		c.SetRecorder(joblog.New(d.Blobs), d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
+		if d.Tasks != nil {
+			// Deletions of more than one part go to the rewriters.
+			c.SetDeletionFanOut(d.Tasks, 2)
+		}
 	}
 	return c, err
 }

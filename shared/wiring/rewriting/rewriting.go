@@ -4,6 +4,7 @@ package rewriting
 
 import (
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/deletions"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 	"github.com/icekeeper/icekeeper/shared/wiring"
 )
@@ -20,4 +21,10 @@ func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
 		r.SetTracer(d.Tracer)
 	}
 	return r, err
+}
+
+// Deleter builds the runner of deletion tasks (the fanned-out deletions of
+// an expiry or an orphan cleanup).
+func Deleter(d *wiring.Deps) deletions.Deleter {
+	return deletions.Deleter{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "deleter")}
 }
