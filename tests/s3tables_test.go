@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,8 +23,10 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/outputs"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/stages"
 	"github.com/icekeeper/icekeeper/shared/trigger"
@@ -351,6 +354,32 @@ func TestS3Tables_SweepAndCustomEventsCompactATableBucketTable(t *testing.T) {
 	}
 	if got := d.fingerprint(); got != want {
 		t.Fatalf("rows %s, want %s", got, want)
+	}
+	// A snapshot expiry: committed through the endpoint; the files it
+	// frees are left to the bucket (nothing is deleted or listed).
+	d.setProperties(iceberg.Properties{expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1"})
+	time.Sleep(10 * time.Millisecond)
+	var exp plan.Result
+	st.as("Planner", func() {
+		var err error
+		if exp, err = d.env.planner.PlanExpiry(d.ctx, "demo.events", "test"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if exp.Outcome != plan.OutcomePlanned {
+		t.Fatalf("expiry: %+v", exp)
+	}
+	st.as("Committer", func() { d.drainCommits() })
+	st.as("Rewriter", func() { d.drainTasks() })
+	st.as("Committer", func() { d.drainCommits() })
+	if j := d.job(exp.JobID); j.State != jobs.Committed {
+		t.Fatalf("expiry job %s (%s)", j.State, j.Reason)
+	}
+	if n := len(d.load().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots after the expiry, want 1", n)
+	}
+	if got := d.fingerprint(); got != want {
+		t.Fatalf("rows %s after the expiry, want %s", got, want)
 	}
 	after := st.objects(tbl.Location())
 	for k := range before {
