@@ -55,6 +55,8 @@ const (
 	MetricManifestsRewritten = "ManifestsRewritten"
 	// committer, orphan cleanup
 	MetricOrphanFilesRemoved = "OrphanFilesRemoved"
+	// planner: an orphan cleanup refused (the location is not the table's)
+	MetricMaintenanceRefused = "MaintenanceRefused"
 )
 
 // EmittedMetrics lists every metric name the stack's alarms and dashboard
@@ -66,7 +68,7 @@ func EmittedMetrics() []string {
 		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
 		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries,
 		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed, MetricManifestsRewritten,
-		MetricOrphanFilesRemoved,
+		MetricOrphanFilesRemoved, MetricMaintenanceRefused,
 	}
 }
 
@@ -137,6 +139,8 @@ func newAlarms(scope constructs.Construct, s Settings, q Queues, fns Lambdas) Al
 		icekeeperSum(MetricOptInWithoutGrant, 5*time.Minute), 0, above)
 	alarm("InvalidProperties", "icekeeper: a table carries rejected icekeeper.* properties (e.g. credential-shaped) and is not maintained",
 		icekeeperSum(MetricInvalidProperties, 5*time.Minute), 0, above)
+	alarm("MaintenanceRefused", "icekeeper: an orphan cleanup was refused because the table's location is not its own (shared with another table, or a root); see the planner's log for the table and the reason",
+		icekeeperSum(MetricMaintenanceRefused, 5*time.Minute), 0, above)
 	th := s.Thresholds
 	alarm("JobsFailed", fmt.Sprintf("icekeeper: %d or more compaction jobs failed in an hour", th.JobsFailed),
 		icekeeperSum(MetricJobsFailed, time.Hour), float64(th.JobsFailed), atLeast)

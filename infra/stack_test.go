@@ -1044,7 +1044,7 @@ func TestIcekeeperStack_Alarms(t *testing.T) {
 	emitted := emittedNames(t)
 	for alarm, metric := range map[string]string{
 		"OptInWithoutGrant": MetricOptInWithoutGrant, "InvalidProperties": MetricInvalidProperties,
-		"JobsFailed": MetricJobsFailed, "JobsAborted": MetricJobsAborted,
+		"MaintenanceRefused": MetricMaintenanceRefused, "JobsFailed": MetricJobsFailed, "JobsAborted": MetricJobsAborted,
 		"CommitConflictRate": MetricCommitConflicts, "CommitRetryRate": MetricCommitRetries,
 	} {
 		p := find(alarm)

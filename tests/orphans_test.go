@@ -189,3 +189,38 @@ func TestOrphans_TheOrphanScheduleCleansOnlyTablesThatAskedForIt(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphans_ARefusalOnTheScheduleIsCountedForTheAlarm: the orphan
+// schedule meets a table whose location holds another table's metadata:
+// the cleanup is refused, and MaintenanceRefused (which the stack alarms
+// on) is counted for the table.
+func TestOrphans_ARefusalOnTheScheduleIsCountedForTheAlarm(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "shop")
+	tbl := d.createNamed("shop.shared", withProps(smallTable, map[string]string{optin.PropertyEnabled: "true", optin.PropertyOrphansEnabled: "true"}))
+	other := d.createNamed("shop.other", sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 5})
+	body, err := os.ReadFile(strings.TrimPrefix(other.MetadataLocation(), "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "nested", "metadata", "00000-x.metadata.json")
+	if err := os.MkdirAll(filepath.Dir(planted), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-100 * time.Hour)
+	if err := os.Chtimes(planted, old, old); err != nil {
+		t.Fatal(err)
+	}
+	o := outcomeOf(t, d.handle(mustRead(t, "../events/orphan-schedule.json")), "shop.shared")
+	if o.Action == trigger.ActionPlanned || !strings.Contains(o.Reason, "refused") {
+		t.Fatalf("want a refusal: %+v", o)
+	}
+	if m := d.metrics.metricTotals(t); m["MaintenanceRefused/shop.shared"] != 1 {
+		t.Fatalf("MaintenanceRefused %v, want 1 for shop.shared", m["MaintenanceRefused/shop.shared"])
+	}
+	if !exists(planted) {
+		t.Fatal("the other table's metadata was removed")
+	}
+}

@@ -17,6 +17,10 @@ import (
 	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
+// ReasonOrphansRefused begins the reason of an orphan cleanup refused for
+// a location that is not the table's own.
+const ReasonOrphansRefused = "orphan cleanup refused: "
+
 // PlanOrphanCleanup plans removing the table's orphan files: files under
 // its location that no metadata file, snapshot or manifest references,
 // older than the safety age (olderThan when positive, else the table's
@@ -63,7 +67,7 @@ func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident
 		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
 	if why != "" {
-		res.Outcome, res.Reason = OutcomeNothingToDo, "orphan cleanup refused: "+why
+		res.Outcome, res.Reason = OutcomeNothingToDo, ReasonOrphansRefused+why
 		log.Warn("orphan cleanup refused", "why", why)
 		return res, false, nil
 	}

@@ -617,6 +617,10 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 		}
 		o.Plan = &res
 		o.Reason = res.Reason
+		if strings.HasPrefix(res.Reason, plan.ReasonOrphansRefused) {
+			d.count(name, "MaintenanceRefused", "")
+			tlog.Error("orphan cleanup refused", "reason", res.Reason, "metric", "MaintenanceRefused")
+		}
 		switch res.Outcome {
 		case plan.OutcomePlanned:
 			o.Action = ActionPlanned
