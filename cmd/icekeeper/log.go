@@ -52,11 +52,23 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ENDED\tJOB\tTRIGGER\tOUTCOME\tFILES\tBYTES\tROWS\tDELETED ROWS\tPLAN/REWRITE/COMMIT\tCOST\tREASON")
+	fmt.Fprintln(tw, "ENDED\tJOB\tKIND\tTRIGGER\tOUTCOME\tFILES\tBYTES\tROWS\tDELETED ROWS\tPLAN/REWRITE/COMMIT\tCOST\tREASON")
 	for _, r := range records {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d -> %d\t%s -> %s\t%d\t%d\t%s/%s/%s\t$%.4f\t%s\n",
-			r.EndedAt.UTC().Format(time.RFC3339), r.JobID, r.Trigger, r.Outcome, r.FilesIn, r.FilesOut,
-			humanBytes(r.BytesIn), humanBytes(r.BytesOut), r.RowsOut, r.DeletedRows,
+		kind := r.Kind
+		if kind == "" {
+			kind = "compaction" // records written before kinds
+		}
+		files, bytes := fmt.Sprintf("%d -> %d", r.FilesIn, r.FilesOut), fmt.Sprintf("%s -> %s", humanBytes(r.BytesIn), humanBytes(r.BytesOut))
+		switch kind {
+		case "expire":
+			files, bytes = fmt.Sprintf("%d snapshots, %d files deleted", r.SnapshotsExpired, r.FilesDeleted), humanBytes(r.BytesFreed)+" freed"
+		case "rewrite-manifests":
+			files, bytes = fmt.Sprintf("%d -> %d manifests", r.ManifestsRewritten, r.ManifestsAdded), "-"
+		case "remove-orphans":
+			files, bytes = fmt.Sprintf("%d orphans removed", r.OrphansRemoved), "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s/%s/%s\t$%.4f\t%s\n",
+			r.EndedAt.UTC().Format(time.RFC3339), r.JobID, kind, r.Trigger, r.Outcome, files, bytes, r.RowsOut, r.DeletedRows,
 			ms(r.PlanMillis), ms(r.RewriteMillis), ms(r.CommitMillis), r.Cost.USD, r.Reason)
 	}
 	return tw.Flush()

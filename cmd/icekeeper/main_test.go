@@ -170,7 +170,7 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 	if js.State != jobs.Committed {
 		t.Fatalf("job %s (%s)", js.State, js.Reason)
 	}
-	if out, err = runCLI(t, "log", "demo.events"); err != nil || !strings.Contains(out, js.ID) || !strings.Contains(out, "committed") {
+	if out, err = runCLI(t, "log", "demo.events"); err != nil || !strings.Contains(out, js.ID) || !strings.Contains(out, "committed") || !strings.Contains(out, "compaction") {
 		t.Fatalf("icekeeper log: %v\n%s", err, out)
 	}
 }
