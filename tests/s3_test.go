@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
 // TestPipeline_S3Warehouse keeps the table itself in S3 (the emulator's):
@@ -52,5 +57,72 @@ func TestPipeline_S3Warehouse(t *testing.T) {
 	}
 	if _, err := cloud.Clients.S3.HeadObject(e.ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err == nil {
 		t.Fatal("crashed attempt's object still in the bucket")
+	}
+}
+
+// TestExpire_S3WarehouseDeletesThroughTheFanOut: an expiry on a table kept
+// in S3 (the emulator's), with its deletions fanned out to the rewriters
+// in parts of 3 files: afterwards the bucket holds exactly the objects the
+// table's snapshots need, plus its metadata files, and the rows are kept.
+func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
+	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, func(c *config.Config) {
+		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
+		c.Catalog.Properties = map[string]string{
+			"s3.endpoint": cloud.URL, "s3.region": "us-east-1",
+			"s3.access-key-id": "test", "s3.secret-access-key": "test",
+			"s3.force-virtual-addressing": "false",
+		}
+	})
+	compactedWithShortRetention(t, e)
+	want := e.fingerprint()
+	r, err := e.planner.PlanExpiry(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, DeletionPartFiles: 3},
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeletionFanOut(e.deps.Tasks, 2)
+	if res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1); err != nil || res.Outcome != commit.OutcomeWaiting {
+		t.Fatalf("commit: %+v %v", res, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("job %s (%s)", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	need := e.referencedFiles()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(cloud.Clients.S3, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	have := map[string]bool{}
+	for _, k := range keys {
+		uri := "s3://" + bucket + "/" + k
+		have[uri] = true
+		if !need[uri] && !strings.HasSuffix(k, ".metadata.json") {
+			t.Errorf("left in the bucket, needed by no snapshot: %s", uri)
+		}
+	}
+	for uri := range need {
+		if !have[uri] {
+			t.Errorf("deleted, but a kept snapshot needs it: %s", uri)
+		}
 	}
 }
