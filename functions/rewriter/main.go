@@ -22,5 +22,5 @@ func main() {
 	if err != nil {
 		lambdamain.Fail(log, "rewriter", err)
 	}
-	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps), Requeue: deps.Tasks, Log: log}.Handle)
+	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps), List: rewriting.Lister(deps), Requeue: deps.Tasks, Log: log}.Handle)
 }

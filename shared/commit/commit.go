@@ -125,6 +125,7 @@ type Metrics interface {
 // TableOpener opens a table at a pinned snapshot.
 type TableOpener interface {
 	Open(ctx context.Context, ident table.Identifier, p messages.Pin) (*table.Table, error)
+	OpenMetadata(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error)
 }
 
 // Settings tune committing.
@@ -366,6 +367,13 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	if req.DeletionsDone {
 		return c.finishDeletions(ctx, log, job, ident, term)
 	}
+	if req.ListingDone {
+		if job.State != jobs.Committing || job.Kind != jobs.KindRemoveOrphans {
+			res.Outcome, res.Reason = OutcomeAlready, string(job.State)+": "+job.Reason
+			return res, nil
+		}
+		return c.removeOrphans(ctx, log, job, ident, term, true)
+	}
 	switch job.State {
 	case jobs.Planned, jobs.Running:
 		if req.Abort {
@@ -415,7 +423,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	case jobs.KindRewriteManifests:
 		res, err = c.rewriteManifests(ctx, log, job, ident, term, me)
 	case jobs.KindRemoveOrphans:
-		res, err = c.removeOrphans(ctx, log, job, ident, term, me)
+		res, err = c.removeOrphans(ctx, log, job, ident, term, false)
 	default:
 		res, err = c.commit(ctx, log, job, ident, term, me)
 	}

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/listing"
 	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
@@ -24,7 +28,10 @@ import (
 // records them (messages.Deletions, so a committer that dies resumes the
 // same list part by part) and deletes each part after checking its files
 // are still referenced by nothing. Nothing is committed to the catalog.
-func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string) (Result, error) {
+//
+// A plan with ListFanOut has the listing fanned out first (listFannedOut);
+// listingDone says the request came from the last listing task.
+func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, listingDone bool) (Result, error) {
 	res := Result{JobID: job.ID, Table: job.Table}
 	b, err := c.blobs.Get(ctx, job.PlanKey)
 	if err != nil {
@@ -53,9 +60,24 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 			return res, fmt.Errorf("%w: %v", ErrAborted, errors.Join(err, expire.ErrGCDisabled))
 		}
 		olderThan := job.CreatedAt.Add(-time.Duration(plan.OlderThanMillis) * time.Millisecond)
-		orphans, _, err := health.FindOrphans(ctx, cur, olderThan)
-		if err != nil {
+		var found []health.Orphan
+		if plan.ListFanOut && c.fanOut != nil {
+			var done bool
+			found, done, err = c.listFannedOut(ctx, log, job, cur, olderThan, listingDone)
+			if err != nil {
+				return res, err
+			}
+			if !done {
+				res.Outcome, res.Reason = OutcomeWaiting, "listing fanned out"
+				return res, nil
+			}
+		} else if found, err = health.FindOrphansIn(ctx, cur, health.Prefix{}, olderThan); err != nil {
 			return res, fmt.Errorf("list orphans: %w", err)
+		}
+		orphans := make([]string, len(found))
+		size := make(map[string]int64, len(found))
+		for i, f := range found {
+			orphans[i], size[f.Path] = f.Path, f.Bytes
 		}
 		why, err := health.SharedLocation(ctx, cur, orphans)
 		if err != nil {
@@ -67,7 +89,7 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 		deletable, _ := health.Deletable(cur.Location(), orphans, plan.InFlightAttempts)
 		refs := make([]messages.FileRef, len(deletable))
 		for i, p := range deletable {
-			refs[i] = messages.FileRef{Path: p, Kind: "orphan"}
+			refs[i] = messages.FileRef{Path: p, Kind: "orphan", Bytes: size[p]}
 		}
 		var parts []messages.DeletionPart
 		rec, parts = messages.SplitDeletions(job.ID, job.Table, refs, c.settings.DeletionPartFiles, func(i int) string { return deletionPartName(job.ID, i) })
@@ -105,4 +127,128 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 	out, err := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("removed %d orphan files older than %s", deleted.FilesDeleted, time.Duration(plan.OlderThanMillis)*time.Millisecond))
 	out.OrphansRemoved = deleted.FilesDeleted
 	return out, err
+}
+
+// listFannedOut runs an orphan cleanup's fanned-out listing (package
+// listing) and, once every prefix is listed, returns what was found,
+// sorted by path. The first call splits the location into prefixes
+// (health.OrphanPrefixes), writes one marker per prefix, then the Listing
+// record, and sends one task per prefix; it is not done. Later calls find
+// the record: with markers left, a call from the last task (waitForTasks)
+// waits for them, any other call (a committer that took the job over, its
+// tasks perhaps lost) lists what is left itself. With no marker left, the
+// findings are merged.
+func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, olderThan time.Time, waitForTasks bool) ([]health.Orphan, bool, error) {
+	recKey := strings.TrimSuffix(job.PlanKey, "plan.json") + "listing.json"
+	b, err := c.blobs.Get(ctx, recKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, false, c.startListing(ctx, log, job, cur, olderThan)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read listing record: %w", err)
+	}
+	var rec messages.Listing
+	if err := messages.Decode(b, &rec); err != nil {
+		return nil, false, fmt.Errorf("%w: listing record of job %s: %w", ErrInvariant, job.ID, err)
+	}
+	left, err := c.blobs.List(ctx, listing.MarkersPrefix(job.ID))
+	if err != nil {
+		return nil, false, fmt.Errorf("list listing markers: %w", err)
+	}
+	if len(left) > 0 && waitForTasks {
+		log.Info("waiting for listing tasks", "prefixes_left", len(left))
+		return nil, false, nil
+	}
+	for _, key := range left {
+		b, err := c.blobs.Get(ctx, key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue // listed meanwhile
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read listing marker: %w", err)
+		}
+		var lt messages.ListTask
+		if err := messages.Decode(b, &lt); err != nil {
+			return nil, false, fmt.Errorf("%w: listing marker %s: %w", ErrInvariant, key, err)
+		}
+		if _, err := listing.List(ctx, c.blobs, c.tables, job.ID, job.Table, lt); err != nil {
+			return nil, false, err
+		}
+	}
+	keys, err := c.blobs.List(ctx, listing.FoundPrefix(job.ID))
+	if err != nil {
+		return nil, false, fmt.Errorf("list what the prefixes found: %w", err)
+	}
+	if len(keys) != len(rec.Markers) {
+		return nil, false, fmt.Errorf("%w: job %s listed %d prefixes, found %d results", ErrInvariant, job.ID, len(rec.Markers), len(keys))
+	}
+	var out []health.Orphan
+	for _, key := range keys {
+		b, err := c.blobs.Get(ctx, key)
+		if err != nil {
+			return nil, false, fmt.Errorf("read what a prefix found: %w", err)
+		}
+		var f messages.FoundOrphans
+		if err := messages.Decode(b, &f); err != nil {
+			return nil, false, fmt.Errorf("%w: found orphans %s: %w", ErrInvariant, key, err)
+		}
+		for _, r := range f.Files {
+			out = append(out, health.Orphan{Path: r.Path, Bytes: r.Bytes})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	log.Info("listing merged", "prefixes", len(keys), "orphans", len(out))
+	return out, true, nil
+}
+
+// startListing writes the markers and the record, then sends the tasks.
+// A committer that dies before the record is written is followed by one
+// that starts again (markers and findings are overwritten with the same
+// names); one that dies after it is followed by one that lists what is
+// left.
+func (c *Committer) startListing(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, olderThan time.Time) error {
+	prefixes, err := health.OrphanPrefixes(ctx, cur)
+	if err != nil {
+		return fmt.Errorf("split the location for listing: %w", err)
+	}
+	rec := messages.Listing{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, MetadataLocation: cur.MetadataLocation()}
+	var bodies []string
+	for i, p := range prefixes {
+		marker, found := listing.Names(job.ID, i)
+		lt := messages.ListTask{FoundName: found, MetadataLocation: cur.MetadataLocation(), Prefix: p.Path, Shallow: p.Shallow, OlderThanUnixMillis: olderThan.UnixMilli()}
+		key, err := putEncoded(ctx, c.blobs, marker, lt)
+		if err != nil {
+			return fmt.Errorf("write listing marker: %w", err)
+		}
+		// The marker holds the task with its own key.
+		lt.MarkerKey = key
+		if _, err := putEncoded(ctx, c.blobs, marker, lt); err != nil {
+			return fmt.Errorf("write listing marker: %w", err)
+		}
+		rec.Markers = append(rec.Markers, key)
+		b, err := messages.Encode(messages.Task{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Token: job.Token, List: &lt})
+		if err != nil {
+			return err
+		}
+		bodies = append(bodies, string(b))
+	}
+	if _, err := putEncoded(ctx, c.blobs, listing.RecordName(job.ID), rec); err != nil {
+		return fmt.Errorf("write listing record: %w", err)
+	}
+	for _, b := range bodies {
+		if err := c.fanOut.Send(ctx, b); err != nil {
+			return fmt.Errorf("send listing task: %w", err)
+		}
+	}
+	log.Info("listing fanned out", "prefixes", len(prefixes))
+	return nil
+}
+
+// putEncoded encodes v and writes it at name, returning its full key.
+func putEncoded(ctx context.Context, blobs Blobs, name string, v any) (string, error) {
+	body, err := messages.Encode(v)
+	if err != nil {
+		return "", err
+	}
+	return blobs.Put(ctx, name, body)
 }

@@ -56,6 +56,7 @@ const (
 	EnvCommitTakeover    = envvars.CommitTakeover
 	EnvRewriterMemoryMB  = envvars.RewriterMemoryMB
 	EnvCoordinatorMemMB  = envvars.CoordinatorMemMB
+	EnvOrphanListFanOut  = envvars.OrphanListFanOut
 )
 
 // Mode is what the functions may do.
@@ -83,6 +84,9 @@ const (
 	DefaultMaxTaskAttempts = 3
 	DefaultCommitRetries   = 5
 	DefaultCommitTakeover  = 16 * time.Minute
+	// DefaultOrphanListFanOut: tables whose current snapshot has this many
+	// data and delete files have their orphan listing fanned out.
+	DefaultOrphanListFanOut = int64(100_000)
 )
 
 // Config is every setting of the pipeline.
@@ -119,6 +123,10 @@ type Config struct {
 	// InlineTaskBytes is the largest task message sent inline; larger ones
 	// travel through S3 with a pointer in the message.
 	InlineTaskBytes int
+	// OrphanListFanOutFiles: an orphan cleanup of a table whose current
+	// snapshot has at least this many data and delete files lists its
+	// location with one rewriter task per prefix; 0 never fans out.
+	OrphanListFanOutFiles int64
 	// MaxTaskAttempts is how many deliveries a rewriter task gets before its
 	// group fails the job; it must equal the task queue's maxReceiveCount.
 	MaxTaskAttempts int
@@ -141,20 +149,21 @@ type Config struct {
 // Defaults returns a Config with every default set and no names.
 func Defaults() Config {
 	return Config{
-		Catalog:             catalogconfig.Config{Name: "default"},
-		Mode:                ModeOff,
-		EventBus:            "default",
-		MinInterval:         DefaultMinInterval,
-		SweepMaxJobs:        DefaultSweepMaxJobs,
-		SweepMaxBytes:       DefaultSweepMaxBytes,
-		LeaseTTL:            DefaultLeaseTTL,
-		MaxGroupBytes:       DefaultMaxGroupBytes,
-		InlineTaskBytes:     DefaultInlineTaskBytes,
-		MaxTaskAttempts:     DefaultMaxTaskAttempts,
-		CommitRetries:       DefaultCommitRetries,
-		CommitTakeover:      DefaultCommitTakeover,
-		RewriterMemoryMB:    3008,
-		CoordinatorMemoryMB: 1024,
+		Catalog:               catalogconfig.Config{Name: "default"},
+		Mode:                  ModeOff,
+		EventBus:              "default",
+		MinInterval:           DefaultMinInterval,
+		SweepMaxJobs:          DefaultSweepMaxJobs,
+		SweepMaxBytes:         DefaultSweepMaxBytes,
+		LeaseTTL:              DefaultLeaseTTL,
+		MaxGroupBytes:         DefaultMaxGroupBytes,
+		InlineTaskBytes:       DefaultInlineTaskBytes,
+		OrphanListFanOutFiles: DefaultOrphanListFanOut,
+		MaxTaskAttempts:       DefaultMaxTaskAttempts,
+		CommitRetries:         DefaultCommitRetries,
+		CommitTakeover:        DefaultCommitTakeover,
+		RewriterMemoryMB:      3008,
+		CoordinatorMemoryMB:   1024,
 	}
 }
 
@@ -260,6 +269,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.RewriterMemoryMB, EnvRewriterMemoryMB)
 	setI(&c.CoordinatorMemoryMB, EnvCoordinatorMemMB)
 	setI64(&c.TargetFileSize, EnvTargetFileSize)
+	setI64(&c.OrphanListFanOutFiles, EnvOrphanListFanOut)
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
@@ -281,6 +291,7 @@ func (c Config) Env() map[string]string {
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
 		EnvCommitTakeover:   c.CommitTakeover.String(),
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
+		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)

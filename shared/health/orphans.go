@@ -47,30 +47,61 @@ var ErrNotListable = errors.New("health: table IO cannot list files")
 // Listing a large location is slow and, on S3, costs LIST requests; this
 // is why it is an explicit opt-in.
 func FindOrphans(ctx context.Context, tbl *table.Table, olderThan time.Time) ([]string, int64, error) {
+	found, err := FindOrphansIn(ctx, tbl, Prefix{}, olderThan)
+	if err != nil {
+		return nil, 0, err
+	}
+	paths := make([]string, len(found))
+	var bytes int64
+	for i, f := range found {
+		paths[i], bytes = f.Path, bytes+f.Bytes
+	}
+	return paths, bytes, nil
+}
+
+// Prefix is one part of a table's location to look for orphans in, so
+// that a location of millions of objects is listed by many workers.
+type Prefix struct {
+	// Path is a folder under the table's location (a full URI, as the
+	// table's FileIO lists it); empty: the whole location.
+	Path string `json:"path,omitempty"`
+	// Shallow: only the files directly in Path, not its subfolders (each
+	// listed as a prefix of its own).
+	Shallow bool `json:"shallow,omitempty"`
+}
+
+// Orphan is a file found by FindOrphansIn.
+type Orphan struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
+// FindOrphansIn is FindOrphans for one prefix of the location: it lists
+// only that prefix and keeps only the references under it, so its memory
+// follows the prefix's files, not the table's. Every prefix still reads
+// every manifest of the table once. Orphans are sorted by path.
+func FindOrphansIn(ctx context.Context, tbl *table.Table, prefix Prefix, olderThan time.Time) ([]Orphan, error) {
 	if tbl == nil {
-		return nil, 0, errors.New("health: find orphans: no table")
+		return nil, errors.New("health: find orphans: no table")
 	}
 	name := strings.Join(tbl.Identifier(), ".")
-	if outputs.InTableBucket(tbl.Location()) {
-		return nil, 0, fmt.Errorf("%w: %s is in an S3 table bucket, which cannot be listed (its unreferenced file removal deletes orphans)", ErrNotListable, name)
-	}
-	fsys, err := tbl.FS(ctx)
+	lister, err := listable(ctx, tbl)
 	if err != nil {
-		return nil, 0, fmt.Errorf("health: find orphans in %s: open table IO: %w", name, err)
+		return nil, err
 	}
-	lister, ok := fsys.(icebergio.ListableIO)
-	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s uses %T", ErrNotListable, name, fsys)
+	root := prefix.Path
+	if root == "" {
+		root = tbl.Location()
 	}
-	refs, err := referencedFiles(ctx, tbl, fsys)
+	if !within(tbl.Location(), root) {
+		return nil, fmt.Errorf("health: find orphans in %s: %s is not under the table's location %s", name, root, tbl.Location())
+	}
+	under := normalizePath(strings.TrimSuffix(root, "/"))
+	refs, err := referencedFiles(ctx, tbl, lister, func(p string) bool { return strings.HasPrefix(p, under+"/") })
 	if err != nil {
-		return nil, 0, fmt.Errorf("health: find orphans in %s: %w", name, err)
+		return nil, fmt.Errorf("health: find orphans in %s: %w", name, err)
 	}
-	var (
-		orphans []string
-		bytes   int64
-	)
-	root := tbl.Location()
+	var orphans []Orphan
 	err = lister.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, iofs.ErrNotExist) {
@@ -81,7 +112,13 @@ func FindOrphans(ctx context.Context, tbl *table.Table, olderThan time.Time) ([]
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if d.IsDir() || refs[normalizePath(p)] {
+		if d.IsDir() {
+			if prefix.Shallow && normalizePath(strings.TrimSuffix(p, "/")) != under {
+				return iofs.SkipDir
+			}
+			return nil
+		}
+		if refs[normalizePath(p)] {
 			return nil
 		}
 		info, err := d.Info()
@@ -94,25 +131,102 @@ func FindOrphans(ctx context.Context, tbl *table.Table, olderThan time.Time) ([]
 		if !olderThan.IsZero() && (info.ModTime().IsZero() || !info.ModTime().Before(olderThan)) {
 			return nil
 		}
-		orphans = append(orphans, p)
-		bytes += info.Size()
+		orphans = append(orphans, Orphan{Path: p, Bytes: info.Size()})
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("health: find orphans in %s: list %s: %w", name, root, err)
+		return nil, fmt.Errorf("health: find orphans in %s: list %s: %w", name, root, err)
 	}
-	sort.Strings(orphans)
-	return orphans, bytes, nil
+	sort.Slice(orphans, func(i, j int) bool { return orphans[i].Path < orphans[j].Path })
+	return orphans, nil
+}
+
+// OrphanPrefixes splits the table's location into prefixes to list apart:
+// the location's own files and data/'s own files (shallow), each folder of
+// data/ (partitions, or object-store hash folders), and every other
+// top-level folder (metadata/ among them). Listing them all finds exactly
+// what listing the location finds. It lists two folder levels only.
+func OrphanPrefixes(ctx context.Context, tbl *table.Table) ([]Prefix, error) {
+	lister, err := listable(ctx, tbl)
+	if err != nil {
+		return nil, err
+	}
+	root := strings.TrimSuffix(tbl.Location(), "/")
+	out := []Prefix{{Path: root, Shallow: true}}
+	folders := func(dir string) ([]string, error) {
+		var dirs []string
+		self := normalizePath(dir)
+		err := lister.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, iofs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !d.IsDir() || normalizePath(strings.TrimSuffix(p, "/")) == self {
+				return nil
+			}
+			dirs = append(dirs, strings.TrimSuffix(p, "/"))
+			return iofs.SkipDir
+		})
+		return dirs, err
+	}
+	top, err := folders(root)
+	if err != nil {
+		return nil, fmt.Errorf("health: list the folders of %s: %w", root, err)
+	}
+	for _, dir := range top {
+		if normalizePath(dir) != normalizePath(root+"/data") {
+			out = append(out, Prefix{Path: dir})
+			continue
+		}
+		out = append(out, Prefix{Path: dir, Shallow: true})
+		sub, err := folders(dir)
+		if err != nil {
+			return nil, fmt.Errorf("health: list the folders of %s: %w", dir, err)
+		}
+		for _, s := range sub {
+			out = append(out, Prefix{Path: s})
+		}
+	}
+	return out, nil
+}
+
+// listable opens the table's FileIO for listing, or says why it cannot.
+func listable(ctx context.Context, tbl *table.Table) (icebergio.ListableIO, error) {
+	name := strings.Join(tbl.Identifier(), ".")
+	if outputs.InTableBucket(tbl.Location()) {
+		return nil, fmt.Errorf("%w: %s is in an S3 table bucket, which cannot be listed (its unreferenced file removal deletes orphans)", ErrNotListable, name)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("health: find orphans in %s: open table IO: %w", name, err)
+	}
+	lister, ok := fsys.(icebergio.ListableIO)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s uses %T", ErrNotListable, name, fsys)
+	}
+	return lister, nil
+}
+
+// within says whether p is location or under it.
+func within(location, p string) bool {
+	loc := normalizePath(strings.TrimSuffix(location, "/"))
+	n := normalizePath(strings.TrimSuffix(p, "/"))
+	return n == loc || strings.HasPrefix(n, loc+"/")
 }
 
 // referencedFiles is every file the table's metadata references, by
-// normalized path.
-func referencedFiles(ctx context.Context, tbl *table.Table, fsys icebergio.IO) (map[string]bool, error) {
+// normalized path, that keep accepts (nil: all).
+func referencedFiles(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep func(normalized string) bool) (map[string]bool, error) {
 	meta := tbl.Metadata()
 	refs := map[string]bool{}
 	ref := func(p string) {
-		if p != "" {
-			refs[normalizePath(p)] = true
+		if p == "" {
+			return
+		}
+		if n := normalizePath(p); keep == nil || keep(n) {
+			refs[n] = true
 		}
 	}
 	ref(tbl.MetadataLocation())
@@ -179,7 +293,11 @@ func StillOrphans(ctx context.Context, tbl *table.Table, paths []string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("health: open table IO: %w", err)
 	}
-	refs, err := referencedFiles(ctx, tbl, fsys)
+	wanted := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		wanted[normalizePath(p)] = true
+	}
+	refs, err := referencedFiles(ctx, tbl, fsys, func(n string) bool { return wanted[n] })
 	if err != nil {
 		return nil, fmt.Errorf("health: %w", err)
 	}

@@ -109,6 +109,49 @@ type OrphanPlan struct {
 	// InFlightAttempts are attempts of jobs that had not ended: their
 	// files are never deleted.
 	InFlightAttempts []string `json:"in_flight_attempts,omitempty"`
+	// ListFanOut: the table is too large to list in one function; the
+	// committer fans the listing out, one ListTask per prefix of the
+	// location. Files and Bytes are then unknown (zero) at planning.
+	ListFanOut bool `json:"list_fan_out,omitempty"`
+}
+
+// Listing is an orphan cleanup's record of its fanned-out listing, written
+// once its markers are: one marker object per prefix not listed yet (the
+// prefix's ListTask, removed by whoever listed it) and, per prefix listed,
+// a FoundOrphans object. With no marker left, the committer merges what
+// was found.
+type Listing struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	// MetadataLocation is the table's metadata the prefixes were listed
+	// against.
+	MetadataLocation string `json:"metadata_location"`
+	// Markers are the keys of the prefixes' markers; what each prefix
+	// found is under the job's found/ folder.
+	Markers []string `json:"markers"`
+}
+
+// ListTask asks a rewriter to list one prefix of a table's location for
+// orphans (health.FindOrphansIn) against MetadataLocation, keeping files
+// modified before OlderThanUnixMillis, write them at FoundName (a name
+// relative to icekeeper's bucket prefix) and remove MarkerKey (a full
+// key). The marker object holds the task itself.
+type ListTask struct {
+	MarkerKey           string `json:"marker_key"`
+	FoundName           string `json:"found_name"`
+	MetadataLocation    string `json:"metadata_location"`
+	Prefix              string `json:"prefix"`
+	Shallow             bool   `json:"shallow,omitempty"`
+	OlderThanUnixMillis int64  `json:"older_than_unix_ms"`
+}
+
+// FoundOrphans is what listing one prefix found.
+type FoundOrphans struct {
+	Version int       `json:"v"`
+	JobID   string    `json:"job_id"`
+	Prefix  string    `json:"prefix"`
+	Files   []FileRef `json:"files"`
 }
 
 // SplitDeletions makes a Deletions record and its parts (at most

@@ -69,6 +69,10 @@ type Task struct {
 	// delete one part of the job's deletions record (package deletions).
 	// Group and the rewrite fields are then unused.
 	Delete *DeleteTask `json:"delete,omitempty"`
+	// List, when set, makes this a listing task of an orphan cleanup:
+	// list one prefix of the table's location (package listing). Group and
+	// the rewrite fields are then unused.
+	List *ListTask `json:"list,omitempty"`
 }
 
 // OutputSpec returns the spec the new files are written in, or -1 for the
@@ -87,9 +91,12 @@ type CommitRequest struct {
 	JobID   string `json:"job_id"`
 	// DeletionsDone: the last deletion task of the job's fanned-out
 	// deletions finished; the committer finishes the job.
-	DeletionsDone bool   `json:"deletions_done,omitempty"`
-	Abort         bool   `json:"abort,omitempty"`
-	Reason        string `json:"reason,omitempty"`
+	DeletionsDone bool `json:"deletions_done,omitempty"`
+	// ListingDone: the last listing task of an orphan cleanup's fanned-out
+	// listing finished; the committer merges what was found.
+	ListingDone bool   `json:"listing_done,omitempty"`
+	Abort       bool   `json:"abort,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 	// Class is the kind of failure behind an abort request ("rewrite",
 	// "planning", "stalled"), counted towards the table's backoff; empty
 	// when the job's end is not the table's failure (its lease moved on).

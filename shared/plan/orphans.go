@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -28,7 +29,9 @@ const ReasonOrphansRefused = "orphan cleanup refused: "
 // written by a job still in flight. It refuses, with the reason, a table
 // whose location is not its own (package health, SharedLocation), and one
 // whose gc.enabled is false. Only files under data/ and metadata/ are
-// deleted; others are reported in the plan.
+// deleted; others are reported in the plan. A table with at least
+// Settings.OrphanListFanOutFiles live files is not listed here: the plan
+// asks the committer to fan the listing out (messages.OrphanPlan.ListFanOut).
 func (p *Planner) PlanOrphanCleanup(ctx context.Context, name, trigger string, olderThan time.Duration) (Result, error) {
 	return p.underLease(ctx, name, trigger, func(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (Result, bool, error) {
 		return p.planOrphansLeased(ctx, log, ident, name, jobID, trigger, l, olderThan)
@@ -54,7 +57,19 @@ func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident
 	if err != nil {
 		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
-	orphans, bytes, err := health.FindOrphans(ctx, tbl, p.now().Add(-age))
+	fanOut := p.settings.OrphanListFanOutFiles > 0 && liveFiles(tbl) >= p.settings.OrphanListFanOutFiles
+	var (
+		orphans, deletable, elsewhere []string
+		bytes                         int64
+		prefixes                      []health.Prefix
+	)
+	if fanOut {
+		// Too large to list here: the committer fans the listing out and
+		// decides on what it finds; only the location is checked now.
+		prefixes, err = health.OrphanPrefixes(ctx, tbl)
+	} else {
+		orphans, bytes, err = health.FindOrphans(ctx, tbl, p.now().Add(-age))
+	}
 	if errors.Is(err, health.ErrNotListable) {
 		res.Outcome, res.Reason = OutcomeNothingToDo, err.Error()
 		return res, false, nil
@@ -75,21 +90,23 @@ func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident
 	if err != nil {
 		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
-	deletable, elsewhere := health.Deletable(tbl.Location(), orphans, inFlight)
-	if len(deletable) == 0 {
-		res.Outcome = OutcomeNothingToDo
-		res.Reason = fmt.Sprintf("no orphan file older than %s under data/ or metadata/", age)
-		if len(elsewhere) > 0 {
-			res.Reason += fmt.Sprintf(" (%d elsewhere under the location, left alone)", len(elsewhere))
+	if !fanOut {
+		deletable, elsewhere = health.Deletable(tbl.Location(), orphans, inFlight)
+		if len(deletable) == 0 {
+			res.Outcome = OutcomeNothingToDo
+			res.Reason = fmt.Sprintf("no orphan file older than %s under data/ or metadata/", age)
+			if len(elsewhere) > 0 {
+				res.Reason += fmt.Sprintf(" (%d elsewhere under the location, left alone)", len(elsewhere))
+			}
+			return res, false, nil
 		}
-		return res, false, nil
 	}
 	var pin messages.Pin
 	if snap := tbl.CurrentSnapshot(); snap != nil {
 		pin = messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
 	}
 	body, err := messages.Encode(messages.OrphanPlan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin,
-		OlderThanMillis: age.Milliseconds(), Files: len(deletable), Bytes: bytes, Elsewhere: elsewhere, InFlightAttempts: inFlight})
+		OlderThanMillis: age.Milliseconds(), Files: len(deletable), Bytes: bytes, Elsewhere: elsewhere, InFlightAttempts: inFlight, ListFanOut: fanOut})
 	if err != nil {
 		return res, false, err
 	}
@@ -104,7 +121,26 @@ func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident
 	if err := p.jobs.Create(ctx, job, nil); err != nil {
 		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
-	return p.handToCommitter(ctx, log, res, job, fmt.Sprintf("%d orphan files older than %s", len(deletable), age))
+	why = fmt.Sprintf("%d orphan files older than %s", len(deletable), age)
+	if fanOut {
+		why = fmt.Sprintf("orphan files older than %s, listed by %d tasks", age, len(prefixes))
+	}
+	return p.handToCommitter(ctx, log, res, job, why)
+}
+
+// liveFiles is the data and delete files of the table's current snapshot,
+// from its summary (0 when it has none).
+func liveFiles(tbl *table.Table) int64 {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil || snap.Summary == nil {
+		return 0
+	}
+	var n int64
+	for _, k := range []string{"total-data-files", "total-delete-files"} {
+		v, _ := strconv.ParseInt(snap.Summary.Properties[k], 10, 64)
+		n += v
+	}
+	return n
 }
 
 // attemptsInFlight lists the attempts of the jobs among past that have

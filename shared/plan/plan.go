@@ -87,6 +87,8 @@ type Settings struct {
 	InlineTaskBytes int
 	// TargetFileSize overrides the table's write.target-file-size-bytes.
 	TargetFileSize int64
+	// OrphanListFanOutFiles: see config.Config; 0 never fans out.
+	OrphanListFanOutFiles int64
 }
 
 // Outcome says what planning a table did.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/deletions"
 	"github.com/icekeeper/icekeeper/shared/handler"
+	"github.com/icekeeper/icekeeper/shared/listing"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 )
@@ -34,12 +35,21 @@ type TaskDeleter interface {
 	Handle(ctx context.Context, task messages.Task) (deletions.Result, error)
 }
 
+// TaskLister lists one prefix of an orphan cleanup's fanned-out listing
+// (listing.Lister).
+type TaskLister interface {
+	Handle(ctx context.Context, task messages.Task) (listing.Result, error)
+}
+
 // Handler handles SQS task batches for the rewriter function: rewrite
-// tasks, and deletion tasks (a task with Delete set).
+// tasks, deletion tasks (a task with Delete set) and listing tasks (List
+// set).
 type Handler struct {
 	Rewrite TaskRewriter
 	// Delete runs deletion tasks (nil: they fail, and reach the DLQ).
 	Delete TaskDeleter
+	// List runs listing tasks (nil: they fail, and reach the DLQ).
+	List TaskLister
 	// Requeue, when set, brings a failed task back after
 	// rewrite.RetryDelay instead of the queue's visibility timeout.
 	Requeue Requeuer
@@ -57,6 +67,10 @@ func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaev
 			err = fmt.Errorf("%w: a deletion task, but this rewriter runs none", rewrite.ErrTerminal)
 		case task.Delete != nil:
 			_, err = h.Delete.Handle(ctx, task)
+		case task.List != nil && h.List == nil:
+			err = fmt.Errorf("%w: a listing task, but this rewriter runs none", rewrite.ErrTerminal)
+		case task.List != nil:
+			_, err = h.List.Handle(ctx, task)
 		default:
 			_, err = h.Rewrite.Handle(ctx, task, n)
 		}

@@ -5,6 +5,7 @@ package rewriting
 import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/deletions"
+	"github.com/icekeeper/icekeeper/shared/listing"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 	"github.com/icekeeper/icekeeper/shared/wiring"
 )
@@ -27,4 +28,10 @@ func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
 // an expiry or an orphan cleanup).
 func Deleter(d *wiring.Deps) deletions.Deleter {
 	return deletions.Deleter{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "deleter")}
+}
+
+// Lister builds the runner of listing tasks (the fanned-out listing of an
+// orphan cleanup).
+func Lister(d *wiring.Deps) listing.Lister {
+	return listing.Lister{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "lister")}
 }
