@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,9 +10,12 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -223,4 +227,123 @@ func TestOrphans_ARefusalOnTheScheduleIsCountedForTheAlarm(t *testing.T) {
 	if !exists(planted) {
 		t.Fatal("the other table's metadata was removed")
 	}
+}
+
+// plantAround plants old orphans at every level the listing is split at
+// (the location's top, data/ itself, partition folders, a nested folder,
+// metadata/) plus a young one and an old one outside data/ and metadata/.
+// It returns the old ones under data/ and metadata/ (to be removed) and the
+// others (to stay).
+func (e *env) plantAround() (gone, stay []string) {
+	for _, rel := range []string{"data/direct-stray.parquet", "data/region=region-00/00000-0-stray.parquet",
+		"data/region=region-01/deeper/stray.parquet", "metadata/stray-m0.avro"} {
+		gone = append(gone, e.plant(rel, 96*time.Hour))
+	}
+	stay = append(stay, e.plant("data/region=region-02/00000-0-young.parquet", time.Hour),
+		e.plant("top-stray.bin", 96*time.Hour), e.plant("scratch/notes.txt", 96*time.Hour))
+	return gone, stay
+}
+
+// requireOrphansGone checks the cleanup's outcome on disk and in the rows.
+func (e *env) requireOrphansGone(gone, stay []string, referenced map[string]bool, want fingerprint.Fingerprint) {
+	e.t.Helper()
+	for _, p := range gone {
+		if exists(p) {
+			e.t.Fatalf("an old orphan is left: %s", p)
+		}
+	}
+	for _, p := range stay {
+		if !exists(p) {
+			e.t.Fatalf("a young orphan, or one outside data/ and metadata/, was removed: %s", p)
+		}
+	}
+	for p := range referenced {
+		if !exists(strings.TrimPrefix(p, "file://")) {
+			e.t.Fatalf("a referenced file was removed: %s", p)
+		}
+	}
+	if got := e.fingerprint(); got != want {
+		e.t.Fatalf("rows %s, want %s", got, want)
+	}
+}
+
+// TestOrphans_ALargeTablesListingFansOutByPrefix: a table at or above
+// ICEKEEPER_ORPHAN_LIST_FANOUT_FILES is not listed by the planner: the
+// committer splits its location into prefixes and sends one listing task
+// per prefix to the rewriters; the last one hands back to the committer,
+// which merges what they found and removes exactly what a single listing
+// would have: the old orphans at every level, not the young one, not the
+// ones outside data/ and metadata/, no referenced file.
+func TestOrphans_ALargeTablesListingFansOutByPrefix(t *testing.T) {
+	e := setup(t, func(c *config.Config) { c.OrphanListFanOutFiles = 1 })
+	e.createTable(smallTable)
+	e.compactAndRequireSame()
+	want := e.fingerprint()
+	gone, stay := e.plantAround()
+	referenced := e.referencedFiles()
+
+	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned || !strings.Contains(r.Reason, "listed by") {
+		t.Fatalf("plan: %+v %v, want the listing fanned out", r, err)
+	}
+	e.drainCommits() // the committer fans the listing out
+	if j := e.job(r.JobID); j.State != jobs.Committing {
+		t.Fatalf("job %s (%s), want committing while the prefixes are listed", j.State, j.Reason)
+	}
+	for _, p := range gone {
+		if !exists(p) {
+			t.Fatalf("%s removed before the listing was merged", p)
+		}
+	}
+	st := e.drainTasks()
+	if st.Delivered < 6 || st.Failed != 0 {
+		t.Fatalf("listing tasks: %+v, want one per prefix (at least 6), none failed", st)
+	}
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed || j.Kind != jobs.KindRemoveOrphans {
+		t.Fatalf("job %s %s (%s)", j.Kind, j.State, j.Reason)
+	}
+	e.requireOrphansGone(gone, stay, referenced, want)
+	if m := e.metrics.metricTotals(t); m["OrphanFilesRemoved"] != float64(len(gone)) {
+		t.Fatalf("OrphanFilesRemoved %v, want %d", m["OrphanFilesRemoved"], len(gone))
+	}
+}
+
+// TestOrphans_ACommitterTakingOverListsThePrefixesLeft: the listing tasks
+// are lost (a queue purged, a bug): the job stays committing until another
+// committer may take it over, which lists the prefixes whose markers are
+// left itself, and the cleanup ends as if the tasks had run.
+func TestOrphans_ACommitterTakingOverListsThePrefixesLeft(t *testing.T) {
+	const takeover = 2 * time.Second
+	e := setup(t, func(c *config.Config) { c.OrphanListFanOutFiles, c.CommitTakeover = 1, takeover })
+	e.createTable(smallTable)
+	e.compactAndRequireSame()
+	want := e.fingerprint()
+	gone, stay := e.plantAround()
+	referenced := e.referencedFiles()
+
+	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainCommits()
+	lost, err := localrun.Drain(e.ctx, e.deps.Tasks, func(context.Context, lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+		return lambdaevents.SQSEventResponse{}, nil
+	}, 10, 0)
+	if err != nil || lost.Delivered < 6 {
+		t.Fatalf("lose the listing tasks: %+v %v", lost, err)
+	}
+	time.Sleep(takeover + 100*time.Millisecond)
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.deps.Commits.Send(e.ctx, string(body)); err != nil {
+		t.Fatal(err)
+	}
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("job %s (%s)", j.State, j.Reason)
+	}
+	e.requireOrphansGone(gone, stay, referenced, want)
 }

@@ -167,11 +167,14 @@ func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job job
 		if err != nil {
 			return nil, false, fmt.Errorf("read listing marker: %w", err)
 		}
-		var lt messages.ListTask
-		if err := messages.Decode(b, &lt); err != nil {
+		var task messages.Task
+		if err := messages.Decode(b, &task); err != nil {
 			return nil, false, fmt.Errorf("%w: listing marker %s: %w", ErrInvariant, key, err)
 		}
-		if _, err := listing.List(ctx, c.blobs, c.tables, job.ID, job.Table, lt); err != nil {
+		if task.List == nil {
+			return nil, false, fmt.Errorf("%w: listing marker %s holds no listing task", ErrInvariant, key)
+		}
+		if _, err := listing.List(ctx, c.blobs, c.tables, job.ID, job.Table, *task.List); err != nil {
 			return nil, false, err
 		}
 	}
@@ -216,17 +219,18 @@ func (c *Committer) startListing(ctx context.Context, log *slog.Logger, job jobs
 	for i, p := range prefixes {
 		marker, found := listing.Names(job.ID, i)
 		lt := messages.ListTask{FoundName: found, MetadataLocation: cur.MetadataLocation(), Prefix: p.Path, Shallow: p.Shallow, OlderThanUnixMillis: olderThan.UnixMilli()}
-		key, err := putEncoded(ctx, c.blobs, marker, lt)
+		task := messages.Task{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Token: job.Token, List: &lt}
+		key, err := putEncoded(ctx, c.blobs, marker, task)
 		if err != nil {
 			return fmt.Errorf("write listing marker: %w", err)
 		}
 		// The marker holds the task with its own key.
 		lt.MarkerKey = key
-		if _, err := putEncoded(ctx, c.blobs, marker, lt); err != nil {
+		if _, err := putEncoded(ctx, c.blobs, marker, task); err != nil {
 			return fmt.Errorf("write listing marker: %w", err)
 		}
 		rec.Markers = append(rec.Markers, key)
-		b, err := messages.Encode(messages.Task{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Token: job.Token, List: &lt})
+		b, err := messages.Encode(task)
 		if err != nil {
 			return err
 		}

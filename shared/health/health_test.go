@@ -682,3 +682,65 @@ func TestDeletable_OnlyDataAndMetadataAndNeverAnAttemptInFlight(t *testing.T) {
 		t.Fatalf("deletable %v, elsewhere %v", del, elsewhere)
 	}
 }
+
+// TestFindOrphansIn_ThePrefixesTogetherFindWhatTheWholeLocationDoes: the
+// prefixes OrphanPrefixes splits a location into, each listed apart, find
+// exactly the orphans listing the whole location finds (no file twice, none
+// missed), whether the orphan sits at the location's top, directly in
+// data/, in a partition folder, in a nested folder, in metadata/ or in
+// another top-level folder; and a prefix outside the location is refused.
+func TestFindOrphansIn_ThePrefixesTogetherFindWhatTheWholeLocationDoes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	tbl := f.create(t, "prefixes", sample(2))
+	root := strings.TrimPrefix(tbl.Location(), "file://")
+	for _, rel := range []string{"top.bin", "data/direct.parquet", "data/region=region-01/stray.parquet",
+		"data/region=region-02/deeper/stray.parquet", "data/new=1/a.parquet", "metadata/stray.avro", "scratch/notes/n.txt"} {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("stray"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	whole, _, err := FindOrphans(ctx, tbl, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) != 7 {
+		t.Fatalf("whole location: %d orphans %q, want the 7 planted", len(whole), whole)
+	}
+	prefixes, err := OrphanPrefixes(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prefixes) < 6 {
+		t.Fatalf("prefixes %+v: want the top, data/ (shallow), its partitions, metadata/ and scratch/", prefixes)
+	}
+	seen := map[string]int{}
+	for _, p := range prefixes {
+		found, err := FindOrphansIn(ctx, tbl, p, time.Time{})
+		if err != nil {
+			t.Fatalf("prefix %+v: %v", p, err)
+		}
+		for _, o := range found {
+			seen[o.Path]++
+			if o.Bytes != int64(len("stray")) {
+				t.Fatalf("%s: %d bytes", o.Path, o.Bytes)
+			}
+		}
+	}
+	for _, p := range whole {
+		if seen[p] != 1 {
+			t.Fatalf("%s found %d times by the prefixes, want once", p, seen[p])
+		}
+	}
+	if len(seen) != len(whole) {
+		t.Fatalf("the prefixes found %d files, the whole location %d", len(seen), len(whole))
+	}
+	if _, err := FindOrphansIn(ctx, tbl, Prefix{Path: filepath.Dir(root)}, time.Time{}); err == nil {
+		t.Fatal("a prefix above the table's location was listed")
+	}
+}

@@ -131,6 +131,9 @@ func (l Lister) Handle(ctx context.Context, task messages.Task) (Result, error) 
 // it found (0 when the marker was gone). The committer runs it too, for
 // the markers a dead committer's tasks left.
 func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName string, lt messages.ListTask) (int, error) {
+	if lt.MarkerKey == "" || lt.FoundName == "" {
+		return 0, fmt.Errorf("listing: task of job %s names no marker or no findings", jobID)
+	}
 	if _, err := blobs.Get(ctx, lt.MarkerKey); errors.Is(err, blob.ErrNotFound) {
 		return 0, nil
 	} else if err != nil {

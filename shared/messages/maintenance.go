@@ -136,7 +136,7 @@ type Listing struct {
 // orphans (health.FindOrphansIn) against MetadataLocation, keeping files
 // modified before OlderThanUnixMillis, write them at FoundName (a name
 // relative to icekeeper's bucket prefix) and remove MarkerKey (a full
-// key). The marker object holds the task itself.
+// key). The marker object holds the Task carrying it.
 type ListTask struct {
 	MarkerKey           string `json:"marker_key"`
 	FoundName           string `json:"found_name"`
