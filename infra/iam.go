@@ -145,6 +145,8 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	descriptors := bucket + "/" + a.s.key(JobsPrefix) + "*/descriptors/*"
 	joblog := bucket + "/" + a.s.key(LogPrefix) + "*"
 	deletionParts := bucket + "/" + a.s.key(JobsPrefix) + "*/deletions/*"
+	listingMarkers := bucket + "/" + a.s.key(JobsPrefix) + "*/listing/*"
+	foundObjects := bucket + "/" + a.s.key(JobsPrefix) + "*/found/*"
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
@@ -160,7 +162,12 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 		// A deletion task removes its part of the record once done, and
 		// lists the parts left (shared/deletions).
 		statement("DeletionPartsRemove", []string{"s3:DeleteObject"}, []string{deletionParts}),
-		a.deletionPartsListing("DeletionPartsList", bucket),
+		a.jobFoldersListing("DeletionPartsList", bucket, "deletions"),
+		// A listing task of an orphan cleanup writes what it found, removes
+		// its marker and lists the markers left (shared/listing).
+		statement("ListingFindingsWrite", []string{"s3:PutObject"}, []string{foundObjects}),
+		statement("ListingMarkersRemove", []string{"s3:DeleteObject"}, []string{listingMarkers}),
+		a.jobFoldersListing("ListingMarkersList", bucket, "listing"),
 	)
 	q.Commits.GrantSendMessages(fns.Rewriter)
 	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
@@ -169,7 +176,12 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	// An expiry's durable record of the files it frees, removed part by
 	// part as they are deleted (shared/commit/expiry.go).
 	add(fns.Committer, statement("ExpiryRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/deletions*"}),
-		a.deletionPartsListing("DeletionPartsList", bucket))
+		a.jobFoldersListing("DeletionPartsList", bucket, "deletions"))
+	// An orphan cleanup's fanned-out listing: its record and markers, and
+	// what the prefixes found, which a committer taking over lists itself
+	// (shared/commit/orphans.go).
+	add(fns.Committer, statement("ListingRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/listing*", foundObjects}),
+		a.jobFoldersListing("ListingFoldersList", bucket, "listing", "found"))
 	// Large deletions go to the rewriters as tasks.
 	q.Tasks.GrantSendMessages(fns.Committer)
 }
@@ -236,12 +248,17 @@ func (a access) tableListing(sid string) []awsiam.PolicyStatement {
 	return out
 }
 
-// deletionPartsListing allows listing icekeeper's bucket only for the
-// parts of a job's deletions record (jobs/<id>/deletions/).
-func (a access) deletionPartsListing(sid, bucket string) awsiam.PolicyStatement {
+// jobFoldersListing allows listing icekeeper's bucket only in the given
+// folders of a job (jobs/<id>/<folder>/): the parts of a deletions record,
+// the markers and findings of a fanned-out listing.
+func (a access) jobFoldersListing(sid, bucket string, folders ...string) awsiam.PolicyStatement {
 	st := statement(sid, []string{"s3:ListBucket"}, []string{bucket})
-	p := a.s.key(JobsPrefix) + "*/deletions/"
-	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": []string{p, p + "*"}})
+	var prefixes []string
+	for _, f := range folders {
+		p := a.s.key(JobsPrefix) + "*/" + f + "/"
+		prefixes = append(prefixes, p, p+"*")
+	}
+	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
 	return st
 }
 

@@ -741,6 +741,10 @@ func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 			if cond != `{"StringLike":{"s3:prefix":["jobs/*/deletions/","jobs/*/deletions/*"]}}` {
 				t.Errorf("listing of deletion parts not scoped: %s", cond)
 			}
+		case "ListingMarkersList": // icekeeper's own bucket, a listing's markers only
+			if cond != `{"StringLike":{"s3:prefix":["jobs/*/listing/","jobs/*/listing/*"]}}` {
+				t.Errorf("listing of listing markers not scoped: %s", cond)
+			}
 		default:
 			if !strings.Contains(cond, "warehouse/analytics.db/*") || !strings.Contains(cond, "warehouse/sales.db/orders/*") {
 				t.Errorf("listing not scoped to the granted prefixes: %s", cond)
