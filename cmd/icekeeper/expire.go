@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
-
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 )
@@ -50,24 +48,9 @@ func runExpireDryRun(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return exitError{code: 2, err: fmt.Errorf("expire takes one table (namespace.table), got %d arguments", len(pos))}
-	}
-	name := pos[0]
-	ident, err := tableIdent(name)
+	name, _, tbl, err := cf.loadOneTable(ctx, "expire", pos)
 	if err != nil {
 		return err
-	}
-	cfg, cat, err := cf.openCatalog(ctx, false)
-	if err != nil {
-		return err
-	}
-	tbl, err := cat.LoadTable(ctx, ident)
-	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return fmt.Errorf("expire %s: no such table in the %s catalog %q: %w", name, cfg.Catalog.Type, cfg.Catalog.URI, err)
-	}
-	if err != nil {
-		return fmt.Errorf("expire %s: load table: %w", name, err)
 	}
 	if gc, err := expire.GCEnabled(tbl.Properties()); err != nil || !gc {
 		return exitError{code: exitNothingToDo, err: errors.Join(err, expire.ErrGCDisabled)}

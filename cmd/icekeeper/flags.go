@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
@@ -154,4 +156,31 @@ func cliMetrics(w io.Writer, on bool) *metrics.Emitter {
 		w = io.Discard
 	}
 	return metrics.NewEmitter(w, metrics.DefaultNamespace, nil)
+}
+
+// loadOneTable is the start of every read-only command on one table: pos
+// must be exactly one table name (namespace.table); the catalog is opened
+// without creating anything and the table loaded. cmd names the command in
+// errors.
+func (c *catalogFlags) loadOneTable(ctx context.Context, cmd string, pos []string) (string, config.Config, *table.Table, error) {
+	if len(pos) != 1 {
+		return "", config.Config{}, nil, exitError{code: 2, err: fmt.Errorf("%s takes one table (namespace.table), got %d arguments", cmd, len(pos))}
+	}
+	name := pos[0]
+	ident, err := tableIdent(name)
+	if err != nil {
+		return name, config.Config{}, nil, err
+	}
+	cfg, cat, err := c.openCatalog(ctx, false)
+	if err != nil {
+		return name, cfg, nil, err
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return name, cfg, nil, fmt.Errorf("%s %s: no such table in the %s catalog %q: %w", cmd, name, cfg.Catalog.Type, cfg.Catalog.URI, err)
+	}
+	if err != nil {
+		return name, cfg, nil, fmt.Errorf("%s %s: load table: %w", cmd, name, err)
+	}
+	return name, cfg, tbl, nil
 }

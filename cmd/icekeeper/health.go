@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
-
-	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/healthpage"
@@ -63,27 +60,12 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return exitError{code: 2, err: fmt.Errorf("health takes one table (namespace.table), got %d arguments", len(pos))}
-	}
 	if *orphanAge < 0 {
 		return exitError{code: 2, err: fmt.Errorf("--orphans-older-than %s: want a non-negative duration", *orphanAge)}
 	}
-	name := pos[0]
-	ident, err := tableIdent(name)
+	name, cfg, tbl, err := cf.loadOneTable(ctx, "health", pos)
 	if err != nil {
 		return err
-	}
-	cfg, cat, err := cf.openCatalog(ctx, false)
-	if err != nil {
-		return err
-	}
-	tbl, err := cat.LoadTable(ctx, ident)
-	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return fmt.Errorf("health %s: no such table in the %s catalog %q: %w", name, cfg.Catalog.Type, cfg.Catalog.URI, err)
-	}
-	if err != nil {
-		return fmt.Errorf("health %s: load table: %w", name, err)
 	}
 	th, err := health.ThresholdsFor(tbl.Properties(), cfg.TargetFileSize)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
-
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/optin"
@@ -70,24 +68,9 @@ func runOrphansDryRun(ctx context.Context, args []string, olderThan time.Duratio
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return exitError{code: 2, err: fmt.Errorf("remove-orphans takes one table (namespace.table), got %d arguments", len(pos))}
-	}
-	name := pos[0]
-	ident, err := tableIdent(name)
+	name, _, tbl, err := cf.loadOneTable(ctx, "remove-orphans", pos)
 	if err != nil {
 		return err
-	}
-	cfg, cat, err := cf.openCatalog(ctx, false)
-	if err != nil {
-		return err
-	}
-	tbl, err := cat.LoadTable(ctx, ident)
-	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return fmt.Errorf("remove-orphans %s: no such table in the %s catalog %q: %w", name, cfg.Catalog.Type, cfg.Catalog.URI, err)
-	}
-	if err != nil {
-		return fmt.Errorf("remove-orphans %s: load table: %w", name, err)
 	}
 	age, err := optin.OrphanAge(tbl.Properties(), olderThan)
 	if err != nil {
