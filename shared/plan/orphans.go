@@ -41,12 +41,9 @@ func (p *Planner) PlanOrphanCleanup(ctx context.Context, name, trigger string, o
 func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease, olderThan time.Duration) (res Result, started bool, err error) {
 	res = Result{Table: name}
 	planStart := p.now()
-	tbl, err := p.catalog.LoadTable(ctx, ident)
+	tbl, err := p.loadLeased(ctx, log, ident, name, l, &res)
 	if err != nil {
-		return res, false, fmt.Errorf("plan orphan cleanup of %s: load table: %w", name, err)
-	}
-	if len(l.PastJobs) > 0 {
-		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
 	props := tbl.Properties()
 	if gc, err := expire.GCEnabled(props); err != nil || !gc {

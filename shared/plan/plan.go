@@ -269,12 +269,9 @@ func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeas
 func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
 	res = Result{Table: name}
 	planStart := p.now()
-	tbl, err := p.catalog.LoadTable(ctx, ident)
+	tbl, err := p.loadLeased(ctx, log, ident, name, l, &res)
 	if err != nil {
-		return res, false, fmt.Errorf("plan %s: load table: %w", name, err)
-	}
-	if len(l.PastJobs) > 0 {
-		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
