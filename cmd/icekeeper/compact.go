@@ -114,13 +114,13 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 }
 
 // maintain runs every maintenance action due on the table, in the chain's
-// order: compaction, manifest rewrite, snapshot expiry, and orphan cleanup
+// order: compaction, delete-file rewrite, manifest rewrite, snapshot expiry, and orphan cleanup
 // when the owner asked for it (icekeeper.orphans.enabled). Each action is
 // one job through the pipeline; an action with nothing to do is reported
 // and the next one runs. It stops at the first job that does not commit.
 func maintain(ctx context.Context, st localrun.Stages, tableName string, orphans, asJSON bool, stdout io.Writer) error {
 	actions := []func(context.Context, localrun.Stages, string, string) (localrun.Cycle, error){
-		localrun.RunCycle, localrun.RunManifestRewrite, localrun.RunExpiry,
+		localrun.RunCycle, localrun.RunDeleteRewrite, localrun.RunManifestRewrite, localrun.RunExpiry,
 	}
 	if orphans {
 		actions = append(actions, localrun.RunOrphanCleanup(0))

@@ -47,6 +47,12 @@ Usage:
       Rewrite TABLE's data manifests, clustered by partition, when it has
       more than commit.manifest.min-count-to-merge (default 100), as a job
       through the same pipeline. Changes no data file.
+  icekeeper rewrite-deletes TABLE [--local] [--json] [catalog flags]
+      Rewrite the position delete files of TABLE's partitions that have
+      icekeeper.rewrite-deletes.min-input-files (default 5) or more into
+      one per partition (v2), or into deletion vectors (v3), dropping
+      deletes whose data file is gone, as a job through the same pipeline.
+      Changes no data file and no row a query returns.
   icekeeper remove-orphans TABLE [--dry-run] [--older-than 72h] [--local] [--json] [catalog flags]
       Remove TABLE's orphan files (under its location, referenced by no
       metadata, older than the safety age: --older-than, else the table's
@@ -55,7 +61,8 @@ Usage:
       location is shared with another table. --dry-run lists them.
   icekeeper maintain TABLE [--local] [--json] [catalog flags]
       Every maintenance action due on TABLE, in order, each a job through
-      the same pipeline: compaction, manifest rewrite, snapshot expiry,
+      the same pipeline: compaction, delete-file rewrite, manifest rewrite,
+      snapshot expiry,
       and orphan cleanup if the owner set icekeeper.orphans.enabled=true.
       Exit code 3 when none was due.
   icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
@@ -153,6 +160,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runRemoveOrphans(ctx, args[1:], stdout, stderr)
 	case "rewrite-manifests":
 		return runJob(ctx, "rewrite-manifests", args[1:], stdout, stderr, localrun.RunManifestRewrite)
+	case "rewrite-deletes":
+		return runJob(ctx, "rewrite-deletes", args[1:], stdout, stderr, localrun.RunDeleteRewrite)
 	case "sample":
 		return runSample(ctx, args[1:], stdout, stderr)
 	case "health":

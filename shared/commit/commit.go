@@ -464,7 +464,11 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	if err != nil {
 		return res, fmt.Errorf("open pinned table: %w", err)
 	}
-	staged, err := c.gather(ctx, job, pinned)
+	gather := c.gather
+	if job.Kind == jobs.KindRewriteDeletes {
+		gather = c.gatherDeletes
+	}
+	staged, err := gather(ctx, job, pinned)
 	if err != nil {
 		return res, err
 	}
@@ -555,20 +559,9 @@ type Scope struct {
 // invariants and collects the files to swap.
 func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Table) (stagedRewrite, error) {
 	var st stagedRewrite
-	planBytes, err := c.blobs.Get(ctx, job.PlanKey)
-	if err != nil {
-		return st, fmt.Errorf("read plan: %w", err)
-	}
-	var plan messages.Plan
-	if err := messages.Decode(planBytes, &plan); err != nil {
-		return st, fmt.Errorf("%w: %w", ErrInvariant, err)
-	}
-	groups, err := c.jobs.Groups(ctx, job.ID)
+	plan, groups, err := c.readPlan(ctx, job)
 	if err != nil {
 		return st, err
-	}
-	if len(plan.Groups) != job.Groups || len(groups) != job.Groups {
-		return st, fmt.Errorf("%w: plan has %d groups, job %d, records %d", ErrInvariant, len(plan.Groups), job.Groups, len(groups))
 	}
 	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}}
 	movedInputs := map[string]struct{}{}
@@ -581,22 +574,9 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	var totalScanned int64
 	for i, g := range groups {
 		pg := plan.Groups[i]
-		if g.Index != pg.Index || g.State != jobs.GroupDone || g.DescriptorKey == "" {
-			return st, fmt.Errorf("%w: group %d is %s", ErrInvariant, g.Index, g.State)
-		}
-		data, err := c.blobs.Get(ctx, g.DescriptorKey)
+		d, err := c.readDescriptor(ctx, job, g, pg)
 		if err != nil {
-			return st, fmt.Errorf("read descriptor of group %d: %w", g.Index, err)
-		}
-		var d messages.Descriptor
-		if err := messages.Decode(data, &d); err != nil {
-			return st, fmt.Errorf("%w: group %d: %w", ErrInvariant, g.Index, err)
-		}
-		if d.JobID != job.ID || d.Group != g.Index || d.Attempt != g.Winner {
-			return st, fmt.Errorf("%w: group %d: descriptor is for job %s group %d attempt %s, winner is %s", ErrInvariant, g.Index, d.JobID, d.Group, d.Attempt, g.Winner)
-		}
-		if !equalStrings(messages.SortedCopy(d.InputPaths), pg.InputPaths) {
-			return st, fmt.Errorf("%w: group %d rewrote %d files, the plan has %d (or different ones)", ErrInvariant, g.Index, len(d.InputPaths), len(pg.InputPaths))
+			return st, err
 		}
 		if d.SchemaID != schemaID {
 			return st, fmt.Errorf("%w: group %d was written with schema %d, the pinned metadata's current schema is %d", ErrInvariant, g.Index, d.SchemaID, schemaID)
@@ -695,6 +675,51 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	return st, nil
 }
 
+// readPlan reads the job's plan and group records and checks that they
+// agree with the job on the number of groups.
+func (c *Committer) readPlan(ctx context.Context, job jobs.Job) (messages.Plan, []jobs.Group, error) {
+	var plan messages.Plan
+	planBytes, err := c.blobs.Get(ctx, job.PlanKey)
+	if err != nil {
+		return plan, nil, fmt.Errorf("read plan: %w", err)
+	}
+	if err := messages.Decode(planBytes, &plan); err != nil {
+		return plan, nil, fmt.Errorf("%w: %w", ErrInvariant, err)
+	}
+	groups, err := c.jobs.Groups(ctx, job.ID)
+	if err != nil {
+		return plan, nil, err
+	}
+	if len(plan.Groups) != job.Groups || len(groups) != job.Groups {
+		return plan, nil, fmt.Errorf("%w: plan has %d groups, job %d, records %d", ErrInvariant, len(plan.Groups), job.Groups, len(groups))
+	}
+	return plan, groups, nil
+}
+
+// readDescriptor reads a done group's winning descriptor and checks that it
+// is the winner's, for this job and group, and that it read exactly the
+// plan group's data files.
+func (c *Committer) readDescriptor(ctx context.Context, job jobs.Job, g jobs.Group, pg messages.PlanGroup) (messages.Descriptor, error) {
+	var d messages.Descriptor
+	if g.Index != pg.Index || g.State != jobs.GroupDone || g.DescriptorKey == "" {
+		return d, fmt.Errorf("%w: group %d is %s", ErrInvariant, g.Index, g.State)
+	}
+	data, err := c.blobs.Get(ctx, g.DescriptorKey)
+	if err != nil {
+		return d, fmt.Errorf("read descriptor of group %d: %w", g.Index, err)
+	}
+	if err := messages.Decode(data, &d); err != nil {
+		return d, fmt.Errorf("%w: group %d: %w", ErrInvariant, g.Index, err)
+	}
+	if d.JobID != job.ID || d.Group != g.Index || d.Attempt != g.Winner {
+		return d, fmt.Errorf("%w: group %d: descriptor is for job %s group %d attempt %s, winner is %s", ErrInvariant, g.Index, d.JobID, d.Group, d.Attempt, g.Winner)
+	}
+	if !equalStrings(messages.SortedCopy(d.InputPaths), pg.InputPaths) {
+		return d, fmt.Errorf("%w: group %d read %d files, the plan has %d (or different ones)", ErrInvariant, g.Index, len(d.InputPaths), len(pg.InputPaths))
+	}
+	return d, nil
+}
+
 // commitOnce stages the rewrite on top of cur, fences it, and commits it.
 //
 // The fence: right before the catalog call the committer refreshes its
@@ -714,7 +739,7 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 		rw.DeleteFile(f)
 	}
 	for _, f := range st.newFiles {
-		rw.AddDataFile(f)
+		rw.AddFile(f) // data files, or a delete rewrite's delete files
 	}
 	for _, d := range st.deadDeletes {
 		rw.DeleteFile(d)
@@ -1151,12 +1176,7 @@ func underAny(path string, roots []string) bool {
 
 // fileKey identifies a content file within the table: its path, and for a
 // deletion vector its offset in the Puffin file (several DVs share one).
-func fileKey(df iceberg.DataFile) string {
-	if off := df.ContentOffset(); off != nil {
-		return fmt.Sprintf("%s#%d", df.FilePath(), *off)
-	}
-	return df.FilePath()
-}
+func fileKey(df iceberg.DataFile) string { return messages.DeleteFileKey(df) }
 
 // liveFiles returns the live data files of snap whose paths are in paths,
 // and the partitions they are in.
@@ -1239,20 +1259,7 @@ func pathBounds(df iceberg.DataFile, pathField int) (string, string, bool) {
 	return string(lo), string(hi), true
 }
 
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	keys := make([]int, 0, len(part))
-	for k := range part {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	var b strings.Builder
-	fmt.Fprintf(&b, "spec=%d", df.SpecID())
-	for _, k := range keys {
-		fmt.Fprintf(&b, "|%d=%v", k, part[k])
-	}
-	return b.String()
-}
+func partitionKey(df iceberg.DataFile) string { return messages.PartitionKey(df) }
 
 func equalStrings(a, b []string) bool {
 	if len(a) != len(b) {

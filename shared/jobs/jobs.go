@@ -147,6 +147,9 @@ const (
 	KindExpire           Kind = "expire"
 	KindRewriteManifests Kind = "rewrite-manifests"
 	KindRemoveOrphans    Kind = "remove-orphans"
+	// KindRewriteDeletes rewrites a partition's delete files into fewer
+	// (package plan, PlanDeleteRewrite).
+	KindRewriteDeletes Kind = "rewrite-deletes"
 )
 
 // Group is the record of one file group.

@@ -86,6 +86,7 @@ type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanDeleteRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanOrphanCleanup(ctx context.Context, table, trigger string, olderThan time.Duration) (plan.Result, error)
 }
 
@@ -180,6 +181,11 @@ func RunExpiry(ctx context.Context, s Stages, table, trigger string) (Cycle, err
 // RunManifestRewrite is RunCycle for a manifest rewrite.
 func RunManifestRewrite(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
 	return run(ctx, s, s.Plan.PlanManifestRewrite, table, trigger)
+}
+
+// RunDeleteRewrite is RunCycle for a delete-file rewrite.
+func RunDeleteRewrite(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return run(ctx, s, s.Plan.PlanDeleteRewrite, table, trigger)
 }
 
 // RunOrphanCleanup is RunCycle for an orphan cleanup with the given

@@ -73,6 +73,45 @@ type Task struct {
 	// list one prefix of the table's location (package listing). Group and
 	// the rewrite fields are then unused.
 	List *ListTask `json:"list,omitempty"`
+	// Deletes, when set, makes this a delete-file rewrite (a job of kind
+	// rewrite-deletes): the rewriter carries the deletes of the group's
+	// input delete files over to new delete files instead of rewriting
+	// data. ScanTasks are then the live data files those deletes may
+	// apply to, each with its delete files attached as the scan planned
+	// them at S.
+	Deletes *DeleteRewrite `json:"deletes,omitempty"`
+}
+
+// DeleteRewrite names a delete-file rewrite's input delete files.
+type DeleteRewrite struct {
+	// InputDeletes are the delete files the group replaces, as file keys
+	// (DeleteFileKey), sorted.
+	InputDeletes []string `json:"input_deletes"`
+}
+
+// PartitionKey identifies a file's partition: its spec and partition values.
+func PartitionKey(df iceberg.DataFile) string {
+	part := df.Partition()
+	keys := make([]int, 0, len(part))
+	for k := range part {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "spec=%d", df.SpecID())
+	for _, k := range keys {
+		fmt.Fprintf(&b, "|%d=%v", k, part[k])
+	}
+	return b.String()
+}
+
+// DeleteFileKey identifies a delete file: its path, and for a deletion
+// vector the offset of its blob in the Puffin file (several DVs share one).
+func DeleteFileKey(df iceberg.DataFile) string {
+	if off := df.ContentOffset(); off != nil {
+		return fmt.Sprintf("%s#%d", df.FilePath(), *off)
+	}
+	return df.FilePath()
 }
 
 // OutputSpec returns the spec the new files are written in, or -1 for the
@@ -133,6 +172,10 @@ type PlanGroup struct {
 	InputBytes   int64    `json:"input_bytes"`
 	// InputRows is the input files' record count before deletes.
 	InputRows int64 `json:"input_rows"`
+	// InputDeletes (rewrite-deletes jobs only) are the delete files the
+	// group replaces (DeleteFileKey, sorted); InputPaths are then the data
+	// files they apply to, which stay.
+	InputDeletes []string `json:"input_deletes,omitempty"`
 }
 
 // Counters are what one rewriter attempt measured.
@@ -172,6 +215,9 @@ type Descriptor struct {
 	InputPaths []string `json:"input_paths"`
 	// NewFiles are codec.EncodeDataFile bytes of the files written.
 	NewFiles [][]byte `json:"new_files"`
+	// InputDeletes (rewrite-deletes jobs only) are the delete files whose
+	// deletes the attempt carried over (DeleteFileKey, sorted).
+	InputDeletes []string `json:"input_deletes,omitempty"`
 	Counters Counters `json:"counters"`
 }
 

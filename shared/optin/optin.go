@@ -46,10 +46,19 @@ const (
 	// both are on by default.
 	PropertyCompactionEnabled       = "icekeeper.compaction.enabled"
 	PropertyRewriteManifestsEnabled = "icekeeper.rewrite-manifests.enabled"
+	// PropertyRewriteDeletesEnabled turns delete-file rewrites off for an
+	// opted-in table ("false"); on by default.
+	PropertyRewriteDeletesEnabled = "icekeeper.rewrite-deletes.enabled"
+	// PropertyRewriteDeletesMinInputFiles is how many position delete
+	// files a partition must have before they are rewritten into one
+	// (a positive integer; default DefaultRewriteDeletesMinInputFiles, as
+	// Spark's rewrite_position_delete_files min-input-files).
+	PropertyRewriteDeletesMinInputFiles = "icekeeper.rewrite-deletes.min-input-files"
 	// Each later action's own cooldown (a Go duration; none by default:
 	// the table's cooldown, PropertyMinInterval, spaces every job): the
 	// action is not planned again within it.
 	PropertyRewriteManifestsMinInterval = "icekeeper.rewrite-manifests.min-interval"
+	PropertyRewriteDeletesMinInterval   = "icekeeper.rewrite-deletes.min-interval"
 	PropertyExpireMinInterval           = "icekeeper.expire.min-interval"
 	PropertyOrphansMinInterval          = "icekeeper.orphans.min-interval"
 	// PropertyOrphansOlderThan is the safety age of orphan cleanup: only
@@ -208,7 +217,7 @@ func ValidateProperties(props map[string]string) error {
 		}
 		v := props[k]
 		switch k {
-		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled:
+		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled, PropertyRewriteDeletesEnabled:
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
@@ -216,7 +225,11 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := OrphanAge(props, 0); err != nil {
 				errs = append(errs, err)
 			}
-		case PropertyMinInterval, PropertyRewriteManifestsMinInterval, PropertyExpireMinInterval, PropertyOrphansMinInterval:
+		case PropertyRewriteDeletesMinInputFiles:
+			if _, err := RewriteDeletesMinInputFiles(props); err != nil {
+				errs = append(errs, err)
+			}
+		case PropertyMinInterval, PropertyRewriteManifestsMinInterval, PropertyRewriteDeletesMinInterval, PropertyExpireMinInterval, PropertyOrphansMinInterval:
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
 			}
@@ -227,6 +240,23 @@ func ValidateProperties(props map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultRewriteDeletesMinInputFiles is PropertyRewriteDeletesMinInputFiles'
+// default.
+const DefaultRewriteDeletesMinInputFiles = 5
+
+// RewriteDeletesMinInputFiles reads PropertyRewriteDeletesMinInputFiles.
+func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
+	v, ok := props[PropertyRewriteDeletesMinInputFiles]
+	if !ok {
+		return DefaultRewriteDeletesMinInputFiles, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyRewriteDeletesMinInputFiles, v)
+	}
+	return n, nil
 }
 
 // Output specs (see PropertyOutputSpec).

@@ -335,6 +335,18 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 		job.InputRows += pg.InputRows
 		jobGroups = append(jobGroups, jobs.Group{Index: i, InputFiles: int64(len(g.Tasks)), InputBytes: g.TotalSizeBytes})
 	}
+	job.TargetFileSize = cfg.TargetFileSizeBytes
+	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, _ messages.PlanGroup) {
+		t.TargetFileSize = cfg.TargetFileSizeBytes
+	})
+}
+
+// startJob records a job of rewriter groups (its plan in S3, the job and
+// its groups in DynamoDB), sends one task per group and marks the job
+// running. groups[i] holds plan group i's scan tasks; decorate completes
+// each group's task. started reports whether any task may have been sent.
+func (p *Planner) startJob(ctx context.Context, log *slog.Logger, res Result, meta table.Metadata, planObj messages.Plan, job jobs.Job, jobGroups []jobs.Group, groups []compaction.Group, planStart time.Time, decorate func(*messages.Task, messages.PlanGroup)) (Result, bool, error) {
+	name, jobID := job.Table, job.ID
 	planBytes, err := messages.Encode(planObj)
 	if err != nil {
 		return res, false, err
@@ -343,15 +355,13 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
 	job.PlanMillis = p.now().Sub(planStart).Milliseconds()
-	job.TargetFileSize = cfg.TargetFileSizeBytes
 	if err := p.jobs.Create(ctx, job, jobGroups); err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
 
-	target := cfg.TargetFileSizeBytes
 	bodies := make([]string, 0, len(groups))
 	for i, g := range groups {
-		body, err := p.taskBody(ctx, tbl.Metadata(), job, planObj.Groups[i], g, target)
+		body, err := p.taskBody(ctx, meta, planObj.Groups[i], job, g, decorate)
 		if err != nil {
 			return res, false, fmt.Errorf("plan %s: group %d: %w", name, i, err)
 		}
@@ -370,7 +380,7 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	}
 	res.Outcome, res.JobID, res.Groups = OutcomePlanned, jobID, len(groups)
 	res.InputFiles, res.InputBytes = job.InputFiles, job.InputBytes
-	log.Info("planned", "groups", len(groups), "input_files", job.InputFiles, "input_bytes", job.InputBytes, "lease_token", l.Token)
+	log.Info("planned", "kind", job.Kind, "groups", len(groups), "input_files", job.InputFiles, "input_bytes", job.InputBytes, "lease_token", job.Token)
 	return res, true, nil
 }
 
@@ -389,7 +399,7 @@ func (p *Planner) requestAbort(ctx context.Context, log *slog.Logger, jobID, rea
 	return true
 }
 
-func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Job, pg messages.PlanGroup, g compaction.Group, target int64) (string, error) {
+func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, pg messages.PlanGroup, job jobs.Job, g compaction.Group, decorate func(*messages.Task, messages.PlanGroup)) (string, error) {
 	encoded, err := messages.EncodeScanTasks(meta, g.Tasks)
 	if err != nil {
 		return "", err
@@ -398,7 +408,10 @@ func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, job jobs.Jo
 		Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: pg.Index, Token: job.Token,
 		Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
 		SpecID: pg.SpecID, OutputSpecID: &pg.OutputSpecID, Partition: pg.Partition, ScanTasks: encoded,
-		InputFiles: len(g.Tasks), InputBytes: g.TotalSizeBytes, TargetFileSize: target,
+		InputFiles: len(g.Tasks), InputBytes: g.TotalSizeBytes,
+	}
+	if decorate != nil {
+		decorate(&task, pg)
 	}
 	body, err := messages.Encode(task)
 	if err != nil {

@@ -305,7 +305,11 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	)
 	err = r.tracer.Phase(ctx, tracing.PhaseWrite, func(ctx context.Context) error {
 		var werr error
-		written, counters, tbl, werr = r.rewrite(ctx, task, attempt)
+		if task.Deletes != nil {
+			written, counters, tbl, werr = r.rewriteDeletes(ctx, task, attempt)
+		} else {
+			written, counters, tbl, werr = r.rewrite(ctx, task, attempt)
+		}
 		return werr
 	})
 	if err != nil {
@@ -337,6 +341,9 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		desc.SpecID = int(written[0].SpecID())
 	}
 	desc.InputPaths = counters.inputPaths
+	if task.Deletes != nil {
+		desc.InputDeletes = messages.SortedCopy(task.Deletes.InputDeletes)
+	}
 	if desc.NewFiles, err = messages.EncodeDataFiles(tbl.Metadata(), written); err != nil {
 		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
 		return Result{Attempt: attempt}, fmt.Errorf("%w: %w", ErrTerminal, err)
@@ -524,8 +531,19 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 }
 
 // openGroup opens the pinned table and decodes the group's scan tasks
-// (from the message, or from S3 for an oversized task).
+// (from the message, or from S3 for an oversized task); a group to rewrite
+// has at least one.
 func (r *Rewriter) openGroup(ctx context.Context, ident table.Identifier, task messages.Task) (*table.Table, []table.FileScanTask, error) {
+	tbl, tasks, err := r.openTasks(ctx, ident, task)
+	if err == nil && len(tasks) == 0 {
+		err = fmt.Errorf("%w: task has no files", ErrTerminal)
+	}
+	return tbl, tasks, err
+}
+
+// openTasks opens the pinned table and decodes the task's scan tasks, if
+// any.
+func (r *Rewriter) openTasks(ctx context.Context, ident table.Identifier, task messages.Task) (*table.Table, []table.FileScanTask, error) {
 	tbl, err := r.tables.Open(ctx, ident, task.Pin)
 	if err != nil {
 		if errors.Is(err, pin.ErrMismatch) {
@@ -548,9 +566,6 @@ func (r *Rewriter) openGroup(ctx context.Context, ident table.Identifier, task m
 	tasks, err := messages.DecodeScanTasks(tbl.Metadata(), task.SpecID, encoded)
 	if err != nil {
 		return tbl, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
-	}
-	if len(tasks) == 0 {
-		return tbl, nil, fmt.Errorf("%w: task has no files", ErrTerminal)
 	}
 	return tbl, tasks, nil
 }

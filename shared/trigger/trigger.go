@@ -60,6 +60,7 @@ type Planner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanDeleteRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanOrphanCleanup(ctx context.Context, table, trigger string, olderThan time.Duration) (plan.Result, error)
 }
 
@@ -437,7 +438,9 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 }
 
 // plan starts a job for an eligible table, the first that is due of the
-// maintenance chain: compaction, then a manifest rewrite (after compaction
+// maintenance chain: compaction, then a delete-file rewrite (of the
+// partitions whose data files were not worth rewriting but whose position
+// deletes pile up), then a manifest rewrite (after compaction
 // replaced many files' entries), then a snapshot expiry (which frees what
 // both replaced; off when the owner set icekeeper.expire.enabled=false).
 // Each later action runs on a later visit, after the earlier one ended.
@@ -450,6 +453,7 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 		plan         func(ctx context.Context, table, trigger string) (plan.Result, error)
 	}{
 		{"compaction", "compaction", optin.OnUnlessFalse(props, optin.PropertyCompactionEnabled), "", d.planner.PlanTable},
+		{"delete-file rewrite", "rewrite-deletes", optin.OnUnlessFalse(props, optin.PropertyRewriteDeletesEnabled), optin.PropertyRewriteDeletesMinInterval, d.planner.PlanDeleteRewrite},
 		{"manifest rewrite", "rewrite-manifests", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), optin.PropertyRewriteManifestsMinInterval, d.planner.PlanManifestRewrite},
 		{"snapshot expiry", "expire", optin.ExpireEnabled(props), optin.PropertyExpireMinInterval, d.planner.PlanExpiry},
 	}

@@ -1,0 +1,184 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
+)
+
+// PlanDeleteRewrite plans one delete-file rewrite job for the named table:
+// one group per partition whose position deletes are worth rewriting, each
+// rewritten by a rewriter into one position delete file (v2) or one Puffin
+// file of deletion vectors (v3), with the deletes that no longer apply to
+// a live data file dropped (package rewrite, deletes.go). A partition is
+// due when it has at least icekeeper.rewrite-deletes.min-input-files (5)
+// position delete files; on a v3 table also when it has any position
+// delete file at all (the v3 spec wants deletion vectors; such files are
+// left from before an upgrade), or that many Puffin files of deletion
+// vectors. Equality deletes are not touched.
+//
+// A group holds every position delete file and deletion vector of its
+// partition at S, so that a data file's deletes are all carried over
+// together: a new deletion vector supersedes every other delete of its
+// data file.
+func (p *Planner) PlanDeleteRewrite(ctx context.Context, name, trigger string) (Result, error) {
+	return p.underLease(ctx, name, trigger, p.planDeleteRewriteLeased)
+}
+
+// partitionDeletes are one partition's position deletes at S.
+type partitionDeletes struct {
+	key     string
+	specID  int
+	files   []iceberg.DataFile // position delete files and deletion vectors
+	pos     int                // position delete files
+	puffins map[string]struct{}
+	tasks   []table.FileScanTask
+	rows    int64
+}
+
+func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
+	res = Result{Table: name}
+	planStart := p.now()
+	fail := func(err error) (Result, bool, error) {
+		return res, false, fmt.Errorf("plan delete-file rewrite of %s: %w", name, err)
+	}
+	tbl, err := p.loadLeased(ctx, log, ident, name, l, &res)
+	if err != nil {
+		return fail(err)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		res.Outcome, res.Reason = OutcomeNothingToDo, "table has no snapshot"
+		return res, false, nil
+	}
+	meta := tbl.Metadata()
+	if meta.Version() < 2 {
+		res.Outcome, res.Reason = OutcomeNothingToDo, "a v1 table has no delete files"
+		return res, false, nil
+	}
+	minFiles, err := optin.RewriteDeletesMinInputFiles(tbl.Properties())
+	if err != nil {
+		return fail(err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("open table IO: %w", err))
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return fail(fmt.Errorf("read manifest list: %w", err))
+	}
+	parts := map[string]*partitionDeletes{}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return fail(fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
+			}
+			df := e.DataFile()
+			if df.ContentType() != iceberg.EntryContentPosDeletes {
+				continue
+			}
+			k := messages.PartitionKey(df)
+			pd := parts[k]
+			if pd == nil {
+				pd = &partitionDeletes{key: k, specID: int(df.SpecID()), puffins: map[string]struct{}{}}
+				parts[k] = pd
+			}
+			pd.files = append(pd.files, df)
+			if table.IsDeletionVector(df) {
+				pd.puffins[df.FilePath()] = struct{}{}
+			} else {
+				pd.pos++
+			}
+		}
+	}
+	v3 := meta.Version() >= 3
+	var due []*partitionDeletes
+	for _, pd := range parts {
+		if pd.pos >= minFiles || v3 && (pd.pos > 0 || len(pd.puffins) >= minFiles) {
+			due = append(due, pd)
+		}
+	}
+	if len(due) == 0 {
+		res.Outcome = OutcomeNothingToDo
+		res.Reason = fmt.Sprintf("no partition has %d or more position delete files (%s)", minFiles, optin.PropertyRewriteDeletesMinInputFiles)
+		if v3 {
+			res.Reason = fmt.Sprintf("no partition has position delete files to turn into deletion vectors, or %d or more Puffin files (%s)", minFiles, optin.PropertyRewriteDeletesMinInputFiles)
+		}
+		return res, false, nil
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].key < due[j].key })
+
+	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
+	res.SnapshotID = pin.SnapshotID
+	log = log.With("snapshot_id", pin.SnapshotID)
+	// The data files the deletes apply to, with every delete file attached
+	// as a scan at S attaches it.
+	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("plan files at snapshot %d: %w", pin.SnapshotID, err))
+	}
+	byKey := map[string]*partitionDeletes{}
+	for _, pd := range due {
+		byKey[pd.key] = pd
+	}
+	for _, t := range scanTasks {
+		pd := byKey[messages.PartitionKey(t.File)]
+		if pd == nil || len(t.DeleteFiles)+len(t.DeletionVectorFiles) == 0 {
+			continue
+		}
+		pd.tasks = append(pd.tasks, t)
+		pd.rows += t.File.Count()
+	}
+
+	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}
+	job := jobs.Job{
+		ID: jobID, Table: name, Kind: jobs.KindRewriteDeletes, Trigger: trigger, Token: l.Token,
+		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
+	}
+	var jobGroups []jobs.Group
+	var groups []compaction.Group
+	for i, pd := range due {
+		pg := messages.PlanGroup{Index: i, SpecID: pd.specID, OutputSpecID: pd.specID, Partition: PartitionString(table.FileScanTask{File: pd.files[0]}), InputRows: pd.rows}
+		for _, d := range pd.files {
+			pg.InputDeletes = append(pg.InputDeletes, messages.DeleteFileKey(d))
+			pg.InputBytes += deleteBytes(d)
+		}
+		sort.Strings(pg.InputDeletes)
+		for _, t := range pd.tasks {
+			pg.InputPaths = append(pg.InputPaths, t.File.FilePath())
+		}
+		sort.Strings(pg.InputPaths)
+		planObj.Groups = append(planObj.Groups, pg)
+		job.InputFiles += int64(len(pd.files))
+		job.InputBytes += pg.InputBytes
+		job.InputRows += pd.rows
+		jobGroups = append(jobGroups, jobs.Group{Index: i, InputFiles: int64(len(pd.files)), InputBytes: pg.InputBytes})
+		groups = append(groups, compaction.Group{Tasks: pd.tasks, TotalSizeBytes: pg.InputBytes})
+	}
+	return p.startJob(ctx, log, res, meta, planObj, job, jobGroups, groups, planStart, func(t *messages.Task, pg messages.PlanGroup) {
+		t.Deletes = &messages.DeleteRewrite{InputDeletes: pg.InputDeletes}
+	})
+}
+
+// deleteBytes is what a delete file costs to read: a deletion vector's
+// blob, else the whole file.
+func deleteBytes(d iceberg.DataFile) int64 {
+	if n := d.ContentSizeInBytes(); n != nil {
+		return *n
+	}
+	return d.FileSizeBytes()
+}
