@@ -62,8 +62,8 @@ Usage:
   icekeeper maintain TABLE [--local] [--json] [catalog flags]
       Every maintenance action due on TABLE, in order, each a job through
       the same pipeline: compaction, delete-file rewrite, manifest rewrite,
-      snapshot expiry,
-      and orphan cleanup if the owner set icekeeper.orphans.enabled=true.
+      snapshot expiry, and orphan cleanup if the owner set
+      icekeeper.orphans.enabled=true.
       Exit code 3 when none was due.
   icekeeper sample TABLE [--format-version 2|3] [--partitions N] [--files N] [--rows-per-file N] [catalog flags]
       Create an uncompacted merge-on-read sample table (many small files,

@@ -1,0 +1,275 @@
+package tests
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+)
+
+// deleteLayout is what a snapshot's delete files look like.
+type deleteLayout struct {
+	// posFiles and dvs count position delete files and deletion vectors
+	// per partition (messages.PartitionKey).
+	posFiles, dvs map[string]int
+	// dvsPerDataFile counts live deletion vectors per data file.
+	dvsPerDataFile map[string]int
+	// records is the sum of the delete files' record counts.
+	records int64
+	// dataFiles are the live data files' paths; dataRows their rows before
+	// deletes.
+	dataFiles []string
+	dataRows  int64
+}
+
+func (e *env) deleteLayout() deleteLayout {
+	e.t.Helper()
+	tbl := e.load()
+	fsys, err := tbl.FS(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ms, err := tbl.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	l := deleteLayout{posFiles: map[string]int{}, dvs: map[string]int{}, dvsPerDataFile: map[string]int{}}
+	for _, m := range ms {
+		for ent, err := range m.Entries(fsys, true) {
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			df := ent.DataFile()
+			switch {
+			case df.ContentType() == iceberg.EntryContentData:
+				l.dataFiles = append(l.dataFiles, df.FilePath())
+				l.dataRows += df.Count()
+			case table.IsDeletionVector(df):
+				l.dvs[messages.PartitionKey(df)]++
+				l.dvsPerDataFile[*df.ReferencedDataFile()]++
+				l.records += df.Count()
+			case df.ContentType() == iceberg.EntryContentPosDeletes:
+				l.posFiles[messages.PartitionKey(df)]++
+				l.records += df.Count()
+			}
+		}
+	}
+	sort.Strings(l.dataFiles)
+	return l
+}
+
+// visibleRows is the number of rows a scan returns.
+func (e *env) visibleRows() int64 {
+	e.t.Helper()
+	return e.fingerprint().Rows
+}
+
+// fingerprintAt fingerprints the rows of one snapshot (time travel).
+func (e *env) fingerprintAt(snapshotID int64) fingerprint.Fingerprint {
+	e.t.Helper()
+	f, err := fingerprint.Scan(e.ctx, e.load().Scan(table.WithSnapshotID(snapshotID)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return f
+}
+
+// positionDeletesInEveryPartition commits n merge-on-read deletes, each
+// removing one row of every data file of the table made with o (position
+// delete files on v2, deletion vectors on v3), and then drops the whole
+// first data file of partition 0 with a copy-on-write delete, which leaves
+// the deletes that named it dangling.
+func (e *env) positionDeletesInEveryPartition(o sampletable.Options, n int) {
+	e.t.Helper()
+	tbl := e.load()
+	perAppend := int64(o.Partitions * o.RowsPerFile)
+	for k := 0; k < n; k++ {
+		var ids []int64
+		for a := 0; a < o.Files; a++ {
+			for p := 0; p < o.Partitions; p++ {
+				ids = append(ids, int64(a)*perAppend+int64(p*o.RowsPerFile)+int64(3+7*k))
+			}
+		}
+		var err error
+		if tbl, err = sampletable.DeleteByPosition(e.ctx, tbl, ids); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	whole := iceberg.NewAnd(iceberg.GreaterThanEqual(iceberg.Reference("id"), int64(0)), iceberg.LessThan(iceberg.Reference("id"), int64(o.RowsPerFile)))
+	if _, err := tbl.Delete(e.ctx, whole, nil); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+var deletesTable = sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 3, RowsPerFile: 50}
+
+// TestDeletes_PositionDeleteFilesOfAPartitionBecomeOne: a v2 table with
+// six position delete files per partition, some of whose deletes name a
+// data file that is gone, gets a rewrite-deletes job: one replace snapshot,
+// one position delete file per partition holding exactly the deletes that
+// still apply (no dangling one, none twice), the same data files and the
+// same rows; time travel to the snapshot before returns the same rows too.
+func TestDeletes_PositionDeleteFilesOfAPartitionBecomeOne(t *testing.T) {
+	e := setup(t)
+	e.createTable(deletesTable)
+	e.positionDeletesInEveryPartition(deletesTable, 6)
+	before := e.deleteLayout()
+	want := e.fingerprint()
+	for k, n := range before.posFiles {
+		if n < 6 {
+			t.Fatalf("partition %s has %d position delete files, want 6 or more to start with", k, n)
+		}
+	}
+	if before.records <= before.dataRows-e.visibleRows() {
+		t.Fatalf("no dangling delete to start with: %d delete records, %d rows deleted", before.records, before.dataRows-e.visibleRows())
+	}
+	prev := e.load().CurrentSnapshot().SnapshotID
+
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned || r.Groups != deletesTable.Partitions {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+	if j := e.job(r.JobID); j.Kind != jobs.KindRewriteDeletes {
+		t.Fatalf("job kind %s", j.Kind)
+	}
+	if op := e.load().CurrentSnapshot().Summary.Operation; op != table.OpReplace {
+		t.Fatalf("snapshot operation %s, want replace", op)
+	}
+	after := e.deleteLayout()
+	for k, n := range after.posFiles {
+		if n != 1 {
+			t.Errorf("partition %s has %d position delete files after, want 1", k, n)
+		}
+	}
+	if len(after.posFiles) != len(before.posFiles) {
+		t.Errorf("position deletes in %d partitions after, %d before", len(after.posFiles), len(before.posFiles))
+	}
+	if deleted := after.dataRows - e.visibleRows(); after.records != deleted {
+		t.Errorf("delete files hold %d records for %d deleted rows: dangling or repeated deletes were kept", after.records, deleted)
+	}
+	if !equalStringSlices(after.dataFiles, before.dataFiles) {
+		t.Errorf("data files changed: %v -> %v", before.dataFiles, after.dataFiles)
+	}
+	if got := e.fingerprintAt(prev); got != want {
+		t.Errorf("time travel to %d: rows %s, want %s", prev, got, want)
+	}
+	if r2, err := e.planner.PlanDeleteRewrite(e.ctx, e.name(), "test"); err != nil || r2.Outcome != plan.OutcomeNothingToDo {
+		t.Fatalf("second plan: %+v %v", r2, err)
+	}
+}
+
+// TestDeletes_AV3TablesPositionDeletesBecomeDeletionVectors: position
+// delete files left from before an upgrade to v3 are turned into one
+// deletion vector per data file (the v3 spec's form), in one Puffin file
+// per partition, with the same rows.
+func TestDeletes_AV3TablesPositionDeletesBecomeDeletionVectors(t *testing.T) {
+	e := setup(t)
+	e.createTable(deletesTable)
+	e.positionDeletesInEveryPartition(deletesTable, 2)
+	txn := e.load().NewTransaction()
+	if err := txn.UpgradeFormatVersion(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+	after := e.deleteLayout()
+	if len(after.posFiles) != 0 {
+		t.Errorf("position delete files left on a v3 table: %v", after.posFiles)
+	}
+	if len(after.dvsPerDataFile) == 0 {
+		t.Fatal("no deletion vector written")
+	}
+	for f, n := range after.dvsPerDataFile {
+		if n != 1 {
+			t.Errorf("%s has %d deletion vectors, want 1", f, n)
+		}
+	}
+	if deleted := after.dataRows - e.visibleRows(); after.records != deleted {
+		t.Errorf("deletion vectors hold %d positions for %d deleted rows", after.records, deleted)
+	}
+}
+
+// TestDeletes_AConcurrentPositionDeleteIsKept: on v2, a position delete
+// committed while the job runs names data files the job does not change:
+// the job commits, and both its deletes and the concurrent ones hold.
+func TestDeletes_AConcurrentPositionDeleteIsKept(t *testing.T) {
+	e := setup(t)
+	e.createTable(deletesTable)
+	e.positionDeletesInEveryPartition(deletesTable, 5)
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	// Rows 1 and 51 of the second append: partitions 0 and 1.
+	perAppend := int64(deletesTable.Partitions * deletesTable.RowsPerFile)
+	if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{perAppend + 1, perAppend + 51}); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+}
+
+// TestDeletes_AConcurrentDeletionVectorOnATargetAborts: on v3, a deletion
+// vector committed while the job runs, on a data file the job writes a new
+// deletion vector for, would make two live vectors for one file (the
+// spec allows one, and the job's would hide the other's rows): the job
+// aborts, and the rows are as the other writer left them.
+func TestDeletes_AConcurrentDeletionVectorOnATargetAborts(t *testing.T) {
+	e := setup(t)
+	o := deletesTable
+	e.createTable(o)
+	e.positionDeletesInEveryPartition(o, 2)
+	txn := e.load().NewTransaction()
+	if err := txn.UpgradeFormatVersion(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	perAppend := int64(o.Partitions * o.RowsPerFile)
+	if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{perAppend + 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	e.drainCommits()
+	e.requireAborted(r.JobID, "rewritten file", want)
+}
+
+func equalStringSlices(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
