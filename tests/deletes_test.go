@@ -273,3 +273,53 @@ func equalStringSlices(a, b []string) bool {
 	}
 	return true
 }
+
+// TestDeletes_ADeleteThatDoesNotApplyIsNotCarriedOver: position deletes
+// apply only to data files whose data sequence number is at most theirs
+// (spec, "Scan Planning"). A data file dropped and added again at the same
+// path has a newer sequence number, so the deletes written before name it
+// but do not apply to it; a newer delete does. The rewritten file takes the
+// newest input's sequence number, so carrying the old entries over would
+// start deleting rows a scan returns: they are dropped.
+func TestDeletes_ADeleteThatDoesNotApplyIsNotCarriedOver(t *testing.T) {
+	e := setup(t)
+	o := deletesTable
+	e.createTable(o)
+	first := e.deleteLayout().dataFiles
+	e.positionDeletesInEveryPartition(o, 5) // the last step drops ids 0..49, one whole file
+	gone := map[string]bool{}
+	for _, f := range first {
+		gone[f] = true
+	}
+	for _, f := range e.deleteLayout().dataFiles {
+		delete(gone, f)
+	}
+	if len(gone) != 1 {
+		t.Fatalf("%d data files dropped, want 1", len(gone))
+	}
+	var readded string
+	for f := range gone {
+		readded = f
+	}
+	txn := e.load().NewTransaction()
+	if err := txn.AddFiles(e.ctx, []string{readded}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := txn.Commit(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A newer delete on the re-added file (id 10) and on another file of
+	// its partition (id 110).
+	if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, int64(o.Partitions*o.RowsPerFile) + 10}); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+}
