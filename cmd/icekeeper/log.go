@@ -62,6 +62,8 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		switch kind {
 		case "expire":
 			files, bytes = fmt.Sprintf("%d snapshots, %d files deleted", r.SnapshotsExpired, r.FilesDeleted), humanBytes(r.BytesFreed)+" freed"
+		case "rewrite-deletes":
+			files = fmt.Sprintf("%d -> %d delete files", r.FilesIn, r.FilesOut)
 		case "rewrite-manifests":
 			files, bytes = fmt.Sprintf("%d -> %d manifests", r.ManifestsRewritten, r.ManifestsAdded), "-"
 		case "remove-orphans":

@@ -190,11 +190,11 @@ func (r *Rewriter) SetTracer(t tracing.Tracer) { r.tracer = t }
 // SetMetrics sends the rewriter's metrics to m (none by default).
 func (r *Rewriter) SetMetrics(m Metrics) { r.metrics = m }
 
-func (r *Rewriter) emit(table string, outcome Outcome, c messages.Counters, err error) {
+func (r *Rewriter) emit(task messages.Task, outcome Outcome, c messages.Counters, err error) {
 	if r.metrics == nil {
 		return
 	}
-	dims := map[string]string{"Table": table, "Function": "rewriter"}
+	dims := map[string]string{"Table": task.Table, "Function": "rewriter"}
 	var ms []metrics.Metric
 	switch {
 	case err != nil:
@@ -209,9 +209,12 @@ func (r *Rewriter) emit(table string, outcome Outcome, c messages.Counters, err 
 			metrics.Metric{Name: "BytesOut", Value: float64(c.BytesOut), Unit: metrics.Bytes},
 			metrics.Metric{Name: "FilesIn", Value: float64(c.FilesIn), Unit: metrics.Count},
 			metrics.Metric{Name: "FilesOut", Value: float64(c.FilesOut), Unit: metrics.Count},
-			metrics.Metric{Name: "RowsRewritten", Value: float64(c.RowsWritten), Unit: metrics.Count},
 			metrics.Metric{Name: "DeleteFilesApplied", Value: float64(c.DeleteFilesApplied), Unit: metrics.Count},
 			metrics.Metric{Name: "RewriteDuration", Value: float64(c.DurationMillis), Unit: metrics.Milliseconds})
+		if task.Deletes == nil {
+			// A delete-file rewrite rewrites deletes, not rows.
+			ms = append(ms, metrics.Metric{Name: "RowsRewritten", Value: float64(c.RowsWritten), Unit: metrics.Count})
+		}
 	case outcome == OutcomeDuplicate:
 		ms = append(ms, metrics.Metric{Name: "TasksDuplicate", Value: 1, Unit: metrics.Count})
 	case outcome == OutcomeDropped:
@@ -234,14 +237,14 @@ func (r *Rewriter) Handle(ctx context.Context, task messages.Task, receiveCount 
 	switch {
 	case errors.Is(err, ErrStale):
 		log.Info("dropped stale task", "reason", err.Error())
-		r.emit(task.Table, OutcomeDropped, messages.Counters{}, nil)
+		r.emit(task, OutcomeDropped, messages.Counters{}, nil)
 		return Result{Outcome: OutcomeDropped}, nil
 	case err != nil:
 		log.Error("rewrite failed", "err", err.Error(), "terminal", errors.Is(err, ErrTerminal))
 	default:
 		log.Info("task done", "outcome", res.Outcome, "attempt", res.Attempt, "rows_written", res.Counters.RowsWritten, "files_out", res.Counters.FilesOut, "handed_off", res.HandedOff)
 	}
-	r.emit(task.Table, res.Outcome, res.Counters, err)
+	r.emit(task, res.Outcome, res.Counters, err)
 	return res, err
 }
 
