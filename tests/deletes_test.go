@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 
@@ -322,4 +323,177 @@ func TestDeletes_ADeleteThatDoesNotApplyIsNotCarriedOver(t *testing.T) {
 	e.drainTasks()
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
+}
+
+// eqTable has wide rows, so that converting equality deletes (reading the
+// key columns) costs less than applying them by rewriting the files.
+var eqTable = sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 3, RowsPerFile: 50, PayloadBytes: 200}
+
+// equalityDeletes commits two equality deletes per partition (key id and
+// region), and one position delete.
+func (e *env) equalityDeletes(o sampletable.Options) {
+	e.t.Helper()
+	regionOf := sampletable.RegionOf(o.Partitions, o.RowsPerFile)
+	tbl := e.load()
+	var err error
+	for _, ids := range [][]int64{{1, 2, 51, 52, 101, 152}, {5, 55, 205, 255}} {
+		if tbl, err = sampletable.DeleteByEquality(e.ctx, tbl, ids, regionOf); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{7, 57}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) equalityDeleteFiles() int {
+	e.t.Helper()
+	tbl := e.load()
+	fsys, err := tbl.FS(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ms, err := tbl.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, m := range ms {
+		for ent, err := range m.Entries(fsys, true) {
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if ent.DataFile().ContentType() == iceberg.EntryContentEqDeletes {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestDeletes_EqualityDeletesBecomePositionDeletes: partition-scoped
+// equality deletes on a wide table are converted, without rewriting a data
+// file, into position deletes (v2) or deletion vectors (v3) that delete
+// exactly the rows they deleted; the equality delete files are gone, the
+// rows are the same, and the delete files hold exactly the deleted rows.
+func TestDeletes_EqualityDeletesBecomePositionDeletes(t *testing.T) {
+	for _, v := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			e := setup(t)
+			o := eqTable
+			o.FormatVersion = v
+			e.createTable(o)
+			e.equalityDeletes(o)
+			before := e.deleteLayout()
+			want := e.fingerprint()
+			if n := e.equalityDeleteFiles(); n != 2*o.Partitions {
+				t.Fatalf("%d equality delete files to start with, want %d", n, 2*o.Partitions)
+			}
+			r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+			if err != nil || r.Outcome != plan.OutcomePlanned || r.Groups != o.Partitions {
+				t.Fatalf("plan: %+v %v", r, err)
+			}
+			e.drainTasks()
+			e.drainCommits()
+			e.requireCommitted(r.JobID, want)
+			after := e.deleteLayout()
+			if n := e.equalityDeleteFiles(); n != 0 {
+				t.Errorf("%d equality delete files left", n)
+			}
+			if !equalStringSlices(after.dataFiles, before.dataFiles) {
+				t.Errorf("data files changed: %v -> %v", before.dataFiles, after.dataFiles)
+			}
+			if deleted := after.dataRows - e.visibleRows(); after.records != deleted {
+				t.Errorf("delete files hold %d deletes for %d deleted rows", after.records, deleted)
+			}
+			for f, n := range after.dvsPerDataFile {
+				if n != 1 {
+					t.Errorf("%s has %d deletion vectors", f, n)
+				}
+			}
+		})
+	}
+}
+
+// TestDeletes_AnEqualityDeleteDoesNotReachARowWrittenAfterIt: an upsert
+// deletes a key and writes it again in a newer data file; the equality
+// delete applies only to older data files (spec: data sequence number
+// strictly lower), so its conversion deletes the old row and keeps the
+// new one.
+func TestDeletes_AnEqualityDeleteDoesNotReachARowWrittenAfterIt(t *testing.T) {
+	e := setup(t)
+	o := eqTable
+	e.createTable(o)
+	e.equalityDeletes(o)
+	// Write ids 1 and 51 again (regions 0 and 1), in new files.
+	if _, err := sampletable.AppendRows(e.ctx, e.load(), 1, o.Partitions, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+}
+
+// TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts: a rewrite by
+// another engine that keeps an old data sequence number commits while the
+// job converts the partition's equality deletes; the equality delete
+// applies to its new file, the job's conversion does not: removing the
+// delete could bring rows back, so the job aborts.
+func TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts(t *testing.T) {
+	e := setup(t)
+	o := eqTable
+	e.createTable(o)
+	e.equalityDeletes(o)
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+
+	// Another engine rewrites the last data file of partition 0 with its
+	// deletes applied, keeping data sequence number 1.
+	tbl := e.load()
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim table.FileScanTask
+	for _, task := range tasks {
+		if task.File.Partition()[1000] == sampletable.Region(0) && len(task.EqualityDeleteFiles) > 0 {
+			victim = task
+		}
+	}
+	if victim.File == nil {
+		t.Fatal("no data file of partition 0 with equality deletes")
+	}
+	sc, records, err := tbl.Scan().ReadTasks(e.ctx, []table.FileScanTask{victim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added []iceberg.DataFile
+	for df, err := range table.WriteRecords(e.ctx, tbl, sc, records) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, df)
+	}
+	txn := tbl.NewTransaction()
+	rw := txn.NewRewrite(nil).DataSequenceNumber(1).DeleteFile(victim.File)
+	for _, df := range added {
+		rw.AddDataFile(df)
+	}
+	if err := rw.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	e.drainCommits()
+	e.requireAborted(r.JobID, "below that of an equality delete", want)
 }

@@ -539,6 +539,13 @@ type stagedRewrite struct {
 	deadDeletes []iceberg.DataFile
 	scope       Scope
 	rowsWritten int64
+	// addFirst: the new files are delete files that replace equality
+	// deletes (a delete-file rewrite that converts them). iceberg-go's
+	// RewriteFiles cannot swap the two kinds in one snapshot, so one
+	// transaction stages two: a row delta that adds the new deletes (and
+	// removes the deletion vectors they supersede), then a rewrite that
+	// removes the rest of the inputs (see commitOnce).
+	addFirst bool
 }
 
 // Scope is what a job rewrites, as ValidateSince needs it.
@@ -553,6 +560,11 @@ type Scope struct {
 	MovedPartitions map[string]struct{}
 	// Removing are the delete files the job removes as dead (fileKey).
 	Removing map[string]struct{}
+	// EqualityRemoved holds, per partition (partitionKey, or "" for
+	// equality deletes of an unpartitioned spec, which apply to every
+	// partition), the largest data sequence number of the equality deletes
+	// a delete-file rewrite converts and removes.
+	EqualityRemoved map[string]int64
 }
 
 // gather reads the plan and the winning descriptors, checks the job's
@@ -730,10 +742,17 @@ func (c *Committer) readDescriptor(ctx context.Context, job jobs.Job, g jobs.Gro
 // (and abort it, deleting its files) while this call may still land.
 func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.Job, me string, pin messages.Pin, st stagedRewrite) (*table.Table, error) {
 	txn := cur.NewTransaction()
-	rw := txn.NewRewrite(iceberg.Properties{
+	props := iceberg.Properties{
 		SummaryJobID:                job.ID,
 		"icekeeper.pinned-snapshot": fmt.Sprint(pin.SnapshotID),
-	})
+	}
+	if st.addFirst {
+		var err error
+		if st, err = stageAddedDeletes(ctx, txn, props, st); err != nil {
+			return nil, err
+		}
+	}
+	rw := txn.NewRewrite(props)
 	rw.DataSequenceNumber(pin.SequenceNumber)
 	for _, f := range st.oldFiles {
 		rw.DeleteFile(f)
@@ -1008,6 +1027,10 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 					if _, ok := scope.Rewritten[df.FilePath()]; ok {
 						return fmt.Errorf("%w: %w: snapshot %d removed input file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 					}
+				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentData:
+					if eq, ok := equalityBelow(scope.EqualityRemoved, partitionKey(df), e.SequenceNum()); ok {
+						return fmt.Errorf("%w: %w: snapshot %d added data file %s with data sequence number %d, below that of an equality delete the job converts and removes (%d): the delete applies to it, its conversion does not", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), e.SequenceNum(), eq)
+					}
 				case e.Status() == iceberg.EntryStatusDELETED:
 					if _, ok := scope.Removing[fileKey(df)]; ok {
 						return fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
@@ -1260,6 +1283,21 @@ func pathBounds(df iceberg.DataFile, pathField int) (string, string, bool) {
 }
 
 func partitionKey(df iceberg.DataFile) string { return messages.PartitionKey(df) }
+
+// equalityBelow reports whether a data file of partition part with data
+// sequence number seq is one that a removed equality delete (removed, see
+// Scope.EqualityRemoved) applies to, and that delete's sequence number. An
+// equality delete applies to data files whose data sequence number is
+// strictly lower (spec, "Scan Planning"): an append after S has a higher
+// one; only a rewrite that kept older sequence numbers has a lower one.
+func equalityBelow(removed map[string]int64, part string, seq int64) (int64, bool) {
+	for _, k := range []string{part, ""} {
+		if eq, ok := removed[k]; ok && seq < eq {
+			return eq, true
+		}
+	}
+	return 0, false
+}
 
 func equalStrings(a, b []string) bool {
 	if len(a) != len(b) {

@@ -68,7 +68,7 @@ func (c *Committer) gatherDeletes(ctx context.Context, job jobs.Job, pinned *tab
 		if cnt.RowsBeforeDeletes != pg.InputRows {
 			return st, fmt.Errorf("%w: group %d's data files hold %d rows, the plan has %d", ErrInvariant, g.Index, cnt.RowsBeforeDeletes, pg.InputRows)
 		}
-		carried := cnt.DeletedRowsPosition + cnt.DeletedRowsDV
+		carried := cnt.DeletedRowsPosition + cnt.DeletedRowsDV + cnt.DeletedRowsEquality
 		if cnt.RowsWritten != carried || carried > cnt.RowsBeforeDeletes {
 			return st, fmt.Errorf("%w: group %d wrote %d deletes, carried over %d, of %d rows", ErrInvariant, g.Index, cnt.RowsWritten, carried, cnt.RowsBeforeDeletes)
 		}
@@ -132,8 +132,21 @@ func (c *Committer) gatherDeletes(ctx context.Context, job jobs.Job, pinned *tab
 	if v3 {
 		st.scope.RewrittenPartitions = parts
 	}
-	if st.deadDeletes, err = liveDeleteFiles(ctx, fs, snapS, st.scope.Removing); err != nil {
+	var seqs map[string]int64
+	if st.deadDeletes, seqs, err = liveDeleteFiles(ctx, fs, snapS, st.scope.Removing); err != nil {
 		return st, err
+	}
+	st.scope.EqualityRemoved = map[string]int64{}
+	for _, d := range st.deadDeletes {
+		if d.ContentType() != iceberg.EntryContentEqDeletes {
+			continue
+		}
+		st.addFirst = true
+		k := partitionKey(d)
+		if len(d.Partition()) == 0 {
+			k = "" // an unpartitioned spec's equality delete applies everywhere
+		}
+		st.scope.EqualityRemoved[k] = max(st.scope.EqualityRemoved[k], seqs[messages.DeleteFileKey(d)])
 	}
 	if len(st.deadDeletes) != len(st.scope.Removing) {
 		return st, fmt.Errorf("%w: %d of the %d input delete files are live at the pinned snapshot", ErrInvariant, len(st.deadDeletes), len(st.scope.Removing))
@@ -147,24 +160,24 @@ func (c *Committer) gatherDeletes(ctx context.Context, job jobs.Job, pinned *tab
 }
 
 // liveDeleteFiles returns the live delete files of snap whose keys
-// (messages.DeleteFileKey) are in keys.
-func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot, keys map[string]struct{}) ([]iceberg.DataFile, error) {
+// (messages.DeleteFileKey) are in keys, and their data sequence numbers.
+func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot, keys map[string]struct{}) ([]iceberg.DataFile, map[string]int64, error) {
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
+		return nil, nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	var out []iceberg.DataFile
-	seen := map[string]struct{}{}
+	seen := map[string]int64{}
 	for _, m := range manifests {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
 		}
 		for e, err := range m.Entries(fs, true) {
 			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
 			k := messages.DeleteFileKey(e.DataFile())
 			if _, ok := keys[k]; !ok {
@@ -173,9 +186,45 @@ func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot,
 			if _, dup := seen[k]; dup {
 				continue
 			}
-			seen[k] = struct{}{}
+			seen[k] = e.SequenceNum()
 			out = append(out, e.DataFile())
 		}
 	}
-	return out, nil
+	return out, seen, nil
+}
+
+// stageAddedDeletes stages the first of a converting delete-file rewrite's
+// two snapshots on txn (see stagedRewrite.addFirst): a row delta that adds
+// the new delete files and removes the deletion vectors they supersede
+// (one live DV per data file). It returns st without those DVs, for the
+// rewrite that removes the other inputs. The row delta gives the new
+// deletes the new snapshot's sequence number, above every data file they
+// target (all live at S), so each applies where it should; no reader can
+// see the first snapshot without the second, as the catalog takes both in
+// one commit, and a time travel to it sees the same rows (the old deletes
+// are still there, and agree).
+func stageAddedDeletes(ctx context.Context, txn *table.Transaction, props iceberg.Properties, st stagedRewrite) (stagedRewrite, error) {
+	rd := txn.NewRowDelta(props)
+	rd.AddDeletes(st.newFiles...)
+	superseded := map[string]struct{}{}
+	for _, f := range st.newFiles {
+		if ref := f.ReferencedDataFile(); ref != nil && table.IsDeletionVector(f) {
+			superseded[*ref] = struct{}{}
+		}
+	}
+	var rest []iceberg.DataFile
+	for _, d := range st.deadDeletes {
+		if ref := d.ReferencedDataFile(); ref != nil && table.IsDeletionVector(d) {
+			if _, ok := superseded[*ref]; ok {
+				rd.RemoveDeletes(d)
+				continue
+			}
+		}
+		rest = append(rest, d)
+	}
+	if err := rd.Commit(ctx); err != nil {
+		return st, fmt.Errorf("stage the new deletes: %w", err)
+	}
+	st.deadDeletes, st.newFiles = rest, nil
+	return st, nil
 }

@@ -35,15 +35,75 @@ func (p *Planner) PlanDeleteRewrite(ctx context.Context, name, trigger string) (
 	return p.underLease(ctx, name, trigger, p.planDeleteRewriteLeased)
 }
 
-// partitionDeletes are one partition's position deletes at S.
+// partitionDeletes are one partition's deletes at S.
 type partitionDeletes struct {
-	key     string
-	specID  int
-	files   []iceberg.DataFile // position delete files and deletion vectors
-	pos     int                // position delete files
+	key    string
+	specID int
+	// files are the group's input delete files: the position delete files
+	// and deletion vectors, and the equality deletes when converted.
+	files   []iceberg.DataFile
+	pos     int // position delete files
 	puffins map[string]struct{}
-	tasks   []table.FileScanTask
-	rows    int64
+	// eqs are the equality deletes that may be converted, convert says
+	// whether they are.
+	eqs     []iceberg.DataFile
+	convert bool
+	// all are the partition's live data files, tasks those the group's
+	// deletes apply to, rows their record count.
+	all   []table.FileScanTask
+	tasks []table.FileScanTask
+	rows  int64
+}
+
+// conversionPays estimates, in bytes moved, converting the partition's
+// equality deletes into position deletes or deletion vectors against
+// applying them by rewriting the data files they apply to, and reports
+// whether conversion costs no more. Converting reads each such data file's
+// equality columns twice (their column sizes from the manifest, or the
+// file's size shared evenly among the schema's columns) and the delete
+// files; rewriting reads the delete files and each data file whole, and
+// writes it again. A narrow table whose files are mostly key is rewritten;
+// a wide one is converted, at a fraction of the cost (Amoro's minor
+// optimizing makes the same trade).
+func (pd *partitionDeletes) conversionPays() bool {
+	var convert, rewrite int64
+	ids := map[int]bool{}
+	for _, d := range pd.eqs {
+		convert += d.FileSizeBytes()
+		rewrite += d.FileSizeBytes()
+		for _, id := range d.EqualityFieldIDs() {
+			ids[id] = true
+		}
+	}
+	for _, t := range pd.all {
+		if !hasAny(t.EqualityDeleteFiles, pd.eqs) {
+			continue
+		}
+		rewrite += 2 * t.File.FileSizeBytes()
+		sizes := t.File.ColumnSizes()
+		var cols int64
+		for id := range ids {
+			n, ok := sizes[id]
+			if !ok {
+				n = t.File.FileSizeBytes() / int64(max(len(sizes), 1))
+			}
+			cols += n
+		}
+		convert += 2 * cols
+	}
+	return convert <= rewrite
+}
+
+// hasAny reports whether attached holds one of files.
+func hasAny(attached, files []iceberg.DataFile) bool {
+	for _, a := range attached {
+		for _, f := range files {
+			if messages.DeleteFileKey(a) == messages.DeleteFileKey(f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
@@ -78,7 +138,27 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 	if err != nil {
 		return fail(fmt.Errorf("read manifest list: %w", err))
 	}
+	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
+	// The data files the deletes apply to, with every delete file attached
+	// as a scan at S attaches it.
+	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("plan files at snapshot %d: %w", pin.SnapshotID, err))
+	}
+	specsInUse := map[int]bool{}
+	for _, t := range scanTasks {
+		specsInUse[int(t.File.SpecID())] = true
+	}
 	parts := map[string]*partitionDeletes{}
+	partOf := func(df iceberg.DataFile) *partitionDeletes {
+		k := messages.PartitionKey(df)
+		pd := parts[k]
+		if pd == nil {
+			pd = &partitionDeletes{key: k, specID: int(df.SpecID()), puffins: map[string]struct{}{}}
+			parts[k] = pd
+		}
+		return pd
+	}
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
@@ -88,27 +168,42 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 				return fail(fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
 			}
 			df := e.DataFile()
-			if df.ContentType() != iceberg.EntryContentPosDeletes {
-				continue
-			}
-			k := messages.PartitionKey(df)
-			pd := parts[k]
-			if pd == nil {
-				pd = &partitionDeletes{key: k, specID: int(df.SpecID()), puffins: map[string]struct{}{}}
-				parts[k] = pd
-			}
-			pd.files = append(pd.files, df)
-			if table.IsDeletionVector(df) {
+			switch {
+			case df.ContentType() == iceberg.EntryContentEqDeletes:
+				// Only an equality delete whose every data file is in its
+				// group can go: one scoped to a partition (it applies to
+				// that spec and partition only), or one of an
+				// unpartitioned table with a single spec in use.
+				if len(df.Partition()) > 0 || len(specsInUse) == 1 && specsInUse[int(df.SpecID())] {
+					pd := partOf(df)
+					pd.eqs = append(pd.eqs, df)
+				}
+			case df.ContentType() != iceberg.EntryContentPosDeletes:
+			case table.IsDeletionVector(df):
+				pd := partOf(df)
+				pd.files = append(pd.files, df)
 				pd.puffins[df.FilePath()] = struct{}{}
-			} else {
+			default:
+				pd := partOf(df)
+				pd.files = append(pd.files, df)
 				pd.pos++
 			}
 		}
 	}
+	for _, t := range scanTasks {
+		if pd := parts[messages.PartitionKey(t.File)]; pd != nil {
+			pd.all = append(pd.all, t)
+		}
+	}
 	v3 := meta.Version() >= 3
 	var due []*partitionDeletes
+	converting := 0
 	for _, pd := range parts {
-		if pd.pos >= minFiles || v3 && (pd.pos > 0 || len(pd.puffins) >= minFiles) {
+		pd.convert = len(pd.eqs) > 0 && pd.conversionPays()
+		if pd.convert {
+			converting++
+		}
+		if pd.convert || pd.pos >= minFiles || v3 && (pd.pos > 0 || len(pd.puffins) >= minFiles) {
 			due = append(due, pd)
 		}
 	}
@@ -118,30 +213,22 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 		if v3 {
 			res.Reason = fmt.Sprintf("no partition has position delete files to turn into deletion vectors, or %d or more Puffin files (%s)", minFiles, optin.PropertyRewriteDeletesMinInputFiles)
 		}
+		res.Reason += ", and no equality delete is cheaper to convert than to apply by compaction"
 		return res, false, nil
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].key < due[j].key })
-
-	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
 	res.SnapshotID = pin.SnapshotID
-	log = log.With("snapshot_id", pin.SnapshotID)
-	// The data files the deletes apply to, with every delete file attached
-	// as a scan at S attaches it.
-	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
-	if err != nil {
-		return fail(fmt.Errorf("plan files at snapshot %d: %w", pin.SnapshotID, err))
-	}
-	byKey := map[string]*partitionDeletes{}
+	log = log.With("snapshot_id", pin.SnapshotID, "partitions_converting_equality_deletes", converting)
 	for _, pd := range due {
-		byKey[pd.key] = pd
-	}
-	for _, t := range scanTasks {
-		pd := byKey[messages.PartitionKey(t.File)]
-		if pd == nil || len(t.DeleteFiles)+len(t.DeletionVectorFiles) == 0 {
-			continue
+		if pd.convert {
+			pd.files = append(pd.files, pd.eqs...)
 		}
-		pd.tasks = append(pd.tasks, t)
-		pd.rows += t.File.Count()
+		for _, t := range pd.all {
+			if len(t.DeleteFiles)+len(t.DeletionVectorFiles) > 0 || pd.convert && hasAny(t.EqualityDeleteFiles, pd.eqs) {
+				pd.tasks = append(pd.tasks, t)
+				pd.rows += t.File.Count()
+			}
+		}
 	}
 
 	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}

@@ -166,6 +166,21 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 			bm.Or(p)
 		}
 		bm = within(bm, t.File.Count())
+		var eqs []iceberg.DataFile
+		for _, d := range t.EqualityDeleteFiles {
+			if _, ok := inputs[messages.DeleteFileKey(d)]; ok {
+				eqs = append(eqs, d)
+			}
+		}
+		if len(eqs) > 0 {
+			byEq, err := equalityPositions(ctx, tbl, t, eqs, r.settings.ScanConcurrency)
+			if err != nil {
+				return nil, m, tbl, classify(fmt.Errorf("convert equality deletes of %s: %w", t.File.FilePath(), err))
+			}
+			before := bm.Cardinality()
+			bm.Or(byEq)
+			m.DeletedRowsEquality += bm.Cardinality() - before
+		}
 		if bm.IsEmpty() {
 			continue
 		}
@@ -202,6 +217,7 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 				w.Load(d.file.FilePath(), d.pos, d.file.SpecID(), d.file.Partition())
 				m.DeletedRowsDV += d.pos.Cardinality()
 			}
+			m.DeletedRowsDV -= m.DeletedRowsEquality
 			path := locs.NewDataLocation(run0.String() + "-dv.puffin")
 			files, err := w.Flush(ctx, path)
 			if err != nil {
@@ -217,6 +233,7 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 			entries = append(entries, positionEntries{path: d.file.FilePath(), pos: d.pos})
 			m.DeletedRowsPosition += d.pos.Cardinality()
 		}
+		m.DeletedRowsPosition -= m.DeletedRowsEquality
 		df, err := writePositionDeletes(wfs, path, *spec, all[0].file.Partition(), entries)
 		if err != nil {
 			written = placeholder(path) // whatever reached storage
@@ -233,8 +250,8 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 		m.RowsWritten += f.Count()
 	}
 	m.BytesOut = written[0].FileSizeBytes() // one file, whatever it holds
-	if m.RowsWritten != m.DeletedRowsDV+m.DeletedRowsPosition {
-		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d deletes, carried over %d", ErrTerminal, task.Group, m.RowsWritten, m.DeletedRowsDV+m.DeletedRowsPosition)
+	if carried := m.DeletedRowsDV + m.DeletedRowsPosition + m.DeletedRowsEquality; m.RowsWritten != carried {
+		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d deletes, carried over %d", ErrTerminal, task.Group, m.RowsWritten, carried)
 	}
 	m.RowsScanned = m.RowsBeforeDeletes - m.RowsWritten
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
@@ -412,4 +429,99 @@ func writePositionDeletes(wfs iceio.WriteFileIO, path string, spec iceberg.Parti
 		b.ReferencedDataFile(entries[0].path)
 	}
 	return b.Build(), nil
+}
+
+// equalityPositions returns the positions of t's data file that the
+// equality delete files eqs delete, exactly as a scan at S decides it:
+// iceberg-go reads the file twice, projected to the delete files' equality
+// columns, once plain and once with eqs applied. Rows that agree on every
+// equality column share their fate, so a row is deleted exactly when its
+// values are not among the survivors'. Both reads run in file order, one
+// file at a time, so the n-th row read plain is at position n. The result
+// is checked: the plain read holds every row of the file, and the rows
+// found deleted are exactly the rows the second read left out.
+//
+// Memory: the survivors' distinct equality values, one string each.
+func equalityPositions(ctx context.Context, tbl *table.Table, t table.FileScanTask, eqs []iceberg.DataFile, concurrency int) (*dv.RoaringPositionBitmap, error) {
+	schema := tbl.Schema()
+	var names []string
+	seen := map[int]bool{}
+	for _, d := range eqs {
+		for _, id := range d.EqualityFieldIDs() {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			name, ok := schema.FindColumnName(id)
+			if !ok {
+				return nil, fmt.Errorf("%w: equality field %d of %s is not in the current schema", ErrTerminal, id, d.FilePath())
+			}
+			names = append(names, name)
+		}
+	}
+	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithArrowBatchSize(ArrowBatchRows)}
+	if concurrency > 0 {
+		opts = append(opts, table.WithMaxConcurrency(concurrency))
+	}
+	plain := t
+	plain.DeleteFiles, plain.DeletionVectorFiles, plain.EqualityDeleteFiles, plain.Residual = nil, nil, nil, nil
+	withEq := plain
+	withEq.EqualityDeleteFiles = eqs
+
+	survivors := map[string]struct{}{}
+	var kept int64
+	if err := readKeys(ctx, tbl, opts, withEq, func(k string) {
+		survivors[k] = struct{}{}
+		kept++
+	}); err != nil {
+		return nil, err
+	}
+	out := dv.NewRoaringPositionBitmap()
+	var pos int64
+	if err := readKeys(ctx, tbl, opts, plain, func(k string) {
+		if _, ok := survivors[k]; !ok {
+			out.Set(uint64(pos))
+		}
+		pos++
+	}); err != nil {
+		return nil, err
+	}
+	if pos != t.File.Count() {
+		return nil, fmt.Errorf("%w: read %d rows of %s, its record count is %d", ErrTerminal, pos, t.File.FilePath(), t.File.Count())
+	}
+	if pos-out.Cardinality() != kept {
+		return nil, fmt.Errorf("%w: %s: %d rows found deleted, but the scan with the equality deletes kept %d of %d", ErrTerminal, t.File.FilePath(), out.Cardinality(), kept, pos)
+	}
+	return out, nil
+}
+
+// readKeys reads one task and calls each with every row's values, encoded
+// so that equal values give equal keys and different ones different keys.
+func readKeys(ctx context.Context, tbl *table.Table, opts []table.ScanOption, t table.FileScanTask, each func(string)) error {
+	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, []table.FileScanTask{t})
+	if err != nil {
+		return err
+	}
+	var b []byte
+	for rec, err := range records {
+		if err != nil {
+			return err
+		}
+		cols := rec.Columns()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			b = b[:0]
+			for _, c := range cols {
+				if c.IsNull(i) {
+					b = append(b, 0)
+					continue
+				}
+				v := c.ValueStr(i)
+				b = binary.AppendUvarint(append(b, 1), uint64(len(v)))
+				b = append(b, v...)
+			}
+			each(string(b))
+		}
+		rec.Release()
+	}
+	return nil
 }
