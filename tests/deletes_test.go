@@ -330,8 +330,8 @@ func TestDeletes_ADeleteThatDoesNotApplyIsNotCarriedOver(t *testing.T) {
 var eqTable = sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 3, RowsPerFile: 50, PayloadBytes: 200}
 
 // equalityDeletes commits two equality deletes per partition (key id and
-// region), and one position delete.
-func (e *env) equalityDeletes(o sampletable.Options) {
+// region), and, if asked, one position delete.
+func (e *env) equalityDeletes(o sampletable.Options, withPosition bool) {
 	e.t.Helper()
 	regionOf := sampletable.RegionOf(o.Partitions, o.RowsPerFile)
 	tbl := e.load()
@@ -340,6 +340,9 @@ func (e *env) equalityDeletes(o sampletable.Options) {
 		if tbl, err = sampletable.DeleteByEquality(e.ctx, tbl, ids, regionOf); err != nil {
 			e.t.Fatal(err)
 		}
+	}
+	if !withPosition {
+		return
 	}
 	if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{7, 57}); err != nil {
 		e.t.Fatal(err)
@@ -383,7 +386,7 @@ func TestDeletes_EqualityDeletesBecomePositionDeletes(t *testing.T) {
 			o := eqTable
 			o.FormatVersion = v
 			e.createTable(o)
-			e.equalityDeletes(o)
+			e.equalityDeletes(o, true)
 			before := e.deleteLayout()
 			want := e.fingerprint()
 			if n := e.equalityDeleteFiles(); n != 2*o.Partitions {
@@ -424,7 +427,7 @@ func TestDeletes_AnEqualityDeleteDoesNotReachARowWrittenAfterIt(t *testing.T) {
 	e := setup(t)
 	o := eqTable
 	e.createTable(o)
-	e.equalityDeletes(o)
+	e.equalityDeletes(o, true)
 	// Write ids 1 and 51 again (regions 0 and 1), in new files.
 	if _, err := sampletable.AppendRows(e.ctx, e.load(), 1, o.Partitions, 1); err != nil {
 		t.Fatal(err)
@@ -441,22 +444,25 @@ func TestDeletes_AnEqualityDeleteDoesNotReachARowWrittenAfterIt(t *testing.T) {
 
 // TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts: a rewrite by
 // another engine that keeps an old data sequence number commits while the
-// job converts the partition's equality deletes; the equality delete
-// applies to its new file, the job's conversion does not: removing the
-// delete could bring rows back, so the job aborts.
+// job converts the partition's equality deletes; the equality deletes
+// apply to its new file, the job's conversion does not: removing them
+// would bring rows back, so the job aborts (mutation-checked: without the
+// check the rows come back).
 func TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts(t *testing.T) {
 	e := setup(t)
 	o := eqTable
 	e.createTable(o)
-	e.equalityDeletes(o)
+	e.equalityDeletes(o, false)
 	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
 	if err != nil || r.Outcome != plan.OutcomePlanned {
 		t.Fatalf("plan: %+v %v", r, err)
 	}
 	e.drainTasks()
 
-	// Another engine rewrites the last data file of partition 0 with its
-	// deletes applied, keeping data sequence number 1.
+	// Another engine, which pinned the table before the equality deletes,
+	// rewrites a data file of partition 0 that they apply to, keeping its data sequence number 1. The
+	// equality deletes still apply to its new file, so a scan sees the
+	// same rows; they must not be removed.
 	tbl := e.load()
 	tasks, err := tbl.Scan().PlanFiles(e.ctx)
 	if err != nil {
@@ -468,6 +474,7 @@ func TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts(t *testing.T) {
 			victim = task
 		}
 	}
+	victim.EqualityDeleteFiles = nil // not yet committed at its snapshot
 	if victim.File == nil {
 		t.Fatal("no data file of partition 0 with equality deletes")
 	}
