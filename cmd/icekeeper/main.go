@@ -51,8 +51,9 @@ Usage:
       Rewrite the position delete files of TABLE's partitions that have
       icekeeper.rewrite-deletes.min-input-files (default 5) or more into
       one per partition (v2), or into deletion vectors (v3), dropping
-      deletes whose data file is gone, as a job through the same pipeline.
-      Changes no data file and no row a query returns.
+      deletes whose data file is gone, and convert equality deletes into
+      them where that costs less than a rewrite, as a job through the same
+      pipeline. Changes no data file and no row a query returns.
   icekeeper remove-orphans TABLE [--dry-run] [--older-than 72h] [--local] [--json] [catalog flags]
       Remove TABLE's orphan files (under its location, referenced by no
       metadata, older than the safety age: --older-than, else the table's

@@ -28,11 +28,15 @@ import (
 //   - the deletes carried over are at most the rows the data files hold.
 //
 // It stages the input delete files for removal and the new files for
-// addition; no data file changes. The scope for ValidateSince: a concurrent
-// removal of an input delete file aborts (Removing), and on v3 so does a
-// concurrent delete on, or removal of, a data file that gets a new deletion
-// vector (Rewritten): two live DVs for one data file are not allowed, and
-// the new one would hide the other.
+// addition; no data file changes. When equality deletes are among the
+// inputs (converted), the commit takes two snapshots (stagedRewrite.addFirst).
+// The scope for ValidateSince: a concurrent removal of an input delete
+// file aborts (Removing); on v3 so does a concurrent delete on, or removal
+// of, a data file that gets a new deletion vector (Rewritten): two live
+// DVs for one data file are not allowed, and the new one would hide the
+// other; and so does a data file added with a data sequence number below
+// that of a converted equality delete of its partition (EqualityRemoved):
+// the delete applies to it, the conversion does not.
 func (c *Committer) gatherDeletes(ctx context.Context, job jobs.Job, pinned *table.Table) (stagedRewrite, error) {
 	var st stagedRewrite
 	plan, groups, err := c.readPlan(ctx, job)

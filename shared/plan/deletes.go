@@ -25,7 +25,11 @@ import (
 // position delete files; on a v3 table also when it has any position
 // delete file at all (the v3 spec wants deletion vectors; such files are
 // left from before an upgrade), or that many Puffin files of deletion
-// vectors. Equality deletes are not touched.
+// vectors. A partition is due too when its equality deletes can be
+// converted into position deletes or deletion vectors for less than
+// rewriting the data files they apply to would cost (conversionPays); they
+// join the group (see package rewrite, deletes.go, and docs/DESIGN.md,
+// section 19).
 //
 // A group holds every position delete file and deletion vector of its
 // partition at S, so that a data file's deletes are all carried over

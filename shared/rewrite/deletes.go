@@ -15,6 +15,11 @@ package rewrite
 // are dropped, as are rows for files that are no longer live (dangling
 // deletes): no scan task carries them.
 //
+// A group may also convert equality deletes: for each data file with one
+// of the group's equality deletes attached, the positions of the rows they
+// delete (equalityPositions) join its other positions, and the equality
+// delete files go with the rest of the inputs.
+//
 // It writes the union back as new delete files named with the attempt id:
 // on a v2 table one position delete file for the group, sorted by
 // file_path and pos (spec, "Position Delete Files"); on v3, where new
