@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -413,6 +414,19 @@ func TestDeletes_EqualityDeletesBecomePositionDeletes(t *testing.T) {
 				if n != 1 {
 					t.Errorf("%s has %d deletion vectors", f, n)
 				}
+			}
+			// One catalog commit, two snapshots: only the second carries
+			// the job id; the first names it, and shows the same rows.
+			if n := e.jobSnapshots(r.JobID); n != 1 {
+				t.Errorf("%d snapshots stamped with the job id, want 1", n)
+			}
+			cur := e.load().CurrentSnapshot()
+			staged := e.load().SnapshotByID(*cur.ParentSnapshotID)
+			if staged.Summary.Properties[commit.SummaryStagedFor] != r.JobID {
+				t.Errorf("the snapshot before the job's is %+v, want it staged for the job", staged.Summary)
+			}
+			if got := e.fingerprintAt(staged.SnapshotID); got != want {
+				t.Errorf("time travel to the staged snapshot: rows %s, want %s", got, want)
 			}
 		})
 	}

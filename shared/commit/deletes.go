@@ -197,6 +197,10 @@ func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot,
 	return out, seen, nil
 }
 
+// SummaryStagedFor names, on the first snapshot of a delete-file rewrite
+// that converts equality deletes, the job whose commit it is part of.
+const SummaryStagedFor = "icekeeper.staged-for-job-id"
+
 // stageAddedDeletes stages the first of a converting delete-file rewrite's
 // two snapshots on txn (see stagedRewrite.addFirst): a row delta that adds
 // the new delete files and removes the deletion vectors they supersede
@@ -208,7 +212,17 @@ func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot,
 // one commit, and a time travel to it sees the same rows (the old deletes
 // are still there, and agree).
 func stageAddedDeletes(ctx context.Context, txn *table.Transaction, props iceberg.Properties, st stagedRewrite) (stagedRewrite, error) {
-	rd := txn.NewRowDelta(props)
+	// Only the second snapshot carries the job id (SummaryJobID): a job
+	// stamps one snapshot, the one FindJobSnapshot finds. The first names
+	// the job as SummaryStagedFor.
+	first := iceberg.Properties{}
+	for k, v := range props {
+		if k == SummaryJobID {
+			k = SummaryStagedFor
+		}
+		first[k] = v
+	}
+	rd := txn.NewRowDelta(first)
 	rd.AddDeletes(st.newFiles...)
 	superseded := map[string]struct{}{}
 	for _, f := range st.newFiles {

@@ -218,7 +218,7 @@ type Descriptor struct {
 	// InputDeletes (rewrite-deletes jobs only) are the delete files whose
 	// deletes the attempt carried over (DeleteFileKey, sorted).
 	InputDeletes []string `json:"input_deletes,omitempty"`
-	Counters Counters `json:"counters"`
+	Counters     Counters `json:"counters"`
 }
 
 // Encode returns v as JSON.
