@@ -10,6 +10,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -164,6 +165,21 @@ func TestDeletes_PositionDeleteFilesOfAPartitionBecomeOne(t *testing.T) {
 	}
 	if got := e.fingerprintAt(prev); got != want {
 		t.Errorf("time travel to %d: rows %s, want %s", prev, got, want)
+	}
+	// The maintenance log: the delete files in and out, the rows a scan
+	// returns, the deletes carried.
+	records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
+	if err != nil || len(records) != 1 {
+		t.Fatalf("maintenance log %+v %v", records, err)
+	}
+	var in int
+	for _, n := range before.posFiles {
+		in += n
+	}
+	rec := records[0]
+	if rec.Kind != string(jobs.KindRewriteDeletes) || rec.Outcome != "committed" || rec.FilesIn != int64(in) || rec.FilesOut != int64(len(after.posFiles)) ||
+		rec.DeleteFilesOut != in || rec.RowsOut != want.Rows || rec.DeletedRows != after.records || rec.Cost.USD <= 0 {
+		t.Errorf("maintenance log record %+v", rec)
 	}
 	if r2, err := e.planner.PlanDeleteRewrite(e.ctx, e.name(), "test"); err != nil || r2.Outcome != plan.OutcomeNothingToDo {
 		t.Fatalf("second plan: %+v %v", r2, err)

@@ -67,6 +67,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
@@ -75,6 +76,7 @@ import (
 	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
 )
@@ -224,6 +226,9 @@ func firstLine(s string) string {
 func (r *diffRun) run(t *testing.T) {
 	r.e = setup(t, func(c *config.Config) { c.CommitTakeover = diffTakeover })
 	r.w = newWorld(t, r.e, r.seed, 0)
+	// Delete-file rewrites are due from two position delete files in a
+	// partition, so the histories reach them.
+	r.e.setProperties(iceberg.Properties{optin.PropertyRewriteDeletesMinInputFiles: "2"})
 	r.leaked = map[string]bool{}
 	w := r.w
 	// Enough small files per partition for the planner (at least 5 per
@@ -349,7 +354,14 @@ func (r *diffRun) advance(faults bool) (planned bool) {
 	w, e := r.w, r.e
 	chance := func(n int) bool { return faults && w.rng.IntN(n) == 0 }
 	if r.job == nil {
-		res, err := e.planner.PlanTable(e.ctx, e.name(), "fuzz")
+		// One job in three is a delete-file rewrite (merging position
+		// deletes, turning them into deletion vectors, converting
+		// equality deletes), the others compactions.
+		planJob := e.planner.PlanTable
+		if w.rng.IntN(3) == 0 {
+			planJob = e.planner.PlanDeleteRewrite
+		}
+		res, err := planJob(e.ctx, e.name(), "fuzz")
 		if err != nil {
 			r.fail(catJobs, "planning failed: %v", err)
 			return false
@@ -364,8 +376,8 @@ func (r *diffRun) advance(faults bool) (planned bool) {
 			r.crashed = append(r.crashed, res.JobID)
 		}
 		r.jobIDs = append(r.jobIDs, res.JobID)
-		w.note("job %s planned at snapshot %d: %d groups, %d input files, %d files left out",
-			res.JobID, res.SnapshotID, res.Groups, res.InputFiles, res.SkippedFiles)
+		w.note("%s job %s planned at snapshot %d: %d groups, %d input files, %d files left out",
+			e.job(res.JobID).Kind, res.JobID, res.SnapshotID, res.Groups, res.InputFiles, res.SkippedFiles)
 		if chance(4) {
 			r.crashedAttempt()
 			r.crashed = append(r.crashed, res.JobID)

@@ -473,6 +473,10 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		return res, err
 	}
 	res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten = len(staged.oldFiles), len(staged.newFiles), len(staged.deadDeletes), staged.rowsWritten
+	if job.Kind == jobs.KindRewriteDeletes {
+		// Its new files are delete files (DataFilesAdded counts data files).
+		res.FilesAdded, res.RowsWritten = 0, 0
+	}
 
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {

@@ -78,7 +78,10 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		}
 		k := d.Counters
 		r.RowsIn += k.RowsBeforeDeletes
-		r.RowsOut += k.RowsWritten
+		// The rows a scan returns after the job: what a compaction wrote
+		// (its rows_written equals rows_scanned), and what a delete-file
+		// rewrite left as it was (its rows_written counts deletes).
+		r.RowsOut += k.RowsScanned
 		r.FilesOut += int64(k.FilesOut)
 		r.BytesOut += k.BytesOut
 		r.DeletedRows += k.RowsBeforeDeletes - k.RowsScanned
