@@ -3,18 +3,23 @@ package tests
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/commit"
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
 // deleteLayout is what a snapshot's delete files look like.
@@ -533,4 +538,39 @@ func TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts(t *testing.T) {
 	want := e.fingerprint()
 	e.drainCommits()
 	e.requireAborted(r.JobID, "below that of an equality delete", want)
+}
+
+// TestDeletes_TheChainRunsADeleteRewriteAndItHasItsOwnSwitch: a commit
+// event on an opted-in table whose compaction is off, and which has
+// equality deletes worth converting, plans a delete-file rewrite (the
+// chain's second action), which commits the same rows without equality
+// deletes; with icekeeper.rewrite-deletes.enabled=false the next visit
+// says it is turned off.
+func TestDeletes_TheChainRunsADeleteRewriteAndItHasItsOwnSwitch(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
+	d.createNamed("demo.events", withProps(eqTable, map[string]string{
+		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.rewrite-manifests.enabled": "false",
+		"icekeeper.expire.enabled": "false",
+	}))
+	d.equalityDeletes(eqTable, true)
+	want := d.fingerprint()
+	time.Sleep(10 * time.Millisecond)
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindRewriteDeletes {
+		t.Fatalf("want a delete-file rewrite: %+v", o)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	d.requireCommitted(o.Plan.JobID, want)
+	if n := d.equalityDeleteFiles(); n != 0 {
+		t.Fatalf("%d equality delete files left", n)
+	}
+
+	d.equalityDeletes(eqTable, false)
+	d.setProperties(iceberg.Properties{optin.PropertyRewriteDeletesEnabled: "false"})
+	time.Sleep(10 * time.Millisecond)
+	o = outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action == trigger.ActionPlanned || !strings.Contains(o.Reason, "delete-file rewrite turned off") {
+		t.Fatalf("delete-file rewrite off, yet: %+v", o)
+	}
 }

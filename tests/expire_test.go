@@ -321,7 +321,8 @@ func TestExpire_FollowsCompactionOnTheTablesNextVisit(t *testing.T) {
 func TestExpire_HasItsOwnCooldown(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
 	d.createNamed("demo.events", withProps(smallTable, map[string]string{
-		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.expire.min-interval": "1h",
+		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.rewrite-deletes.enabled": "false",
+		"icekeeper.expire.min-interval": "1h",
 		expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "3600000",
 	}))
 	// Nothing is due yet (snapshots younger than an hour): no cooldown spent.

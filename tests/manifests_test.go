@@ -163,13 +163,15 @@ func TestManifests_TheChainRunsCompactionThenManifestsThenExpiry(t *testing.T) {
 	d.requireOnlyReferencedFiles()
 }
 
-// TestManifests_EachActionHasItsOwnSwitch: with compaction and manifest
-// rewrites turned off by the owner, a table that has small files and many
-// manifests gets neither; its due snapshots still expire.
+// TestManifests_EachActionHasItsOwnSwitch: with compaction, delete-file
+// rewrites and manifest rewrites turned off by the owner, a table that has
+// small files, equality deletes and many manifests gets none of them; its
+// due snapshots still expire.
 func TestManifests_EachActionHasItsOwnSwitch(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
 	d.createNamed("demo.events", withProps(smallTable, map[string]string{
 		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.rewrite-manifests.enabled": "false",
+		"icekeeper.rewrite-deletes.enabled": "false",
 		table.ManifestMinMergeCountKey: "2", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
 	}))
 	time.Sleep(10 * time.Millisecond)
