@@ -574,3 +574,25 @@ func TestDeletes_TheChainRunsADeleteRewriteAndItHasItsOwnSwitch(t *testing.T) {
 		t.Fatalf("delete-file rewrite off, yet: %+v", o)
 	}
 }
+
+// TestDeletes_AnEqualityDeleteThatAppliesToNothingIsRemoved: an equality
+// delete of a partition with no data file deletes no row; converting it
+// writes nothing and removes it.
+func TestDeletes_AnEqualityDeleteThatAppliesToNothingIsRemoved(t *testing.T) {
+	e := setup(t)
+	e.createTable(eqTable)
+	if _, err := sampletable.DeleteByEquality(e.ctx, e.load(), []int64{1, 2}, func(int64) string { return "region-09" }); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+	if n := e.equalityDeleteFiles(); n != 0 {
+		t.Fatalf("%d equality delete files left", n)
+	}
+}

@@ -750,7 +750,7 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 		SummaryJobID:                job.ID,
 		"icekeeper.pinned-snapshot": fmt.Sprint(pin.SnapshotID),
 	}
-	if st.addFirst {
+	if st.addFirst && len(st.newFiles) > 0 {
 		var err error
 		if st, err = stageAddedDeletes(ctx, txn, props, st); err != nil {
 			return nil, err
