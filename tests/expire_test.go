@@ -323,7 +323,7 @@ func TestExpire_HasItsOwnCooldown(t *testing.T) {
 	d.createNamed("demo.events", withProps(smallTable, map[string]string{
 		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.rewrite-deletes.enabled": "false",
 		"icekeeper.expire.min-interval": "1h",
-		expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "3600000",
+		expire.MinSnapshotsToKeepKey:    "1", expire.MaxSnapshotAgeMsKey: "3600000",
 	}))
 	// Nothing is due yet (snapshots younger than an hour): no cooldown spent.
 	time.Sleep(10 * time.Millisecond)

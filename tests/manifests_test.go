@@ -172,7 +172,7 @@ func TestManifests_EachActionHasItsOwnSwitch(t *testing.T) {
 	d.createNamed("demo.events", withProps(smallTable, map[string]string{
 		"icekeeper.maintenance.enabled": "true", "icekeeper.compaction.enabled": "false", "icekeeper.rewrite-manifests.enabled": "false",
 		"icekeeper.rewrite-deletes.enabled": "false",
-		table.ManifestMinMergeCountKey: "2", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
+		table.ManifestMinMergeCountKey:      "2", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
 	}))
 	time.Sleep(10 * time.Millisecond)
 	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
