@@ -47,6 +47,7 @@ const (
 	MetricJobsAborted     = "JobsAborted"
 	MetricCommitConflicts = "CommitConflicts"
 	MetricCommitRetries   = "CommitRetries"
+	MetricConflictAborts  = "ConflictAborts"
 	// committer, snapshot expiry
 	MetricSnapshotsExpired    = "SnapshotsExpired"
 	MetricExpiredFilesDeleted = "ExpiredFilesDeleted"
@@ -66,7 +67,7 @@ func EmittedMetrics() []string {
 		MetricJobsPlanned, MetricOptInWithoutGrant, MetricInvalidProperties, MetricTablesSkipped, MetricEventsRejected,
 		MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles,
 		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
-		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries,
+		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries, MetricConflictAborts,
 		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed, MetricManifestsRewritten,
 		MetricOrphanFilesRemoved, MetricMaintenanceRefused,
 	}
@@ -91,6 +92,11 @@ func icekeeperSum(name string, period time.Duration) awscloudwatch.MathExpressio
 	})
 }
 
+// ConflictAbortsPerTable is how many jobs of one table aborted by
+// concurrent commits in an hour raise ConflictAbortsPerTable: a table whose
+// writers keep every job from landing.
+const ConflictAbortsPerTable = 3
+
 // newAlarms creates the SNS topic (with an optional e-mail subscription) and
 // the alarms:
 //
@@ -99,6 +105,10 @@ func icekeeperSum(name string, period time.Duration) awscloudwatch.MathExpressio
 //     something the deployment will not do;
 //   - JobsFailed, JobsAborted, CommitConflicts and CommitRetries per hour at
 //     or above their thresholds;
+//   - ConflictAborts per table per hour at or above ConflictAbortsPerTable:
+//     a multi-time-series Metrics Insights alarm (GROUP BY Table), whose
+//     contributors are the tables (Amazon CloudWatch User Guide, "Create an
+//     alarm based on a Multi Time Series Metrics Insights query");
 //   - per function: any error, any throttle, p99 duration above the
 //     configured share of the timeout.
 func newAlarms(scope constructs.Construct, s Settings, q Queues, fns Lambdas) Alarms {
@@ -150,6 +160,13 @@ func newAlarms(scope constructs.Construct, s Settings, q Queues, fns Lambdas) Al
 		icekeeperSum(MetricCommitConflicts, time.Hour), float64(th.CommitConflictsPerHour), atLeast)
 	alarm("CommitRetryRate", fmt.Sprintf("icekeeper: %d or more commit retries in an hour", th.CommitRetriesPerHour),
 		icekeeperSum(MetricCommitRetries, time.Hour), float64(th.CommitRetriesPerHour), atLeast)
+	alarm("ConflictAbortsPerTable", fmt.Sprintf("icekeeper: a table had %d or more jobs aborted by concurrent commits in an hour (each contributor is a table); after two in a row it waits between attempts, and a busy writer may keep compaction from landing", ConflictAbortsPerTable),
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String(fmt.Sprintf(`SELECT SUM(%s) FROM %s GROUP BY "Table" ORDER BY SUM() DESC`, MetricConflictAborts, MetricNamespace)),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{},
+			Period:       seconds(time.Hour),
+			Label:        jsii.String(MetricConflictAborts + " per table"),
+		}), ConflictAbortsPerTable, atLeast)
 
 	for _, name := range Functions() {
 		fn := fns.ByName(name)

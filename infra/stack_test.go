@@ -1050,6 +1050,7 @@ func TestIcekeeperStack_Alarms(t *testing.T) {
 		"OptInWithoutGrant": MetricOptInWithoutGrant, "InvalidProperties": MetricInvalidProperties,
 		"MaintenanceRefused": MetricMaintenanceRefused, "JobsFailed": MetricJobsFailed, "JobsAborted": MetricJobsAborted,
 		"CommitConflictRate": MetricCommitConflicts, "CommitRetryRate": MetricCommitRetries,
+		"ConflictAbortsPerTable": MetricConflictAborts,
 	} {
 		p := find(alarm)
 		want := "SELECT SUM(" + metric + ") FROM Icekeeper"
@@ -1059,6 +1060,9 @@ func TestIcekeeperStack_Alarms(t *testing.T) {
 		if !emitted[metric] {
 			t.Errorf("alarm %s watches %s, which no code under shared/ emits", alarm, metric)
 		}
+	}
+	if p := find("ConflictAbortsPerTable"); !strings.Contains(flat(p["Metrics"]), "GROUP BY") || !strings.Contains(flat(p["Metrics"]), "Table") {
+		t.Errorf("ConflictAbortsPerTable alarm is not per table: %s", flat(p["Metrics"]))
 	}
 	if p := find("OptInWithoutGrant"); p["Threshold"] != 0.0 || p["ComparisonOperator"] != "GreaterThanThreshold" {
 		t.Errorf("OptInWithoutGrant alarm is not > 0: %s", flat(p))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
 // TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff: an
@@ -76,5 +77,37 @@ func TestPlanner_PlanningThatCannotSucceedBacksOff(t *testing.T) {
 	r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
 	if err != nil || r.Outcome != plan.OutcomeBackedOff || !strings.Contains(r.Reason, "planning") {
 		t.Fatalf("third planning: %+v %v, want backed off after two planning failures", r, err)
+	}
+}
+
+// TestPipeline_ConflictAbortsInARowMakeTheTableWait: a job aborted by a
+// concurrent position delete on a file it rewrote is not the table's
+// fault, so the next job is planned at once; after the second such abort
+// in a row the table waits (lease.ConflictBackoffBase) before the next
+// attempt, the planner says why, and each abort counts ConflictAborts for
+// the table (its alarm is per table).
+func TestPipeline_ConflictAbortsInARowMakeTheTableWait(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	for i := 0; i < 2; i++ {
+		r := e.plan()
+		if r.Outcome != plan.OutcomePlanned {
+			t.Fatalf("job %d: %s (%s)", i+1, r.Outcome, r.Reason)
+		}
+		e.drainTasks()
+		if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{int64(8 + 100*i)}); err != nil {
+			t.Fatal(err)
+		}
+		want := e.fingerprint()
+		e.drainCommits()
+		e.requireAborted(r.JobID, "position delete", want)
+	}
+	r := e.plan()
+	if r.Outcome != plan.OutcomeBackedOff || !strings.Contains(r.Reason, "aborted by concurrent commits") {
+		t.Fatalf("third planning: %s (%s), want a wait after two conflict aborts", r.Outcome, r.Reason)
+	}
+	m := e.metrics.metricTotals(t)
+	if m["ConflictAborts/"+e.name()] != 2 || m["TablesBackedOff"] != 0 {
+		t.Fatalf("ConflictAborts %v, TablesBackedOff %v; want 2 for the table and none", m["ConflictAborts/"+e.name()], m["TablesBackedOff"])
 	}
 }

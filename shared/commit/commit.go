@@ -193,6 +193,8 @@ type Result struct {
 	OrphansRemoved int `json:"orphans_removed,omitempty"`
 	// BackoffUntil is set when this failure backed the table off.
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
+	// ConflictAbort: the job was aborted by a concurrent commit.
+	ConflictAbort bool `json:"conflict_abort,omitempty"`
 }
 
 // Committer commits jobs.
@@ -308,6 +310,9 @@ func (c *Committer) emit(res Result, took time.Duration) {
 		ms = append(ms, metrics.Metric{Name: "JobsFailed", Value: 1, Unit: metrics.Count})
 	case OutcomeAborted:
 		ms = append(ms, metrics.Metric{Name: "JobsAborted", Value: 1, Unit: metrics.Count})
+	}
+	if res.ConflictAbort {
+		ms = append(ms, metrics.Metric{Name: "ConflictAborts", Value: 1, Unit: metrics.Count})
 	}
 	if res.BackoffUntil != nil {
 		ms = append(ms, metrics.Metric{Name: "TablesBackedOff", Value: 1, Unit: metrics.Count})
@@ -830,12 +835,14 @@ func (c *Committer) removeLosers(ctx context.Context, job jobs.Job) error {
 }
 
 // failClass is the kind of failure a commit run ended with, for the table's
-// backoff: "" when the job's end is not the table's failure (a concurrent
-// change conflicted, or another job took the table over).
+// backoff: lease.ClassConflict when a concurrent change conflicted (a
+// shorter backoff), "" when another job took the table over.
 func failClass(err error) string {
 	switch {
-	case errors.Is(err, ErrConcurrent), errors.Is(err, errLeaseLost):
+	case errors.Is(err, errLeaseLost):
 		return ""
+	case errors.Is(err, ErrConcurrent):
+		return lease.ClassConflict
 	case errors.Is(err, ErrInvariant):
 		return messages.FailInvariant
 	case errors.Is(err, ErrAborted):
@@ -898,9 +905,14 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 		return res, err
 	}
 	log.Warn("job ended without commit", "state", state, "reason", reason, "class", class)
+	res.ConflictAbort = class == lease.ClassConflict
 	if class != "" {
 		if b, err := c.leases.RecordFailure(ctx, job.Table, class); err != nil {
 			log.Warn("record failure", "err", err.Error())
+		} else if b.Active(c.now()) && res.ConflictAbort {
+			// Not the table's failure: no TablesBackedOff (it alarms);
+			// ConflictAborts has its own alarm, per table.
+			log.Warn("table waits after jobs aborted by concurrent commits in a row", "streak", b.Streak, "wait_until", b.Until.UTC().Format(time.RFC3339))
 		} else if b.Active(c.now()) {
 			res.BackoffUntil = &b.Until
 			log.Error("table backed off: its jobs failed the same way in a row", "class", class, "streak", b.Streak, "backoff_until", b.Until.UTC().Format(time.RFC3339))

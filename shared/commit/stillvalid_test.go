@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
@@ -116,8 +117,11 @@ func TestClassify_TerminalVersusRetryable(t *testing.T) {
 			t.Errorf("classify(%v) = %v, want it unchanged (retryable)", err, got)
 		}
 	}
-	if failClass(fmt.Errorf("%w: %w: x", ErrAborted, ErrConcurrent)) != "" {
-		t.Error("a concurrent-change abort must not count towards the backoff")
+	if failClass(fmt.Errorf("%w: %w: x", ErrAborted, ErrConcurrent)) != lease.ClassConflict {
+		t.Error("a concurrent-change abort is class conflict (its own, shorter backoff)")
+	}
+	if failClass(fmt.Errorf("%w before commit", errLeaseLost)) != "" {
+		t.Error("a job whose lease another job took must not count towards the backoff")
 	}
 	if failClass(fmt.Errorf("%w: x", ErrInvariant)) != messages.FailInvariant {
 		t.Error("an invariant failure is class invariant")

@@ -98,6 +98,18 @@ const (
 	BackoffMax  = 24 * time.Hour
 )
 
+// ClassConflict is the failure class of a job aborted by a concurrent
+// commit (a writer's delete on a file it rewrote, a removal of one of its
+// inputs). Such an abort is not the table's fault, but on a busy table the
+// next attempt right away would meet the same writers: from the second in
+// a row the table waits ConflictBackoffBase, doubling with each further
+// one, at most ConflictBackoffMax.
+const (
+	ClassConflict       = "conflict"
+	ConflictBackoffBase = 5 * time.Minute
+	ConflictBackoffMax  = 2 * time.Hour
+)
+
 // Valid reports whether the holder may still act at now, keeping margin in
 // hand before the expiry.
 func (l Lease) Valid(now time.Time, margin time.Duration) bool {
@@ -244,7 +256,8 @@ func (s *Store) ForgetJobs(ctx context.Context, table string, jobIDs []string) e
 // RecordFailure records that a job of the table ended without committing,
 // for a reason of the given class (a short stable word such as
 // "invariant" or "rewrite"). A second failure of the same class in a row
-// backs the table off (see BackoffBase); the new record is returned.
+// backs the table off (see BackoffBase, and ClassConflict for aborts by
+// concurrent commits); the new record is returned.
 func (s *Store) RecordFailure(ctx context.Context, table, class string) (Backoff, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.tableName), Key: s.key(table), ConsistentRead: aws.Bool(true),
@@ -261,8 +274,12 @@ func (s *Store) RecordFailure(ctx context.Context, table, class string) (Backoff
 		b.Streak = old.Backoff.Streak + 1
 	}
 	if b.Streak >= 2 {
-		wait := BackoffBase << min(b.Streak-2, 10)
-		b.Until = s.now().Add(min(wait, BackoffMax))
+		base, ceiling := BackoffBase, BackoffMax
+		if class == ClassConflict {
+			base, ceiling = ConflictBackoffBase, ConflictBackoffMax
+		}
+		wait := base << min(b.Streak-2, 10)
+		b.Until = s.now().Add(min(wait, ceiling))
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.tableName),

@@ -169,6 +169,32 @@ func TestStore_AnExpiredTermNobodyTookCanBeRenewed(t *testing.T) {
 	}
 }
 
+// TestStore_ConflictAbortsWaitLessAndGrowToACap: jobs aborted by
+// concurrent commits back the table off from the second in a row, for
+// ConflictBackoffBase (minutes, not hours), doubling with each further
+// one, never longer than ConflictBackoffMax.
+func TestStore_ConflictAbortsWaitLessAndGrowToACap(t *testing.T) {
+	s, c := setup(t)
+	ctx := context.Background()
+	if b, _ := s.RecordFailure(ctx, "db.t", lease.ClassConflict); b.Active(c.now()) {
+		t.Fatalf("after one conflict abort: %+v, want no wait", b)
+	}
+	want := lease.ConflictBackoffBase
+	for i := 2; i <= 12; i++ {
+		b, err := s.RecordFailure(ctx, "db.t", lease.ClassConflict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Until.Sub(c.now()); got != min(want, lease.ConflictBackoffMax) {
+			t.Fatalf("after %d conflict aborts: wait %s, want %s", i, got, min(want, lease.ConflictBackoffMax))
+		}
+		want *= 2
+	}
+	if lease.ConflictBackoffMax >= lease.BackoffMax || lease.ConflictBackoffBase >= lease.BackoffBase {
+		t.Fatal("a conflict backoff must stay shorter than a failure backoff")
+	}
+}
+
 // TestStore_SameFailureTwiceInARowBacksTheTableOff: one failure does not
 // back a table off; a second of the same kind does, for BackoffBase,
 // doubling with the next, as Acquire reports; a failure of another kind

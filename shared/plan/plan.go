@@ -223,6 +223,9 @@ func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeas
 		release("backoff")
 		res.Outcome = OutcomeBackedOff
 		res.Reason = fmt.Sprintf("the table's last %d jobs failed the same way (%s); left alone until %s", b.Streak, b.Class, b.Until.UTC().Format(time.RFC3339))
+		if b.Class == lease.ClassConflict {
+			res.Reason = fmt.Sprintf("the table's last %d jobs were aborted by concurrent commits (%s); waiting until %s before the next attempt", b.Streak, b.Class, b.Until.UTC().Format(time.RFC3339))
+		}
 		log.Warn("skip: table backed off after repeated failures", "class", b.Class, "streak", b.Streak, "backoff_until", b.Until.UTC().Format(time.RFC3339))
 		return res, nil
 	}
