@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -59,22 +60,29 @@ type partitionDeletes struct {
 	rows  int64
 }
 
-// conversionPays estimates, in bytes moved, converting the partition's
-// equality deletes into position deletes or deletion vectors against
-// applying them by rewriting the data files they apply to, and reports
-// whether conversion costs no more. Converting reads each such data file's
-// equality columns twice (their column sizes from the manifest, or the
-// file's size shared evenly among the schema's columns) and the delete
-// files; rewriting reads the delete files and each data file whole, and
-// writes it again. A narrow table whose files are mostly key is rewritten;
-// a wide one is converted, at a fraction of the cost (Amoro's minor
-// optimizing makes the same trade).
-func (pd *partitionDeletes) conversionPays() bool {
-	var convert, rewrite int64
+// conversionPays weighs converting the partition's equality deletes into
+// position deletes or deletion vectors against applying them by rewriting
+// the data files they apply to (compaction), and reports whether to
+// convert.
+//
+// Rewriting pays off when the deletes remove a large share of the rows:
+// converted, every later scan still reads the deleted rows. So when the
+// equality delete rows (an upper bound on the rows they delete) reach
+// deleteRatio of the rows of the data files they apply to (the ratio at
+// which compaction rewrites a file, health.Thresholds.DeleteRatio), the
+// partition is left to compaction. Otherwise the cost of the job itself
+// decides, in bytes moved: converting reads each such data file's equality
+// columns twice (their column sizes from the manifest, or the file's size
+// shared evenly among its columns) and the delete files; rewriting reads
+// the delete files and each data file whole, and writes it again. Amoro's
+// minor optimizing makes the same trade.
+func (pd *partitionDeletes) conversionPays(deleteRatio float64) bool {
+	var convert, rewrite, eqRows, rows int64
 	ids := map[int]bool{}
 	for _, d := range pd.eqs {
 		convert += d.FileSizeBytes()
 		rewrite += d.FileSizeBytes()
+		eqRows += d.Count()
 		for _, id := range d.EqualityFieldIDs() {
 			ids[id] = true
 		}
@@ -83,6 +91,7 @@ func (pd *partitionDeletes) conversionPays() bool {
 		if !hasAny(t.EqualityDeleteFiles, pd.eqs) {
 			continue
 		}
+		rows += t.File.Count()
 		rewrite += 2 * t.File.FileSizeBytes()
 		sizes := t.File.ColumnSizes()
 		var cols int64
@@ -94,6 +103,9 @@ func (pd *partitionDeletes) conversionPays() bool {
 			cols += n
 		}
 		convert += 2 * cols
+	}
+	if rows > 0 && float64(eqRows) >= deleteRatio*float64(rows) {
+		return false
 	}
 	return convert <= rewrite
 }
@@ -131,6 +143,10 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 		return res, false, nil
 	}
 	minFiles, err := optin.RewriteDeletesMinInputFiles(tbl.Properties())
+	if err != nil {
+		return fail(err)
+	}
+	th, err := health.ThresholdsFor(tbl.Properties(), p.settings.TargetFileSize)
 	if err != nil {
 		return fail(err)
 	}
@@ -203,7 +219,7 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 	var due []*partitionDeletes
 	converting := 0
 	for _, pd := range parts {
-		pd.convert = len(pd.eqs) > 0 && pd.conversionPays()
+		pd.convert = len(pd.eqs) > 0 && pd.conversionPays(th.DeleteRatio)
 		if pd.convert {
 			converting++
 		}
@@ -217,7 +233,7 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 		if v3 {
 			res.Reason = fmt.Sprintf("no partition has position delete files to turn into deletion vectors, or %d or more Puffin files (%s)", minFiles, optin.PropertyRewriteDeletesMinInputFiles)
 		}
-		res.Reason += ", and no equality delete is cheaper to convert than to apply by compaction"
+		res.Reason += ", and no equality delete is better converted than applied by compaction"
 		return res, false, nil
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].key < due[j].key })
