@@ -28,28 +28,33 @@ import (
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
 
-// demoTable is one sample table of the demo.
+// demoTable is one sample table of the demo. DeleteRewrite makes its job
+// a delete-file rewrite instead of a compaction.
 type demoTable struct {
-	Name string
-	Kind string
-	Opts sampletable.Options
+	Name          string
+	Kind          string
+	Opts          sampletable.Options
+	DeleteRewrite bool
 }
 
 var demoTables = []demoTable{
-	{"demo.orders", "v2: position deletes + equality deletes", sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 12, RowsPerFile: 500, PositionDeletes: true, EqualityDeletes: true}},
-	{"demo.events", "v3: deletion vectors + equality deletes", sampletable.Options{FormatVersion: 3, Partitions: 3, Files: 10, RowsPerFile: 400, PositionDeletes: true, EqualityDeletes: true}},
+	{"demo.orders", "v2: position deletes + equality deletes", sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 12, RowsPerFile: 500, PositionDeletes: true, EqualityDeletes: true}, false},
+	{"demo.events", "v3: deletion vectors + equality deletes", sampletable.Options{FormatVersion: 3, Partitions: 3, Files: 10, RowsPerFile: 400, PositionDeletes: true, EqualityDeletes: true}, false},
+	{"demo.upserts", "v2: an upsert stream's equality deletes on wide rows, converted to position deletes without rewriting data", sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 3, RowsPerFile: 1000, PayloadBytes: 200, PositionDeletes: true, EqualityDeletes: true}, true},
 }
 
 // demoReport is the demo's before/after report of one table.
 type demoReport struct {
-	Table       string         `json:"table"`
-	Kind        string         `json:"kind"`
-	Before      health.Stats   `json:"before"`
-	After       health.Stats   `json:"after"`
-	LiveBefore  int64          `json:"live_rows_before"`
-	LiveAfter   int64          `json:"live_rows_after"`
-	Fingerprint bool           `json:"fingerprint_unchanged"`
-	Cycle       localrun.Cycle `json:"cycle"`
+	Table string `json:"table"`
+	Kind  string `json:"kind"`
+	// DeleteRewrite: the job was a delete-file rewrite (data files stay).
+	DeleteRewrite bool           `json:"delete_rewrite,omitempty"`
+	Before        health.Stats   `json:"before"`
+	After         health.Stats   `json:"after"`
+	LiveBefore    int64          `json:"live_rows_before"`
+	LiveAfter     int64          `json:"live_rows_after"`
+	Fingerprint   bool           `json:"fingerprint_unchanged"`
+	Cycle         localrun.Cycle `json:"cycle"`
 	// The snapshot expiry that follows the compaction: its cycle, the
 	// snapshots and the bytes under the table location before and after.
 	Expiry          localrun.Cycle `json:"expiry"`
@@ -121,7 +126,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		rep := demoReport{Table: dt.Name, Kind: dt.Kind}
+		rep := demoReport{Table: dt.Name, Kind: dt.Kind, DeleteRewrite: dt.DeleteRewrite}
 		fpBefore, err := fingerprint.Table(ctx, tbl)
 		if err != nil {
 			return err
@@ -129,7 +134,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if rep.Before, err = health.Measure(ctx, tbl); err != nil {
 			return err
 		}
-		if rep.Cycle, err = localrun.RunCycle(ctx, st, dt.Name, "demo"); err != nil {
+		runJob := localrun.RunCycle
+		if dt.DeleteRewrite {
+			runJob = localrun.RunDeleteRewrite
+		}
+		if rep.Cycle, err = runJob(ctx, st, dt.Name, "demo"); err != nil {
 			return interrupted(err)
 		}
 		after, err := cat.LoadTable(ctx, ident)
@@ -181,11 +190,21 @@ func demoChecks(r demoReport) []string {
 	if !r.Fingerprint {
 		f = append(f, "live rows changed")
 	}
-	if r.After.DataFiles >= r.Before.DataFiles {
-		f = append(f, fmt.Sprintf("data files did not shrink (%d -> %d)", r.Before.DataFiles, r.After.DataFiles))
-	}
-	if r.After.DeleteFiles() != 0 {
-		f = append(f, fmt.Sprintf("%d delete files left", r.After.DeleteFiles()))
+	switch {
+	case r.DeleteRewrite:
+		if r.After.DataFiles != r.Before.DataFiles {
+			f = append(f, fmt.Sprintf("a delete-file rewrite changed the data files (%d -> %d)", r.Before.DataFiles, r.After.DataFiles))
+		}
+		if r.After.EqualityDeleteFiles != 0 || r.After.DeleteFiles() >= r.Before.DeleteFiles() {
+			f = append(f, fmt.Sprintf("delete files %d -> %d, %d equality deletes left", r.Before.DeleteFiles(), r.After.DeleteFiles(), r.After.EqualityDeleteFiles))
+		}
+	default:
+		if r.After.DataFiles >= r.Before.DataFiles {
+			f = append(f, fmt.Sprintf("data files did not shrink (%d -> %d)", r.Before.DataFiles, r.After.DataFiles))
+		}
+		if r.After.DeleteFiles() != 0 {
+			f = append(f, fmt.Sprintf("%d delete files left", r.After.DeleteFiles()))
+		}
 	}
 	if !r.Expiry.Committed {
 		f = append(f, "expiry did not commit: "+string(r.Expiry.Plan.Outcome)+" "+r.Expiry.Plan.Reason)
@@ -256,7 +275,11 @@ func printDemo(w io.Writer, reports []demoReport) {
 	for _, r := range reports {
 		fmt.Fprintf(w, "%s (%s)\n", r.Table, r.Kind)
 		if r.Cycle.Plan.JobID != "" {
-			fmt.Fprintf(w, "  job %s: %d groups, pinned snapshot %d", r.Cycle.Plan.JobID, r.Cycle.Plan.Groups, r.Cycle.Plan.SnapshotID)
+			kind := "job"
+			if r.DeleteRewrite {
+				kind = "delete-file rewrite job"
+			}
+			fmt.Fprintf(w, "  %s %s: %d groups, pinned snapshot %d", kind, r.Cycle.Plan.JobID, r.Cycle.Plan.Groups, r.Cycle.Plan.SnapshotID)
 			if r.Cycle.Job != nil {
 				fmt.Fprintf(w, " -> %s", r.Cycle.Job.State)
 				if r.Cycle.Committed {

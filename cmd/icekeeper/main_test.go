@@ -61,7 +61,13 @@ func TestDemo_CompactsEverySampleTableAndKeepsEveryRow(t *testing.T) {
 		if len(r.Failures) > 0 || !r.Fingerprint || !r.Cycle.Committed {
 			t.Fatalf("%s: %+v", r.Table, r)
 		}
-		if r.Before.DeleteFiles() == 0 || r.After.DataFiles >= r.Before.DataFiles {
+		switch {
+		case r.DeleteRewrite:
+			// Equality deletes converted: same data files, none left.
+			if r.Before.EqualityDeleteFiles == 0 || r.After.EqualityDeleteFiles != 0 || r.After.DataFiles != r.Before.DataFiles {
+				t.Fatalf("%s: delete-file rewrite: %+v -> %+v", r.Table, r.Before, r.After)
+			}
+		case r.Before.DeleteFiles() == 0 || r.After.DataFiles >= r.Before.DataFiles:
 			t.Fatalf("%s: nothing to show: %+v -> %+v", r.Table, r.Before, r.After)
 		}
 		if !r.Expiry.Committed || r.SnapshotsAfter != 1 || r.StorageAfter >= r.StorageBefore || !r.ExpiryFingerprint {
