@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -29,8 +30,10 @@ type deleteLayout struct {
 	posFiles, dvs map[string]int
 	// dvsPerDataFile counts live deletion vectors per data file.
 	dvsPerDataFile map[string]int
-	// records is the sum of the delete files' record counts.
+	// records is the sum of the position delete files' and deletion
+	// vectors' record counts; eqFiles counts equality delete files.
 	records int64
+	eqFiles int
 	// dataFiles are the live data files' paths; dataRows their rows before
 	// deletes.
 	dataFiles []string
@@ -66,11 +69,36 @@ func (e *env) deleteLayout() deleteLayout {
 			case df.ContentType() == iceberg.EntryContentPosDeletes:
 				l.posFiles[messages.PartitionKey(df)]++
 				l.records += df.Count()
+			case df.ContentType() == iceberg.EntryContentEqDeletes:
+				l.eqFiles++
 			}
 		}
 	}
 	sort.Strings(l.dataFiles)
 	return l
+}
+
+// planDeleteRewrite plans a delete-file rewrite and fails the test unless
+// a job was planned.
+func (e *env) planDeleteRewrite() plan.Result {
+	e.t.Helper()
+	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		e.t.Fatalf("plan a delete-file rewrite: %+v %v", r, err)
+	}
+	return r
+}
+
+// upgradeToV3 upgrades the table to format version 3.
+func (e *env) upgradeToV3() {
+	e.t.Helper()
+	txn := e.load().NewTransaction()
+	if err := txn.UpgradeFormatVersion(3); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // visibleRows is the number of rows a scan returns.
@@ -140,9 +168,9 @@ func TestDeletes_PositionDeleteFilesOfAPartitionBecomeOne(t *testing.T) {
 	}
 	prev := e.load().CurrentSnapshot().SnapshotID
 
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned || r.Groups != deletesTable.Partitions {
-		t.Fatalf("plan: %+v %v", r, err)
+	r := e.planDeleteRewrite()
+	if r.Groups != deletesTable.Partitions {
+		t.Fatalf("%d groups, want %d", r.Groups, deletesTable.Partitions)
 	}
 	e.drainTasks()
 	e.drainCommits()
@@ -165,7 +193,7 @@ func TestDeletes_PositionDeleteFilesOfAPartitionBecomeOne(t *testing.T) {
 	if deleted := after.dataRows - e.visibleRows(); after.records != deleted {
 		t.Errorf("delete files hold %d records for %d deleted rows: dangling or repeated deletes were kept", after.records, deleted)
 	}
-	if !equalStringSlices(after.dataFiles, before.dataFiles) {
+	if !slices.Equal(after.dataFiles, before.dataFiles) {
 		t.Errorf("data files changed: %v -> %v", before.dataFiles, after.dataFiles)
 	}
 	if got := e.fingerprintAt(prev); got != want {
@@ -199,19 +227,10 @@ func TestDeletes_AV3TablesPositionDeletesBecomeDeletionVectors(t *testing.T) {
 	e := setup(t)
 	e.createTable(deletesTable)
 	e.positionDeletesInEveryPartition(deletesTable, 2)
-	txn := e.load().NewTransaction()
-	if err := txn.UpgradeFormatVersion(3); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.upgradeToV3()
 	want := e.fingerprint()
 
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
@@ -239,10 +258,7 @@ func TestDeletes_AConcurrentPositionDeleteIsKept(t *testing.T) {
 	e := setup(t)
 	e.createTable(deletesTable)
 	e.positionDeletesInEveryPartition(deletesTable, 5)
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 	// Rows 1 and 51 of the second append: partitions 0 and 1.
 	perAppend := int64(deletesTable.Partitions * deletesTable.RowsPerFile)
@@ -264,17 +280,8 @@ func TestDeletes_AConcurrentDeletionVectorOnATargetAborts(t *testing.T) {
 	o := deletesTable
 	e.createTable(o)
 	e.positionDeletesInEveryPartition(o, 2)
-	txn := e.load().NewTransaction()
-	if err := txn.UpgradeFormatVersion(3); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	e.upgradeToV3()
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 	perAppend := int64(o.Partitions * o.RowsPerFile)
 	if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{perAppend + 1}); err != nil {
@@ -283,18 +290,6 @@ func TestDeletes_AConcurrentDeletionVectorOnATargetAborts(t *testing.T) {
 	want := e.fingerprint()
 	e.drainCommits()
 	e.requireAborted(r.JobID, "rewritten file", want)
-}
-
-func equalStringSlices(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestDeletes_ADeleteThatDoesNotApplyIsNotCarriedOver: position deletes
@@ -338,10 +333,7 @@ func TestDeletes_ADeleteThatDoesNotApplyIsNotCarriedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := e.fingerprint()
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
@@ -371,30 +363,7 @@ func (e *env) equalityDeletes(o sampletable.Options, withPosition bool) {
 	}
 }
 
-func (e *env) equalityDeleteFiles() int {
-	e.t.Helper()
-	tbl := e.load()
-	fsys, err := tbl.FS(e.ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ms, err := tbl.CurrentSnapshot().Manifests(fsys)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	n := 0
-	for _, m := range ms {
-		for ent, err := range m.Entries(fsys, true) {
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			if ent.DataFile().ContentType() == iceberg.EntryContentEqDeletes {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (e *env) equalityDeleteFiles() int { return e.deleteLayout().eqFiles }
 
 // TestDeletes_EqualityDeletesBecomePositionDeletes: partition-scoped
 // equality deletes on a wide table are converted, without rewriting a data
@@ -414,9 +383,9 @@ func TestDeletes_EqualityDeletesBecomePositionDeletes(t *testing.T) {
 			if n := e.equalityDeleteFiles(); n != 2*o.Partitions {
 				t.Fatalf("%d equality delete files to start with, want %d", n, 2*o.Partitions)
 			}
-			r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-			if err != nil || r.Outcome != plan.OutcomePlanned || r.Groups != o.Partitions {
-				t.Fatalf("plan: %+v %v", r, err)
+			r := e.planDeleteRewrite()
+			if r.Groups != o.Partitions {
+				t.Fatalf("%d groups, want %d", r.Groups, o.Partitions)
 			}
 			e.drainTasks()
 			e.drainCommits()
@@ -425,7 +394,7 @@ func TestDeletes_EqualityDeletesBecomePositionDeletes(t *testing.T) {
 			if n := e.equalityDeleteFiles(); n != 0 {
 				t.Errorf("%d equality delete files left", n)
 			}
-			if !equalStringSlices(after.dataFiles, before.dataFiles) {
+			if !slices.Equal(after.dataFiles, before.dataFiles) {
 				t.Errorf("data files changed: %v -> %v", before.dataFiles, after.dataFiles)
 			}
 			if deleted := after.dataRows - e.visibleRows(); after.records != deleted {
@@ -468,10 +437,7 @@ func TestDeletes_AnEqualityDeleteDoesNotReachARowWrittenAfterIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := e.fingerprint()
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
@@ -488,10 +454,7 @@ func TestDeletes_AConcurrentRewriteBelowAnEqualityDeleteAborts(t *testing.T) {
 	o := eqTable
 	e.createTable(o)
 	e.equalityDeletes(o, false)
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 
 	// Another engine, which pinned the table before the equality deletes,
@@ -585,10 +548,7 @@ func TestDeletes_AnEqualityDeleteThatAppliesToNothingIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := e.fingerprint()
-	r, err := e.planner.PlanDeleteRewrite(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil || r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("plan: %+v %v", r, err)
-	}
+	r := e.planDeleteRewrite()
 	e.drainTasks()
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
