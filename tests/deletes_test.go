@@ -42,15 +42,7 @@ type deleteLayout struct {
 
 func (e *env) deleteLayout() deleteLayout {
 	e.t.Helper()
-	tbl := e.load()
-	fsys, err := tbl.FS(e.ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ms, err := tbl.CurrentSnapshot().Manifests(fsys)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	fsys, ms := e.currentManifests()
 	l := deleteLayout{posFiles: map[string]int{}, dvs: map[string]int{}, dvsPerDataFile: map[string]int{}}
 	for _, m := range ms {
 		for ent, err := range m.Entries(fsys, true) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/config"
@@ -17,8 +18,9 @@ import (
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
-// dataManifests counts the current snapshot's data manifests.
-func (e *env) dataManifests() int {
+// currentManifests returns the table's file IO and its current snapshot's
+// manifests.
+func (e *env) currentManifests() (icebergio.IO, []iceberg.ManifestFile) {
 	e.t.Helper()
 	tbl := e.load()
 	fsys, err := tbl.FS(e.ctx)
@@ -29,6 +31,13 @@ func (e *env) dataManifests() int {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return fsys, ms
+}
+
+// dataManifests counts the current snapshot's data manifests.
+func (e *env) dataManifests() int {
+	e.t.Helper()
+	_, ms := e.currentManifests()
 	n := 0
 	for _, m := range ms {
 		if m.ManifestContent() == iceberg.ManifestContentData {
@@ -78,15 +87,7 @@ func TestManifests_RewriteClustersManyManifestsByPartition(t *testing.T) {
 		t.Fatalf("rows %s, want %s", got, want)
 	}
 	// Clustered: every data manifest holds one partition's files.
-	tbl := e.load()
-	fsys, err := tbl.FS(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := tbl.CurrentSnapshot().Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, ms := e.currentManifests()
 	for _, m := range ms {
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
