@@ -99,11 +99,13 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
 	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
+	// Writes under data/: the delete files that rebase deletes committed
+	// during a compaction onto its new files (shared/commit/rebase.go).
 	// Deletes under data/: losing and failed attempts' files; and, for a
 	// snapshot expiry, the data and delete files, manifests, manifest lists
 	// and statistics files only expired snapshots used (data/ and
 	// metadata/).
-	add(fns.Committer, a.tableObjects("TableDataDelete", []string{"s3:DeleteObject"}, "data/*")...)
+	add(fns.Committer, a.tableObjects("TableDataWriteDelete", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
 	add(fns.Committer, a.tableListing("TableList")...)
 	add(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
@@ -143,6 +145,7 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	jobs := bucket + "/" + a.s.key(JobsPrefix) + "*"
 	health := bucket + "/" + a.s.key(HealthPrefix) + "*"
 	descriptors := bucket + "/" + a.s.key(JobsPrefix) + "*/descriptors/*"
+	rowMaps := bucket + "/" + a.s.key(JobsPrefix) + "*/rowmaps/*"
 	joblog := bucket + "/" + a.s.key(LogPrefix) + "*"
 	deletionParts := bucket + "/" + a.s.key(JobsPrefix) + "*/deletions/*"
 	listingMarkers := bucket + "/" + a.s.key(JobsPrefix) + "*/listing/*"
@@ -158,7 +161,8 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	q.Commits.GrantSendMessages(fns.Planner)
 	add(fns.Rewriter,
 		statement("TasksRead", []string{"s3:GetObject"}, []string{jobs}),
-		statement("DescriptorsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{descriptors}),
+		// A group's descriptor and its row map (shared/rowmap).
+		statement("DescriptorsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{descriptors, rowMaps}),
 		// A deletion task removes its part of the record once done, and
 		// lists the parts left (shared/deletions).
 		statement("DeletionPartsRemove", []string{"s3:DeleteObject"}, []string{deletionParts}),

@@ -191,6 +191,9 @@ type Result struct {
 	ManifestsAdded     int `json:"manifests_added,omitempty"`
 	// An orphan cleanup's files removed.
 	OrphansRemoved int `json:"orphans_removed,omitempty"`
+	// DeletesRebased is the number of delete files committed during a
+	// compaction that its commit rebased onto the new files.
+	DeletesRebased int `json:"deletes_rebased,omitempty"`
 	// BackoffUntil is set when this failure backed the table off.
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 	// ConflictAbort: the job was aborted by a concurrent commit.
@@ -495,13 +498,25 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 				return res2, err
 			}
 		}
-		if err := ValidateSince(ctx, cur, pin, staged.scope); err != nil {
+		conc, err := ValidateSince(ctx, cur, pin, staged.scope)
+		if err != nil {
 			return res, err
 		}
 		if err := CheckStillValid(cur, pinned, staged.newFiles); err != nil {
 			return res, err
 		}
-		committed, err := c.commitOnce(ctx, cur, job, me, pin, staged)
+		round := staged
+		if !conc.Empty() {
+			if round, err = c.rebase(ctx, log, cur, pinned, job, pin, staged, conc); err != nil {
+				return res, err
+			}
+			res.DeletesRebased = len(round.rebaseRemoves)
+		}
+		committed, err := c.commitOnce(ctx, cur, job, me, pin, round)
+		if err != nil && IsConflict(err) {
+			// Not committed: this round's rebased deletes are unused.
+			c.removeRebased(ctx, log, cur, round)
+		}
 		if err == nil {
 			if c.afterCatalogCommit != nil {
 				if herr := c.afterCatalogCommit(job.ID); herr != nil {
@@ -515,6 +530,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 			out, ferr := c.finish(ctx, log, job, term, snap.SnapshotID, "committed")
 			out.Retries, out.Conflicts = attempt, res.Conflicts
 			out.FilesRemoved, out.FilesAdded, out.DeletesRemoved, out.RowsWritten = res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten
+			out.DeletesRebased = res.DeletesRebased
 			return out, ferr
 		}
 		if errors.Is(err, ErrBusy) {
@@ -555,6 +571,15 @@ type stagedRewrite struct {
 	// removes the deletion vectors they supersede), then a rewrite that
 	// removes the rest of the inputs (see commitOnce).
 	addFirst bool
+	// groups are the descriptors' row maps and new files, and groupOf the
+	// group of each input file (a compaction's; see rebase.go).
+	groups  []groupOutput
+	groupOf map[string]int
+	// rebaseRemoves are the concurrent delete files a rebase replaces
+	// (removed explicitly), rebaseAdds what replaces them, each with the
+	// data sequence number it keeps.
+	rebaseRemoves []iceberg.DataFile
+	rebaseAdds    []rebasedDelete
 }
 
 // Scope is what a job rewrites, as ValidateSince needs it.
@@ -569,6 +594,9 @@ type Scope struct {
 	MovedPartitions map[string]struct{}
 	// Removing are the delete files the job removes as dead (fileKey).
 	Removing map[string]struct{}
+	// Rebase: position deletes and deletion vectors committed since S on
+	// rewritten files are left to the rebase (Concurrent), not aborted for.
+	Rebase bool
 	// EqualityRemoved holds, per partition (partitionKey, or "" for
 	// equality deletes of an unpartitioned spec, which apply to every
 	// partition), the largest data sequence number of the equality deletes
@@ -584,7 +612,8 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	if err != nil {
 		return st, err
 	}
-	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}}
+	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}, Rebase: true}
+	st.groupOf = map[string]int{}
 	movedInputs := map[string]struct{}{}
 	newPaths := map[string]struct{}{}
 	schemaID := pinned.Schema().ID
@@ -648,6 +677,10 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		}
 		st.newFiles = append(st.newFiles, files...)
 		st.rowsWritten += rows
+		st.groups = append(st.groups, groupOutput{desc: d, files: files})
+		for _, p := range d.InputPaths {
+			st.groupOf[p] = len(st.groups) - 1
+		}
 		totalScanned += cnt.RowsScanned
 	}
 	if int64(len(st.scope.Rewritten)) != job.InputFiles {
@@ -769,8 +802,31 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 	for _, f := range st.newFiles {
 		rw.AddFile(f) // data files, or a delete rewrite's delete files
 	}
-	for _, d := range st.deadDeletes {
-		rw.DeleteFile(d)
+	if len(st.rebaseRemoves) == 0 {
+		for _, d := range st.deadDeletes {
+			rw.DeleteFile(d)
+		}
+	} else {
+		// iceberg-go gives an added delete file one of the data sequence
+		// numbers of the delete files removed explicitly, all of one
+		// content: those are the concurrent deletes the rebase replaces.
+		// The dead deletes (equality ones among them) go as automatic
+		// removals, which ApplyResult routes by content.
+		var dead table.CompactionGroupResult
+		for _, d := range st.deadDeletes {
+			if table.IsDeletionVector(d) {
+				dead.SafeDeletionVectors = append(dead.SafeDeletionVectors, d)
+			} else {
+				dead.SafePosDeletes = append(dead.SafePosDeletes, d)
+			}
+		}
+		rw.ApplyResult(dead)
+		for _, d := range st.rebaseRemoves {
+			rw.DeleteFile(d)
+		}
+		for _, a := range st.rebaseAdds {
+			rw.AddDeleteFileWithDataSequenceNumber(a.file, a.seq)
+		}
 	}
 	if err := rw.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("stage rewrite: %w", err)
@@ -943,6 +999,10 @@ func (c *Committer) removeAll(ctx context.Context, job jobs.Job, ident table.Ide
 	if len(attempts) == 0 {
 		return 0, nil
 	}
+	if job.Kind == jobs.KindCompaction {
+		// The delete files its rebase rounds wrote (rebase.go).
+		attempts = append(attempts, RebaseAttempt(job.ID))
+	}
 	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
 	if err != nil {
 		return 0, err
@@ -996,7 +1056,28 @@ func IsConflict(err error) bool {
 // Appends pass, and so do global equality deletes and equality deletes of
 // partitions no row moves across: the pinned data sequence number keeps
 // them applying to the new files exactly as to the inputs.
-func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope) error {
+func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope) (Concurrent, error) {
+	var conc Concurrent
+	err := validateSince(ctx, cur, pin, scope, &conc)
+	return conc, err
+}
+
+// Concurrent is what a snapshot committed since S did that the job rebases
+// rather than aborts for (Scope.Rebase; see rebase.go).
+type Concurrent struct {
+	// Added are position delete files and deletion vectors added since S
+	// that may target a rewritten file.
+	Added []iceberg.DataFile
+	// Removed are position delete files and deletion vectors the job
+	// removes as dead that a snapshot since S removed (a writer merged a
+	// deletion vector, or rewrote its position deletes).
+	Removed []iceberg.DataFile
+}
+
+// Empty reports whether there is nothing to rebase.
+func (c Concurrent) Empty() bool { return len(c.Added) == 0 && len(c.Removed) == 0 }
+
+func validateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope, conc *Concurrent) error {
 	head := cur.CurrentSnapshot()
 	var since []*table.Snapshot
 	for s := head; ; {
@@ -1048,6 +1129,10 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 						return fmt.Errorf("%w: %w: snapshot %d added data file %s with data sequence number %d, below that of an equality delete the job converts and removes (%d): the delete applies to it, its conversion does not", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), e.SequenceNum(), eq)
 					}
 				case e.Status() == iceberg.EntryStatusDELETED:
+					if _, ok := scope.Removing[fileKey(df)]; ok && scope.Rebase && df.ContentType() == iceberg.EntryContentPosDeletes {
+						conc.Removed = append(conc.Removed, df)
+						continue
+					}
 					if _, ok := scope.Removing[fileKey(df)]; ok {
 						return fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 					}
@@ -1056,6 +1141,12 @@ func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 						return fmt.Errorf("%w: %w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), partitionKey(df))
 					}
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
+					if scope.Rebase {
+						if mayTarget(df, posPathField.ID, scope) {
+							conc.Added = append(conc.Added, df)
+						}
+						continue
+					}
 					if target := referencedPath(df, posPathField.ID); target != "" {
 						if _, ok := scope.Rewritten[target]; ok {
 							return fmt.Errorf("%w: %w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), target)

@@ -218,7 +218,11 @@ type Descriptor struct {
 	// InputDeletes (rewrite-deletes jobs only) are the delete files whose
 	// deletes the attempt carried over (DeleteFileKey, sorted).
 	InputDeletes []string `json:"input_deletes,omitempty"`
-	Counters     Counters `json:"counters"`
+	// RowMapKey is where the attempt's row map is (package rowmap): where
+	// each surviving input row went, for rebasing deletes committed during
+	// the job; "" when the rows were sorted or repartitioned on the way.
+	RowMapKey string   `json:"row_map,omitempty"`
+	Counters  Counters `json:"counters"`
 }
 
 // Encode returns v as JSON.

@@ -35,13 +35,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
 
+	"github.com/icekeeper/icekeeper/shared/deletefiles"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/pin"
+	"github.com/icekeeper/icekeeper/shared/rowmap"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -347,18 +350,35 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	if task.Deletes != nil {
 		desc.InputDeletes = messages.SortedCopy(task.Deletes.InputDeletes)
 	}
-	if desc.NewFiles, err = messages.EncodeDataFiles(tbl.Metadata(), written); err != nil {
+	// undo removes what this attempt wrote: its files, its row map.
+	undo := func() {
 		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
+		if desc.RowMapKey != "" {
+			_ = r.blobs.Delete(context.WithoutCancel(ctx), desc.RowMapKey)
+		}
+	}
+	if desc.NewFiles, err = messages.EncodeDataFiles(tbl.Metadata(), written); err != nil {
+		undo()
 		return Result{Attempt: attempt}, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	if counters.rowMap != nil {
+		body, err := messages.Encode(counters.rowMap)
+		if err == nil {
+			desc.RowMapKey, err = r.blobs.Put(ctx, fmt.Sprintf("jobs/%s/rowmaps/%05d-%s.json", task.JobID, task.Group, attempt), body)
+		}
+		if err != nil {
+			undo()
+			return Result{Attempt: attempt}, fmt.Errorf("put row map: %w", err)
+		}
 	}
 	body, err := messages.Encode(desc)
 	if err != nil {
-		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
+		undo()
 		return Result{Attempt: attempt}, err
 	}
 	descKey, err := r.blobs.Put(ctx, fmt.Sprintf("jobs/%s/descriptors/%05d-%s.json", task.JobID, task.Group, attempt), body)
 	if err != nil {
-		_ = outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written))
+		undo()
 		return Result{Attempt: attempt}, err
 	}
 
@@ -373,6 +393,11 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		// Lost the claim: this attempt's outputs must never reach a commit.
 		if rerr := outputs.Remove(context.WithoutCancel(ctx), tbl, paths(written)); rerr != nil {
 			log.Warn("remove losing attempt's outputs", "err", rerr.Error())
+		}
+		if desc.RowMapKey != "" {
+			if derr := r.blobs.Delete(context.WithoutCancel(ctx), desc.RowMapKey); derr != nil {
+				log.Warn("remove losing attempt's row map", "err", derr.Error())
+			}
 		}
 		if derr := r.blobs.Delete(context.WithoutCancel(ctx), descKey); derr != nil {
 			log.Warn("remove losing attempt's descriptor", "err", derr.Error())
@@ -423,6 +448,8 @@ func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, re
 type measured struct {
 	messages.Counters
 	inputPaths []string
+	// rowMap is where the surviving rows went (nil: not recorded).
+	rowMap *rowmap.Map
 	// SchemaID is the schema the rows were read and written with.
 	SchemaID int
 }
@@ -498,6 +525,35 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		schema = iceberg.SchemaWithRowLineage(schema)
 		writeOpts = append(writeOpts, table.WithPreserveRowLineage(schema))
 	}
+	out, err := writeTable(tbl, task.OutputSpec(), int(tasks[0].File.SpecID()))
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	// Where each surviving row goes, for the committer to rebase deletes
+	// committed during the job (package rowmap): only when the rows are
+	// written in the order they are read. Files with equality deletes go
+	// last, so every file before them has a known number of survivors.
+	var dropped []*dv.RoaringPositionBitmap
+	var bounds []int64
+	mapped := !out.repartition && tbl.Metadata().DefaultSortOrder() == table.UnsortedSortOrderID
+	if mapped {
+		tasks = equalityLast(tasks)
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, m, tbl, fmt.Errorf("open table IO: %w", err)
+		}
+		if dropped, err = deletefiles.Positional(ctx, fs, tasks); err != nil {
+			return nil, m, tbl, classify(fmt.Errorf("read group %d's position deletes: %w", task.Group, err))
+		}
+		var end int64
+		for i, t := range tasks {
+			if len(t.EqualityDeleteFiles) > 0 {
+				break
+			}
+			end += t.File.Count() - dropped[i].Cardinality()
+			bounds = append(bounds, end)
+		}
+	}
 	_, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, m, tbl, classify(fmt.Errorf("read group %d: %w", task.Group, err))
@@ -507,9 +563,8 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	if err != nil {
 		return nil, m, tbl, fmt.Errorf("%w: write schema: %w", ErrTerminal, err)
 	}
-	out, err := writeTable(tbl, task.OutputSpec(), int(tasks[0].File.SpecID()))
-	if err != nil {
-		return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
+	if mapped {
+		records = alignedTo(records, bounds)
 	}
 
 	var written []iceberg.DataFile
@@ -524,6 +579,16 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	}
 	if m.RowsWritten != m.RowsScanned {
 		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
+	}
+	if mapped {
+		if len(bounds) == len(tasks) && bounds[len(bounds)-1] != m.RowsScanned {
+			return written, m, tbl, fmt.Errorf("%w: group %d: the scan produced %d rows, its position deletes and deletion vectors leave %d", ErrTerminal, task.Group, m.RowsScanned, bounds[len(bounds)-1])
+		}
+		rm, err := rowmap.Build(task.JobID, task.Group, attempt, task.SpecID, tbl.Metadata(), tasks, dropped, written)
+		if err != nil {
+			return written, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
+		}
+		m.rowMap = &rm
 	}
 	deleted := m.RowsBeforeDeletes - m.RowsScanned
 	m.DeletedRowsDV = min(m.DeletedRowsDV, deleted)
@@ -582,6 +647,7 @@ func classify(err error) error {
 	case err == nil, errors.Is(err, ErrTerminal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, iofs.ErrNotExist),
+		errors.Is(err, deletefiles.ErrMismatch),
 		errors.Is(err, iceberg.ErrInvalidSchema),
 		errors.Is(err, iceberg.ErrInvalidArgument),
 		errors.Is(err, iceberg.ErrInvalidPartitionSpec),
@@ -600,6 +666,51 @@ func counting(records iter.Seq2[arrow.RecordBatch, error], n *int64) iter.Seq2[a
 		for rec, err := range records {
 			if err == nil && rec != nil {
 				*n += rec.NumRows()
+			}
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+}
+
+// equalityLast orders the tasks with equality deletes after the others,
+// keeping the order within each kind.
+func equalityLast(tasks []table.FileScanTask) []table.FileScanTask {
+	out := make([]table.FileScanTask, 0, len(tasks))
+	for _, t := range tasks {
+		if len(t.EqualityDeleteFiles) == 0 {
+			out = append(out, t)
+		}
+	}
+	for _, t := range tasks {
+		if len(t.EqualityDeleteFiles) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// alignedTo passes records through and fails when one spans a bound (a
+// cumulative row count at which one input file's rows end and the next's
+// begin): iceberg-go never puts two files' rows in one batch, so a batch
+// that spans a bound means the surviving rows are not the ones counted.
+func alignedTo(records iter.Seq2[arrow.RecordBatch, error], bounds []int64) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		var seen int64
+		next := 0
+		for rec, err := range records {
+			if err == nil && rec != nil {
+				end := seen + rec.NumRows()
+				for next < len(bounds) && bounds[next] <= seen {
+					next++
+				}
+				if next < len(bounds) && bounds[next] < end {
+					rec.Release()
+					yield(nil, fmt.Errorf("%w: a batch holds rows %d to %d, across the end of an input file's surviving rows at %d", ErrTerminal, seen, end, bounds[next]))
+					return
+				}
+				seen = end
 			}
 			if !yield(rec, err) {
 				return
