@@ -23,15 +23,17 @@ import (
 type interloper struct {
 	commit.Catalog
 	loads int
-	at    int
-	write func(*table.Table)
-	fired bool
+	// at is the load after which the writer commits, and alsoAt (if not
+	// 0) one after which it commits again.
+	at, alsoAt int
+	write      func(*table.Table)
+	fired      bool
 }
 
 func (c *interloper) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	tbl, err := c.Catalog.LoadTable(ctx, ident)
 	c.loads++
-	if err == nil && c.loads == c.at && !c.fired {
+	if err == nil && (c.loads == c.at || c.loads == c.alsoAt) {
 		c.fired = true
 		c.write(tbl)
 	}
@@ -40,25 +42,40 @@ func (c *interloper) LoadTable(ctx context.Context, ident table.Identifier) (*ta
 
 // TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt: a writer commits
 // between the committer's load and its commit. An append is merged by
-// reload, re-validate and rebuild; a position delete on a rewritten file is
-// caught by the re-validation and aborts the job, so its rows stay deleted.
+// reload, re-validate and rebuild. A position delete on a rewritten file is
+// found by the re-validation and rebased onto the new files, so its rows
+// stay deleted; a second one landing during the rebase round makes that
+// round conflict too, and the next round rebases both (the conflicting
+// round's delete files are removed). Another tool undoing a delete the job
+// applied aborts the job, so the rows it brought back stay visible.
 func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
+	const anyDelta = -1 << 62
 	tests := []struct {
 		name      string
-		write     func(t *testing.T, e *env, tbl *table.Table)
+		alsoAt    int
+		write     func(t *testing.T, e *env, tbl *table.Table, n int)
 		rowDelta  int64
 		wantState jobs.State
+		why       string
 	}{
-		{"append", func(t *testing.T, e *env, tbl *table.Table) {
+		{"append", 0, func(t *testing.T, e *env, tbl *table.Table, _ int) {
 			if _, err := sampletable.AppendRows(e.ctx, tbl, 2_000_000, 2, 10); err != nil {
 				t.Fatal(err)
 			}
-		}, +20, jobs.Committed},
-		{"position delete on a rewritten file", func(t *testing.T, e *env, tbl *table.Table) {
+		}, +20, jobs.Committed, ""},
+		{"position delete on a rewritten file", 0, func(t *testing.T, e *env, tbl *table.Table, _ int) {
 			if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{12, 13}); err != nil {
 				t.Fatal(err)
 			}
-		}, -2, jobs.Aborted},
+		}, -2, jobs.Committed, ""},
+		{"position deletes before and during the rebase round", 2, func(t *testing.T, e *env, tbl *table.Table, n int) {
+			if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{int64(12 + 2*n), int64(13 + 2*n)}); err != nil {
+				t.Fatal(err)
+			}
+		}, -4, jobs.Committed, ""},
+		{"another tool undoes a delete the job applied", 0, func(t *testing.T, e *env, tbl *table.Table, _ int) {
+			e.undeleteConcurrently()
+		}, anyDelta, jobs.Aborted, undoneDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,9 +88,11 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 				// want is the table as the concurrent writer left it, read
 				// before the committer can touch it again.
 				var want fingerprint.Fingerprint
-				ic := &interloper{Catalog: e.cat, at: 1}
+				ic := &interloper{Catalog: e.cat, at: 1, alsoAt: tc.alsoAt}
+				writes := 0
 				ic.write = func(tbl *table.Table) {
-					tc.write(t, e, tbl)
+					tc.write(t, e, tbl, writes)
+					writes++
 					want = e.fingerprint()
 				}
 				c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
@@ -89,7 +108,7 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 				if !ic.fired {
 					t.Fatal("the concurrent writer never ran")
 				}
-				if want.Rows != before.Rows+tc.rowDelta {
+				if tc.rowDelta != anyDelta && want.Rows != before.Rows+tc.rowDelta {
 					t.Fatalf("the concurrent writer left %d rows, want %d%+d", want.Rows, before.Rows, tc.rowDelta)
 				}
 				j := e.job(r.JobID)
@@ -106,9 +125,14 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 					if e.jobSnapshots(r.JobID) != 1 {
 						t.Fatal("want exactly one job snapshot")
 					}
+					if tc.alsoAt > 0 && res.Conflicts < 2 {
+						t.Fatalf("the second write did not make the rebase round conflict: %+v", res)
+					}
+					e.requireNoDanglingDeletes()
+					e.requireRebasedFilesLive(r.JobID)
 				}
-				if tc.wantState == jobs.Aborted && !strings.Contains(j.Reason, "position delete") {
-					t.Fatalf("abort reason %q", j.Reason)
+				if tc.wantState == jobs.Aborted && !strings.Contains(j.Reason, tc.why) {
+					t.Fatalf("abort reason %q, want %q", j.Reason, tc.why)
 				}
 				if got := e.fingerprint(); got != want {
 					t.Fatalf("rows %s, want %s", got, want)

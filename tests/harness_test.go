@@ -290,6 +290,11 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 		e.t.Fatalf("job %s recorded no attempts", jobID)
 	}
 	var left []string
+	for p := range e.filesOnDisk() {
+		if outputs.OfAttempt(p, commit.RebaseAttempt(jobID)) {
+			left = append(left, p) // its rebase's delete files (Parquet or Puffin)
+		}
+	}
 	for p := range e.dataFilesOnDisk() {
 		for _, g := range groups {
 			for _, a := range g.Attempts {

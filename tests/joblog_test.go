@@ -5,23 +5,20 @@ import (
 	"testing"
 
 	"github.com/icekeeper/icekeeper/shared/joblog"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
 // TestJobLog_EveryJobLeavesACompleteRecord: a committed job and an aborted
 // one each leave a maintenance log record with what they did.
 func TestJobLog_EveryJobLeavesACompleteRecord(t *testing.T) {
 	e := setup(t)
-	tbl := e.createTable(smallTable)
+	e.createTable(smallTable)
 	before := e.stats()
 	want := e.fingerprint()
 
-	// An aborted job: a concurrent position delete on a rewritten file.
+	// An aborted job: another tool undoes a delete the job applied.
 	aborted := e.plan()
 	e.drainTasks()
-	if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{7}); err != nil {
-		t.Fatal(err)
-	}
+	e.undeleteConcurrently()
 	e.drainCommits()
 	// A committed one.
 	want = e.fingerprint()
@@ -53,7 +50,7 @@ func TestJobLog_EveryJobLeavesACompleteRecord(t *testing.T) {
 	if c.Parameters.LeaseToken == 0 || c.Parameters.SequenceNumber == 0 || c.PinnedMetadata == "" {
 		t.Fatalf("parameters %+v", c)
 	}
-	if a.Outcome != "aborted" || !strings.Contains(a.Reason, "position delete") || a.After != nil || a.Before == nil || a.CommittedSnapshotID != 0 {
+	if a.Outcome != "aborted" || !strings.Contains(a.Reason, undoneDelete) || a.After != nil || a.Before == nil || a.CommittedSnapshotID != 0 {
 		t.Fatalf("aborted record %+v", a)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 
+	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/deletefiles"
+	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
 // requireNoDanglingDeletes fails the test when a live position delete
@@ -44,6 +46,51 @@ func (e *env) requireNoDanglingDeletes() {
 			if !live[path] {
 				e.t.Fatalf("position delete file %s names %s, which is not live", d.FilePath(), path)
 			}
+		}
+	}
+}
+
+// undeleteConcurrently is another tool removing one live position delete
+// file or deletion vector (undoing a delete): the rows it deleted are visible again. A job
+// that rewrote those rows' files with the delete applied must abort
+// rather than hide them: nothing deletes them again to rebase.
+func (e *env) undeleteConcurrently() {
+	e.t.Helper()
+	fsys, ms := e.currentManifests()
+	var victim iceberg.DataFile
+	for _, m := range ms {
+		for ent, err := range m.Entries(fsys, true) {
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if df := ent.DataFile(); victim == nil && df.ContentType() == iceberg.EntryContentPosDeletes && df.Count() > 0 {
+				victim = df
+			}
+		}
+	}
+	if victim == nil {
+		e.t.Fatal("no position delete file or deletion vector to remove")
+	}
+	txn := e.load().NewTransaction()
+	if err := txn.NewRewrite(iceberg.Properties{"removed-by": "another-tool"}).DeleteFile(victim).Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// undoneDelete is the abort reason undeleteConcurrently causes.
+const undoneDelete = "nothing committed since deletes that row again"
+
+// requireRebasedFilesLive fails the test when a file the job's rebase
+// wrote is on disk but not live: a round that did not commit left it.
+func (e *env) requireRebasedFilesLive(jobID string) {
+	e.t.Helper()
+	live := e.referencedFiles()
+	for p := range e.filesOnDisk() {
+		if outputs.OfAttempt(p, commit.RebaseAttempt(jobID)) && !live[p] {
+			e.t.Fatalf("rebased delete file %s is on disk but not in the table", p)
 		}
 	}
 }

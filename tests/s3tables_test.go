@@ -291,7 +291,7 @@ var s3tablesUsedElsewhere = map[string]string{}
 // TestS3Tables_SweepAndCustomEventsCompactATableBucketTable: a table in an
 // S3 table bucket, reached through the S3 Tables Iceberg REST endpoint, is
 // planned by the sweep and compacted, with every row kept; then a custom
-// commit event plans it again, a concurrent position delete aborts that
+// commit event plans it again, another tool undoing a delete aborts that
 // job, and the abort leaves the job's files to the bucket's unreferenced
 // file removal instead of deleting them (a table bucket refuses deletes
 // and listings: none is attempted). Every request each function made is
@@ -334,6 +334,10 @@ func TestS3Tables_SweepAndCustomEventsCompactATableBucketTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And a delete of some of their rows, which the next job applies.
+	if _, err := sampletable.DeleteByPosition(d.ctx, d.load(), []int64{2_000_001, 2_000_102}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(10 * time.Millisecond)
 	var resp2 []trigger.TableOutcome
 	st.as("Planner", func() { resp2 = d.handle(commitEvent("demo.events")).Tables })
@@ -342,15 +346,14 @@ func TestS3Tables_SweepAndCustomEventsCompactATableBucketTable(t *testing.T) {
 	}
 	st.as("Rewriter", func() { d.drainTasks() })
 	before := st.objects(tbl.Location())
-	// A writer deletes rows of a file the job rewrote, before the commit.
-	if _, err := sampletable.DeleteByPosition(d.ctx, d.load(), []int64{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
+	// Another tool undoes a delete of a file the job rewrote, before the
+	// commit.
+	d.undeleteConcurrently()
 	want = d.fingerprint()
 	st.as("Committer", func() { d.drainCommits() })
 	j := d.job(resp2[0].Plan.JobID)
-	if j.State != jobs.Aborted || !strings.Contains(j.Reason, "position delete") {
-		t.Fatalf("job %s (%s), want aborted for the concurrent position delete", j.State, j.Reason)
+	if j.State != jobs.Aborted || !strings.Contains(j.Reason, undoneDelete) {
+		t.Fatalf("job %s (%s), want aborted for the undone delete", j.State, j.Reason)
 	}
 	if got := d.fingerprint(); got != want {
 		t.Fatalf("rows %s, want %s", got, want)

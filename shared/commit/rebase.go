@@ -25,18 +25,22 @@ package commit
 //
 // A delete file the job removes as dead (it applied to rewritten files)
 // may have been removed since S by a writer that merged it into a new
-// deletion vector, or rewrote position deletes. That is fine exactly when
-// every row it deleted is still deleted by the concurrent deletes being
-// rebased; the committer checks that per rewritten file, and leaves the
-// removed file out of its own removals.
+// deletion vector, rewrote position deletes, or dropped it as dangling.
+// That is fine when every row it deleted of a rewritten file is deleted
+// again by the concurrent deletes being rebased (none, for a dangling
+// one); the committer reads it, checks that, and leaves it out of its own
+// removals. Otherwise its rows were meant to come back, which the new
+// files cannot show: the job aborts.
 //
 // Still aborts (ErrAborted with ErrConcurrent), as before:
 //   - the group's rows were sorted or moved to another partition spec on
 //     the way (no row map);
 //   - a concurrent delete whose data sequence number is not above S's
 //     deletes a row the scan at S kept;
-//   - a removed dead delete whose rows the concurrent deletes do not all
-//     delete again;
+//   - a removed dead delete whose rows of rewritten files the concurrent
+//     deletes do not all delete again (conservative: a row another live
+//     delete still deletes counts as not deleted again), or that can no
+//     longer be read;
 //   - a v3 table with a concurrent position delete file (not a DV) that
 //     also deletes rows of files the job did not rewrite (v3 tables take
 //     no new position delete files);
@@ -50,6 +54,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -189,18 +194,28 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 
 	// Dead deletes removed since S: every row they deleted on a rewritten
 	// file must be deleted again by the concurrent deletes.
+	rows := map[string]int64{}
+	for _, f := range st.oldFiles {
+		rows[f.FilePath()] = f.Count()
+	}
 	gone := map[string]struct{}{}
 	for _, r := range conc.Removed {
-		for _, path := range rewrittenTargets(r, st.scope) {
-			rm, err := maps.of(path)
-			if err != nil {
-				return st, err
+		byFile, err := positionsOf(ctx, fs, r)
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) {
+				return st, abort("%s was removed since the pinned snapshot and can no longer be read: %v", fileKey(r), err)
 			}
-			before := rm.PositionalDropped(path)
+			return st, err
+		}
+		for path, pos := range byFile {
+			n, ok := rows[path]
+			if !ok {
+				continue // not rewritten: the table's business, not the job's
+			}
 			again := concurrentOn[path]
-			for p := range before.Positions() {
-				if again == nil || !again.Contains(p) {
-					return st, abort("%s, which deleted rows of rewritten file %s, was removed since the pinned snapshot and position %d of that file is not deleted again", fileKey(r), path, p)
+			for p := range pos.Positions() {
+				if int64(p) < n && (again == nil || !again.Contains(p)) {
+					return st, abort("%s, which deleted position %d of rewritten file %s, was removed since the pinned snapshot, and nothing committed since deletes that row again", fileKey(r), p, path)
 				}
 			}
 		}
@@ -343,27 +358,6 @@ func positionsOf(ctx context.Context, fs icebergio.IO, d iceberg.DataFile) (map[
 		return nil, fmt.Errorf("read position delete file %s: %w", d.FilePath(), err)
 	}
 	return out, nil
-}
-
-// rewrittenTargets returns the rewritten files a delete file may delete
-// rows of (see mayTarget).
-func rewrittenTargets(df iceberg.DataFile, scope Scope) []string {
-	var out []string
-	if target := referencedPath(df, deletefiles.PathFieldID); target != "" {
-		if _, ok := scope.Rewritten[target]; ok {
-			out = append(out, target)
-		}
-		return out
-	}
-	lower, upper, bounded := pathBounds(df, deletefiles.PathFieldID)
-	for p := range scope.Rewritten {
-		if bounded && (p < lower || p > upper) {
-			continue
-		}
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // rowMaps loads and resolves the groups' row maps once each.

@@ -103,10 +103,8 @@ type Resolved struct {
 }
 
 type resolvedInput struct {
-	rows int64
-	// positional: dropped by position deletes and deletion vectors;
-	// dropped: by any delete.
-	positional, dropped *dv.RoaringPositionBitmap
+	rows    int64
+	dropped *dv.RoaringPositionBitmap
 	// start is the stream offset of the file's first surviving row.
 	start int64
 }
@@ -122,16 +120,14 @@ func Resolve(ctx context.Context, m Map, meta table.Metadata, eq EqualityResolve
 	r := &Resolved{inputs: make(map[string]resolvedInput, len(m.Inputs)), outputs: m.Outputs}
 	var offset int64
 	for _, in := range m.Inputs {
-		positional := dv.NewRoaringPositionBitmap()
+		dropped := dv.NewRoaringPositionBitmap()
 		if len(in.Dropped) > 0 {
 			bm, err := dv.DeserializeRoaringPositionBitmap(in.Dropped)
 			if err != nil {
 				return nil, fmt.Errorf("%w: dropped positions of %s: %v", ErrUnusable, in.Path, err)
 			}
-			positional = bm
+			dropped = bm
 		}
-		dropped := dv.NewRoaringPositionBitmap()
-		dropped.Or(positional)
 		if len(in.EqualityTask) > 0 {
 			tasks, err := messages.DecodeScanTasks(meta, m.SpecID, [][]byte{in.EqualityTask})
 			if err != nil || len(tasks) != 1 || tasks[0].File.FilePath() != in.Path {
@@ -151,7 +147,7 @@ func Resolve(ctx context.Context, m Map, meta table.Metadata, eq EqualityResolve
 				return nil, fmt.Errorf("%w: %s: dropped position %d is past its %d rows", ErrUnusable, in.Path, p, in.Rows)
 			}
 		}
-		r.inputs[in.Path] = resolvedInput{rows: in.Rows, positional: positional, dropped: dropped, start: offset}
+		r.inputs[in.Path] = resolvedInput{rows: in.Rows, dropped: dropped, start: offset}
 		offset += in.Rows - dropped.Cardinality()
 	}
 	var total int64
@@ -176,15 +172,6 @@ func (r *Resolved) Has(path string) bool {
 func (r *Resolved) Dropped(path string, pos int64) bool {
 	in, ok := r.inputs[path]
 	return !ok || pos < 0 || pos >= in.rows || in.dropped.Contains(uint64(pos))
-}
-
-// PositionalDropped returns the positions of input path that position
-// deletes and deletion vectors dropped at the pinned snapshot.
-func (r *Resolved) PositionalDropped(path string) *dv.RoaringPositionBitmap {
-	if in, ok := r.inputs[path]; ok {
-		return in.positional
-	}
-	return dv.NewRoaringPositionBitmap()
 }
 
 // Located is where one surviving row went.
