@@ -107,7 +107,7 @@ func TestPipeline_ConcurrentPositionDeleteOnRewrittenFileIsRebased(t *testing.T)
 				e.drainCommits()
 
 				e.requireCommitted(r.JobID, want)
-				e.requireNoDanglingDeletes()
+				e.requireNoDanglingDeletes(r.JobID)
 				if l := e.deleteLayout(); l.records == 0 {
 					t.Fatalf("no position delete or deletion vector is live after the commit: %+v", l)
 				}

@@ -128,7 +128,7 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 					if tc.alsoAt > 0 && res.Conflicts < 2 {
 						t.Fatalf("the second write did not make the rebase round conflict: %+v", res)
 					}
-					e.requireNoDanglingDeletes()
+					e.requireNoDanglingDeletes(r.JobID)
 					e.requireRebasedFilesLive(r.JobID)
 				}
 				if tc.wantState == jobs.Aborted && !strings.Contains(j.Reason, tc.why) {

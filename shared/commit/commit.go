@@ -433,7 +433,7 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	case jobs.KindRemoveOrphans:
 		res, err = c.removeOrphans(ctx, log, job, ident, term, false)
 	default:
-		res, err = c.commit(ctx, log, job, ident, term, me)
+		res, err = c.commit(ctx, log, job, ident, term, me, job.State == jobs.Committing)
 	}
 	if err == nil || errors.Is(err, ErrBusy) {
 		return res, err
@@ -450,8 +450,9 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 	return res, err
 }
 
-// commit runs steps 2 to 5 for a job in the committing state.
-func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string) (Result, error) {
+// commit runs steps 2 to 5 for a job in the committing state; tookOver
+// says this committer took the job over from one that went silent.
+func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string, tookOver bool) (Result, error) {
 	res := Result{JobID: job.ID, Table: job.Table}
 	cur, err := c.catalog.LoadTable(ctx, ident)
 	if err != nil {
@@ -471,6 +472,17 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	pinned, err := c.tables.Open(ctx, ident, pin)
 	if err != nil {
 		return res, fmt.Errorf("open pinned table: %w", err)
+	}
+	if tookOver && job.Kind == jobs.KindCompaction {
+		// The silent committer may have written a rebase round's delete
+		// files: the job's snapshot is not in the table and its catalog
+		// call can no longer land (CommitDeadline), so nothing references
+		// them.
+		if n, err := outputs.RemoveAttempts(ctx, pinned, []string{RebaseAttempt(job.ID)}); err != nil {
+			log.Warn("remove the previous committer's rebased deletes", "err", err.Error())
+		} else if n > 0 {
+			log.Info("removed the previous committer's rebased deletes", "files", n)
+		}
 	}
 	gather := c.gather
 	if job.Kind == jobs.KindRewriteDeletes {

@@ -215,7 +215,6 @@ func placeholder(path string) []iceberg.DataFile {
 	return []iceberg.DataFile{b.Build()}
 }
 
-
 // deleteBytesIn is the size of the tasks' position delete files and
 // deletion vectors, each counted once.
 func deleteBytesIn(tasks []table.FileScanTask) int64 {
