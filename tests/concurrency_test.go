@@ -111,6 +111,13 @@ func TestPipeline_ConcurrentPositionDeleteOnRewrittenFileIsRebased(t *testing.T)
 				if l := e.deleteLayout(); l.records == 0 {
 					t.Fatalf("no position delete or deletion vector is live after the commit: %+v", l)
 				}
+				if m := e.metrics.metricTotals(t); m["DeletesRebased/"+e.name()] < 1 {
+					t.Fatalf("DeletesRebased not emitted: %v", m)
+				}
+				records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
+				if err != nil || len(records) == 0 || records[0].DeletesRebased < 1 {
+					t.Fatalf("the maintenance log does not record the rebase: %+v %v", records, err)
+				}
 			})
 		})
 	}

@@ -308,6 +308,9 @@ func (c *Committer) emit(res Result, took time.Duration) {
 			ms = append(ms, metrics.Metric{Name: "DataFilesRemoved", Value: float64(res.FilesRemoved), Unit: metrics.Count},
 				metrics.Metric{Name: "DataFilesAdded", Value: float64(res.FilesAdded), Unit: metrics.Count},
 				metrics.Metric{Name: "DeleteFilesRemoved", Value: float64(res.DeletesRemoved), Unit: metrics.Count})
+			if res.DeletesRebased > 0 {
+				ms = append(ms, metrics.Metric{Name: "DeletesRebased", Value: float64(res.DeletesRebased), Unit: metrics.Count})
+			}
 		}
 	case OutcomeFailed:
 		ms = append(ms, metrics.Metric{Name: "JobsFailed", Value: 1, Unit: metrics.Count})

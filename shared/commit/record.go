@@ -56,7 +56,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		Parameters:       joblog.Parameters{TargetFileSize: job.TargetFileSize, LeaseToken: job.Token, SequenceNumber: job.SequenceNumber},
 		PinnedSnapshotID: messages.ID(job.SnapshotID), PinnedMetadata: job.MetadataLocation, CommittedSnapshotID: messages.ID(job.CommittedSnapshotID),
 		Groups: job.Groups, GroupsDone: len(job.DoneGroups), FilesIn: job.InputFiles, BytesIn: job.InputBytes,
-		DeleteFilesOut: res.DeletesRemoved, PlanMillis: job.PlanMillis, CommitMillis: took.Milliseconds(),
+		DeleteFilesOut: res.DeletesRemoved, DeletesRebased: res.DeletesRebased, PlanMillis: job.PlanMillis, CommitMillis: took.Milliseconds(),
 		CreatedAt: job.CreatedAt, EndedAt: job.UpdatedAt,
 	}
 	groups, err := c.jobs.Groups(ctx, job.ID)

@@ -61,6 +61,9 @@ type Record struct {
 	ManifestsAdded     int `json:"manifests_added,omitempty"`
 	// An orphan cleanup's files removed.
 	OrphansRemoved int `json:"orphans_removed,omitempty"`
+	// A compaction's delete files committed during the job that its commit
+	// rebased onto the new files.
+	DeletesRebased int `json:"deletes_rebased,omitempty"`
 	// Phases and their durations in milliseconds: plan (planning to
 	// tasks sent), rewrite (sum over groups; RewriteWallMillis is the
 	// longest group), commit (the deciding committer's run).
