@@ -59,6 +59,9 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 			driver = "sqlite"
 		}
 		props[sqlcat.DriverKey] = driver
+		if driver == "sqlite" {
+			props["uri"] = withBusyTimeout(c.URI)
+		}
 		if c.MustExist && driver == "sqlite" {
 			if path := sqlitePath(c.URI); path != "" {
 				if _, err := os.Stat(path); err != nil {
@@ -140,6 +143,22 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 
 // sqlitePath is the file a sqlite URI names ("file:/p/c.db?mode=rwc",
 // "/p/c.db"), or "" for an in-memory database.
+// withBusyTimeout makes a sqlite connection wait up to 10 s for another
+// writer's lock instead of failing at once with SQLITE_BUSY (the catalog's
+// writers are the committer and every other engine committing to the same
+// file), unless the URI sets busy_timeout itself. modernc.org/sqlite reads
+// pragmas from the URI's _pragma parameters.
+func withBusyTimeout(uri string) string {
+	if strings.Contains(uri, "busy_timeout") || strings.Contains(uri, ":memory:") {
+		return uri
+	}
+	sep := "?"
+	if strings.Contains(uri, "?") {
+		sep = "&"
+	}
+	return uri + sep + "_pragma=busy_timeout(10000)"
+}
+
 func sqlitePath(uri string) string {
 	p := strings.TrimPrefix(uri, "file:")
 	if i := strings.IndexByte(p, '?'); i >= 0 {

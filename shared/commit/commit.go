@@ -52,6 +52,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 	"github.com/google/uuid"
 
+	"github.com/icekeeper/icekeeper/shared/deletefiles"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -133,7 +134,10 @@ type Settings struct {
 	LeaseTTL time.Duration
 	// MaxRetries bounds reload-revalidate-rebuild rounds on conflicts.
 	MaxRetries int
-	// Backoff is the base of the capped, jittered backoff between rounds.
+	// Backoff is the base of the capped, jittered backoff between rounds
+	// (0: 50 ms, doubling, at most 2 s). Short: under the lease the other
+	// side of a conflict is a writer, not another committer, and waiting
+	// longer only lets it commit again.
 	Backoff time.Duration
 	// CommitTakeover is how long a job may sit in committing before another
 	// committer may take it over (longer than the function timeout).
@@ -147,6 +151,10 @@ type Settings struct {
 	// MaxAttempts is the delivery count at which a failing commit request
 	// gives up and aborts the job.
 	MaxAttempts int
+	// NoRebase: a position delete or deletion vector committed during a
+	// compaction on a rewritten file aborts the job instead of being
+	// rebased onto the new files (ICEKEEPER_REBASE_DELETES=false).
+	NoRebase bool
 	// DeletionPartFiles is the most files one part of an expiry's or
 	// orphan cleanup's deletions record lists (0: 10,000).
 	DeletionPartFiles int
@@ -236,7 +244,7 @@ func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables Ta
 		return nil, errors.New("commit: MaxRetries must not be negative (ICEKEEPER_COMMIT_RETRIES)")
 	}
 	if s.Backoff <= 0 {
-		s.Backoff = 200 * time.Millisecond
+		s.Backoff = 50 * time.Millisecond
 	}
 	if s.MaxAttempts < 1 {
 		s.MaxAttempts = 3
@@ -501,6 +509,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		res.FilesAdded, res.RowsWritten = 0, 0
 	}
 
+	cache, validated := newRebaseCache(), map[int64]Concurrent{}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			cur, err = c.catalog.LoadTable(ctx, ident)
@@ -513,8 +522,8 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 				return res2, err
 			}
 		}
-		conc, err := ValidateSince(ctx, cur, pin, staged.scope)
-		if err != nil {
+		var conc Concurrent
+		if err := validateSince(ctx, cur, pin, staged.scope, &conc, validated); err != nil {
 			return res, err
 		}
 		if err := CheckStillValid(cur, pinned, staged.newFiles); err != nil {
@@ -522,7 +531,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		}
 		round := staged
 		if !conc.Empty() {
-			if round, err = c.rebase(ctx, log, cur, pinned, job, pin, staged, conc); err != nil {
+			if round, err = c.rebase(ctx, log, cur, pinned, job, pin, staged, conc, cache); err != nil {
 				return res, err
 			}
 			res.DeletesRebased = len(round.rebaseRemoves)
@@ -627,7 +636,7 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	if err != nil {
 		return st, err
 	}
-	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}, Rebase: true}
+	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}, Rebase: !c.settings.NoRebase}
 	st.groupOf = map[string]int{}
 	movedInputs := map[string]struct{}{}
 	newPaths := map[string]struct{}{}
@@ -1073,7 +1082,7 @@ func IsConflict(err error) bool {
 // them applying to the new files exactly as to the inputs.
 func ValidateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope) (Concurrent, error) {
 	var conc Concurrent
-	err := validateSince(ctx, cur, pin, scope, &conc)
+	err := validateSince(ctx, cur, pin, scope, &conc, nil)
 	return conc, err
 }
 
@@ -1092,7 +1101,10 @@ type Concurrent struct {
 // Empty reports whether there is nothing to rebase.
 func (c Concurrent) Empty() bool { return len(c.Added) == 0 && len(c.Removed) == 0 }
 
-func validateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope, conc *Concurrent) error {
+// validateSince is ValidateSince; seen, when not nil, keeps each
+// snapshot's outcome across a commit's rounds (a snapshot never changes, nor
+// does the job's scope), so a round examines only the snapshots new to it.
+func validateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scope Scope, conc *Concurrent, seen map[int64]Concurrent) error {
 	head := cur.CurrentSnapshot()
 	var since []*table.Snapshot
 	for s := head; ; {
@@ -1116,74 +1128,92 @@ func validateSince(ctx context.Context, cur *table.Table, pin messages.Pin, scop
 	if err != nil {
 		return fmt.Errorf("open table IO: %w", err)
 	}
-	posPathField, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
 	for _, s := range since {
-		manifests, err := s.Manifests(fs)
-		if err != nil {
-			return fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
-		}
-		for _, m := range manifests {
-			if m.SnapshotID() != s.SnapshotID {
-				continue // written by an earlier snapshot
+		got, ok := seen[s.SnapshotID]
+		if !ok {
+			var err error
+			if got, err = validateSnapshot(ctx, fs, s, scope); err != nil {
+				return err
 			}
-			for e, err := range m.Entries(fs, false) {
-				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			if seen != nil {
+				seen[s.SnapshotID] = got
+			}
+		}
+		conc.Added = append(conc.Added, got.Added...)
+		conc.Removed = append(conc.Removed, got.Removed...)
+	}
+	return nil
+}
+
+// validateSnapshot examines the entries snapshot s wrote (see
+// ValidateSince).
+func validateSnapshot(ctx context.Context, fs icebergio.IO, s *table.Snapshot, scope Scope) (Concurrent, error) {
+	var out Concurrent
+	manifests, err := s.Manifests(fs)
+	if err != nil {
+		return out, fmt.Errorf("read manifests of snapshot %d: %w", s.SnapshotID, err)
+	}
+	for _, m := range manifests {
+		if m.SnapshotID() != s.SnapshotID {
+			continue // written by an earlier snapshot
+		}
+		for e, err := range m.Entries(fs, false) {
+			if err != nil {
+				return out, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			if e.SnapshotID() != s.SnapshotID {
+				continue
+			}
+			df := e.DataFile()
+			switch {
+			case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
+				if _, ok := scope.Rewritten[df.FilePath()]; ok {
+					return out, fmt.Errorf("%w: %w: snapshot %d removed input file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 				}
-				if e.SnapshotID() != s.SnapshotID {
+			case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentData:
+				if eq, ok := equalityBelow(scope.EqualityRemoved, partitionKey(df), e.SequenceNum()); ok {
+					return out, fmt.Errorf("%w: %w: snapshot %d added data file %s with data sequence number %d, below that of an equality delete the job converts and removes (%d): the delete applies to it, its conversion does not", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), e.SequenceNum(), eq)
+				}
+			case e.Status() == iceberg.EntryStatusDELETED:
+				if _, ok := scope.Removing[fileKey(df)]; ok && scope.Rebase && df.ContentType() == iceberg.EntryContentPosDeletes {
+					out.Removed = append(out.Removed, df)
 					continue
 				}
-				df := e.DataFile()
-				switch {
-				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
-					if _, ok := scope.Rewritten[df.FilePath()]; ok {
-						return fmt.Errorf("%w: %w: snapshot %d removed input file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
+				if _, ok := scope.Removing[fileKey(df)]; ok {
+					return out, fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
+				}
+			case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentEqDeletes:
+				if _, ok := scope.MovedPartitions[partitionKey(df)]; ok && len(df.Partition()) > 0 {
+					return out, fmt.Errorf("%w: %w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), partitionKey(df))
+				}
+			case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
+				if scope.Rebase {
+					if mayTarget(df, deletefiles.PathFieldID, scope) {
+						out.Added = append(out.Added, df)
 					}
-				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentData:
-					if eq, ok := equalityBelow(scope.EqualityRemoved, partitionKey(df), e.SequenceNum()); ok {
-						return fmt.Errorf("%w: %w: snapshot %d added data file %s with data sequence number %d, below that of an equality delete the job converts and removes (%d): the delete applies to it, its conversion does not", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), e.SequenceNum(), eq)
+					continue
+				}
+				if target := referencedPath(df, deletefiles.PathFieldID); target != "" {
+					if _, ok := scope.Rewritten[target]; ok {
+						return out, fmt.Errorf("%w: %w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), target)
 					}
-				case e.Status() == iceberg.EntryStatusDELETED:
-					if _, ok := scope.Removing[fileKey(df)]; ok && scope.Rebase && df.ContentType() == iceberg.EntryContentPosDeletes {
-						conc.Removed = append(conc.Removed, df)
-						continue
-					}
-					if _, ok := scope.Removing[fileKey(df)]; ok {
-						return fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
-					}
-				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentEqDeletes:
-					if _, ok := scope.MovedPartitions[partitionKey(df)]; ok && len(df.Partition()) > 0 {
-						return fmt.Errorf("%w: %w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), partitionKey(df))
-					}
-				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
-					if scope.Rebase {
-						if mayTarget(df, posPathField.ID, scope) {
-							conc.Added = append(conc.Added, df)
+					continue
+				}
+				if lower, upper, ok := pathBounds(df, deletefiles.PathFieldID); ok {
+					for p := range scope.Rewritten {
+						if p >= lower && p <= upper {
+							return out, fmt.Errorf("%w: %w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), p)
 						}
-						continue
 					}
-					if target := referencedPath(df, posPathField.ID); target != "" {
-						if _, ok := scope.Rewritten[target]; ok {
-							return fmt.Errorf("%w: %w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), target)
-						}
-						continue
-					}
-					if lower, upper, ok := pathBounds(df, posPathField.ID); ok {
-						for p := range scope.Rewritten {
-							if p >= lower && p <= upper {
-								return fmt.Errorf("%w: %w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), p)
-							}
-						}
-						continue
-					}
-					if _, ok := scope.RewrittenPartitions[partitionKey(df)]; ok {
-						return fmt.Errorf("%w: %w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
-					}
+					continue
+				}
+				if _, ok := scope.RewrittenPartitions[partitionKey(df)]; ok {
+					return out, fmt.Errorf("%w: %w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 				}
 			}
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // CheckStillValid decides whether the files the job wrote are still valid
@@ -1435,8 +1465,8 @@ func equalStrings(a, b []string) bool {
 
 func backoff(base time.Duration, attempt int) time.Duration {
 	d := base << min(attempt, 6)
-	if d > 10*time.Second {
-		d = 10 * time.Second
+	if d > 2*time.Second {
+		d = 2 * time.Second
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }

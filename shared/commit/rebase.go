@@ -117,7 +117,7 @@ func mayTarget(df iceberg.DataFile, pathField int, scope Scope) bool {
 
 // rebase returns st with the concurrent deletes of conc rebased onto the
 // new files (see the comment at the top of this file), or ErrAborted.
-func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *table.Table, job jobs.Job, pin messages.Pin, st stagedRewrite, conc Concurrent) (stagedRewrite, error) {
+func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *table.Table, job jobs.Job, pin messages.Pin, st stagedRewrite, conc Concurrent, cache *rebaseCache) (stagedRewrite, error) {
 	abort := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %w: cannot rebase: "+format, append([]any{ErrAborted, ErrConcurrent}, args...)...)
 	}
@@ -135,7 +135,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	}
 	slices.SortFunc(live, func(a, b iceberg.DataFile) int { return compareKeys(fileKey(a), fileKey(b)) })
 
-	maps := rowMaps{c: c, ctx: ctx, pinned: pinned, job: job, st: st, resolved: map[int]*rowmap.Resolved{}}
+	maps := rowMaps{c: c, ctx: ctx, pinned: pinned, job: job, st: st, resolved: cache.maps}
 	v3 := cur.Metadata().Version() >= 3
 	// What each live concurrent delete deletes: on rewritten files (raw
 	// positions, for the check of removed deletes) and elsewhere.
@@ -149,7 +149,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	concurrentOn := map[string]*dv.RoaringPositionBitmap{} // rewritten file -> raw positions
 	for _, d := range live {
 		src := source{file: d, seq: seqs[fileKey(d)], onNew: map[string]*dv.RoaringPositionBitmap{}, others: map[string]*dv.RoaringPositionBitmap{}}
-		byFile, err := positionsOf(ctx, fs, d)
+		byFile, err := cache.positionsOf(ctx, fs, d)
 		if err != nil {
 			return st, err
 		}
@@ -200,7 +200,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	}
 	gone := map[string]struct{}{}
 	for _, r := range conc.Removed {
-		byFile, err := positionsOf(ctx, fs, r)
+		byFile, err := cache.positionsOf(ctx, fs, r)
 		if err != nil {
 			if errors.Is(err, iofs.ErrNotExist) {
 				return st, abort("%s was removed since the pinned snapshot and can no longer be read: %v", fileKey(r), err)
@@ -337,6 +337,32 @@ func (c *Committer) removeRebased(ctx context.Context, log *slog.Logger, tbl *ta
 	if err := outputs.Remove(context.WithoutCancel(ctx), tbl, paths); err != nil {
 		log.Warn("remove rebased deletes of an uncommitted round", "err", err.Error())
 	}
+}
+
+// rebaseCache keeps, across a commit's rounds, what does not change
+// between them: the resolved row maps (working out equality deletes reads
+// data files) and what each delete file deletes (files are immutable). A
+// writer committing every few seconds must not outpace a round.
+type rebaseCache struct {
+	maps      map[int]*rowmap.Resolved
+	positions map[string]map[string]*dv.RoaringPositionBitmap
+}
+
+func newRebaseCache() *rebaseCache {
+	return &rebaseCache{maps: map[int]*rowmap.Resolved{}, positions: map[string]map[string]*dv.RoaringPositionBitmap{}}
+}
+
+// positionsOf is positionsOf, read once per delete file. Callers must not
+// modify the bitmaps.
+func (c *rebaseCache) positionsOf(ctx context.Context, fs icebergio.IO, d iceberg.DataFile) (map[string]*dv.RoaringPositionBitmap, error) {
+	if p, ok := c.positions[fileKey(d)]; ok {
+		return p, nil
+	}
+	p, err := positionsOf(ctx, fs, d)
+	if err == nil {
+		c.positions[fileKey(d)] = p
+	}
+	return p, err
 }
 
 // positionsOf reads what a position delete file or deletion vector

@@ -57,6 +57,7 @@ const (
 	EnvRewriterMemoryMB  = envvars.RewriterMemoryMB
 	EnvCoordinatorMemMB  = envvars.CoordinatorMemMB
 	EnvOrphanListFanOut  = envvars.OrphanListFanOut
+	EnvRebaseDeletes     = envvars.RebaseDeletes
 )
 
 // Mode is what the functions may do.
@@ -133,6 +134,10 @@ type Config struct {
 	// CommitRetries bounds the committer's reload-revalidate-rebuild loop on
 	// catalog commit conflicts.
 	CommitRetries int
+	// RebaseDeletes: the committer rebases position deletes and deletion
+	// vectors committed during a compaction onto its new files (true, the
+	// default); false aborts such jobs, as Iceberg's Java actions do.
+	RebaseDeletes bool
 	// CommitTakeover is how long a job may stay committing before another
 	// committer may take it over; it must exceed the committer's timeout.
 	CommitTakeover time.Duration
@@ -161,6 +166,7 @@ func Defaults() Config {
 		OrphanListFanOutFiles: DefaultOrphanListFanOut,
 		MaxTaskAttempts:       DefaultMaxTaskAttempts,
 		CommitRetries:         DefaultCommitRetries,
+		RebaseDeletes:         true,
 		CommitTakeover:        DefaultCommitTakeover,
 		RewriterMemoryMB:      3008,
 		CoordinatorMemoryMB:   1024,
@@ -212,6 +218,13 @@ func FromLookup(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrInvalid, EnvCatalogSigV4, v))
 		}
 		c.Catalog.SigV4 = b
+	}
+	if v := strings.TrimSpace(getenv(EnvRebaseDeletes)); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrInvalid, EnvRebaseDeletes, v))
+		}
+		c.RebaseDeletes = b
 	}
 	if v := getenv(EnvCatalogProperties); v != "" {
 		p, err := catalogconfig.ParseProperties(v)
@@ -292,6 +305,7 @@ func (c Config) Env() map[string]string {
 		EnvCommitTakeover:   c.CommitTakeover.String(),
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
 		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10),
+		EnvRebaseDeletes:    strconv.FormatBool(c.RebaseDeletes),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)

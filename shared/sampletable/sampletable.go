@@ -140,6 +140,14 @@ func AppendRows(ctx context.Context, tbl *table.Table, firstID int64, parts, row
 	return appendRows(ctx, tbl, firstID, parts, rowsPerPartition, 0)
 }
 
+// Rows returns rowsPerPartition rows for each of parts partitions, ids from
+// firstID on, as AppendRows appends them (release it when done).
+func Rows(firstID int64, parts, rowsPerPartition int) (array.RecordReader, error) {
+	rec := buildRows(firstID, parts, rowsPerPartition, 0)
+	defer rec.Release()
+	return array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+}
+
 func appendRows(ctx context.Context, tbl *table.Table, firstID int64, parts, rowsPerPartition, payload int) (*table.Table, error) {
 	rec := buildRows(firstID, parts, rowsPerPartition, payload)
 	defer rec.Release()

@@ -20,6 +20,7 @@ func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
 	c, err := commit.New(commit.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxRetries: d.Config.CommitRetries,
 		CommitTakeover: d.Config.CommitTakeover, MaxAttempts: d.Config.MaxTaskAttempts,
+		NoRebase: !d.Config.RebaseDeletes,
 	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now)
 	if err == nil {
 		c.SetMetrics(d.Metrics)
