@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/icekeeper/icekeeper/shared/bench"
 )
@@ -42,6 +43,8 @@ func main() {
 	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
 	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
+	fs.IntVar(&o.BusyJobs, "busy-jobs", 20, "jobs per run of the busy-table scenario (a writer committing deletes during the jobs; rebase off, then on); 0 to skip")
+	fs.DurationVar(&o.BusyInterval, "busy-interval", 250*time.Millisecond, "the busy-table writer's interval between commits")
 	outFile := fs.String("out", "", "also write the Markdown report to this file")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	_ = fs.Parse(os.Args[1:])

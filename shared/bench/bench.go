@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,10 @@ type Options struct {
 	// on; CommitFiles the size of the committer's job (0: skip).
 	PlannerFiles []int
 	CommitFiles  int
+	// BusyJobs is how many jobs each run of the busy-table scenario runs
+	// (0: skip), BusyInterval the writer's interval (see busy.go).
+	BusyJobs     int
+	BusyInterval time.Duration
 	// Self is the benchmark executable (re-run as children).
 	Self string
 	// Progress receives progress lines.
@@ -115,6 +120,7 @@ type Report struct {
 	Tables  []TableResult `json:"tables"`
 	Memory  *MemoryResult `json:"memory,omitempty"`
 	Scale   []ScalePoint  `json:"scale,omitempty"`
+	Busy    []BusyRun     `json:"busy,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -157,9 +163,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	defer cloud.Close()
 
-	rowsPerMB, err := calibrate(ctx, cat, o)
-	if err != nil {
-		return rep, err
+	var rowsPerMB float64
+	if slices.ContainsFunc(o.Kinds, func(k string) bool { return k != "" }) || o.Memory {
+		if rowsPerMB, err = calibrate(ctx, cat, o); err != nil {
+			return rep, err
+		}
 	}
 	for _, kind := range o.Kinds {
 		if kind == "" {
@@ -177,6 +185,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, fmt.Errorf("bench memory: %w", err)
 		}
 		rep.Memory = &mr
+	}
+	if o.BusyJobs > 0 {
+		if rep.Busy, err = RunBusy(ctx, BusyOptions{Dir: o.Dir, Jobs: o.BusyJobs, Interval: o.BusyInterval, Progress: o.Progress}); err != nil {
+			return rep, fmt.Errorf("bench busy: %w", err)
+		}
 	}
 	if len(o.PlannerFiles) > 0 || o.CommitFiles > 0 {
 		if rep.Scale, err = RunScale(ctx, o, o.PlannerFiles, o.CommitFiles); err != nil {

@@ -69,7 +69,35 @@ func (r Report) Markdown() string {
 			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
 	}
 	b.WriteString(r.scale())
+	b.WriteString(r.busy())
 	b.WriteString(r.costs())
+	return b.String()
+}
+
+// busy renders the busy-table scenario: each format version without and
+// with the rebase, side by side.
+func (r Report) busy() string {
+	if len(r.Busy) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Jobs under a busy writer\n\nA writer commits, every %s, 10 rows appended to each of 4 partitions and a merge-on-read delete of 8 random ids (position delete files on v2, deletion vectors on v3), while jobs plan, rewrite and commit one after another on the same table (4 partitions of 20 small files with position and equality deletes to start with). The same changes go to a twin table nothing maintains; the last column compares the two tables' row fingerprints.\n\n", r.Options.BusyInterval)
+	b.WriteString("| format | concurrent deletes | jobs | committed | aborted | failed | abort rate | deletes rebased | writer commits | median job s | job / writer interval | rows = twin's |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, run := range r.Busy {
+		mode := "abort (`ICEKEEPER_REBASE_DELETES=false`)"
+		if run.Rebase {
+			mode = "rebase (default)"
+		}
+		fmt.Fprintf(&b, "| v%d | %s | %d | %d | %d | %d | %.0f%% | %d | %d | %.2f | %.2f | %t (%d rows) |\n", run.Version, mode, run.Jobs, run.Committed, run.Aborted, run.Failed,
+			100*float64(run.Aborted+run.Failed)/float64(max(run.Jobs, 1)), run.DeletesRebased, run.WriterCommits, run.JobMedian.Seconds(),
+			run.JobMedian.Seconds()/max(r.Options.BusyInterval.Seconds(), 1e-9), run.RowsMatch, run.Rows)
+	}
+	for _, run := range r.Busy {
+		if run.Reasons != "" {
+			fmt.Fprintf(&b, "\nv%d, %s, why jobs did not commit: %s.\n", run.Version, map[bool]string{true: "rebase", false: "abort"}[run.Rebase], run.Reasons)
+		}
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
