@@ -6,7 +6,7 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test hygiene fuzz test-short build lambdas bench bench-smoke vet fmt clean fuzz-pipeline
+.PHONY: demo test hygiene fuzz test-short build lambdas bench bench-busy bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -51,6 +51,13 @@ fuzz:
 bench:
 	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
 	$(BIN)/icekeeper-bench --out $(BIN)/PERFORMANCE-latest.md $(BENCH_FLAGS)
+
+## bench-busy: only the busy-table scenario (jobs under a writer committing
+## deletes; rebase off, then on). BUSY_INTERVAL sets the writer's interval.
+BUSY_INTERVAL ?= 250ms
+bench-busy:
+	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
+	$(BIN)/icekeeper-bench --kinds "" --memory=false --planner-files "" --commit-files 0 --busy-jobs 20 --busy-interval $(BUSY_INTERVAL) --out $(BIN)/PERFORMANCE-busy.md
 
 ## bench-smoke: a 16 MB run of the benchmark, to check the harness
 bench-smoke:

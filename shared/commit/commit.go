@@ -63,7 +63,7 @@ import (
 
 // SummaryJobID is the snapshot summary property that names the job that
 // made a rewrite snapshot.
-const SummaryJobID = "icekeeper.job-id"
+const SummaryJobID = messages.SummaryJobID
 
 // Sentinel errors.
 var (

@@ -199,7 +199,7 @@ func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot,
 
 // SummaryStagedFor names, on the first snapshot of a delete-file rewrite
 // that converts equality deletes, the job whose commit it is part of.
-const SummaryStagedFor = "icekeeper.staged-for-job-id"
+const SummaryStagedFor = messages.SummaryStagedFor
 
 // stageAddedDeletes stages the first of a converting delete-file rewrite's
 // two snapshots on txn (see stagedRewrite.addFirst): a row delta that adds

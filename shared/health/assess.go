@@ -209,6 +209,16 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: compaction plan: %w", r.Table, err)
 	}
+	if th.HotIdle > 0 {
+		// What the planner leaves alone is not recommended either.
+		writes, err := RecentWrites(ctx, tbl, r.GeneratedAt, th.HotIdle)
+		if err != nil {
+			return compaction.Plan{}, fmt.Errorf("health: assess %s: %w", r.Table, err)
+		}
+		plan.Groups, r.HotPartitions = ScopeHot(plan.Groups, writes, r.GeneratedAt, th.HotIdle, th.HotMinFiles, func(df iceberg.DataFile) string {
+			return names.name(df.SpecID(), df.Partition())
+		})
+	}
 	return plan, nil
 }
 

@@ -270,6 +270,10 @@ type Report struct {
 	Recommendations []Recommendation  `json:"recommendations"`
 	// Orphans is set by AddOrphans (the location was listed).
 	Orphans *Orphans `json:"orphans,omitempty"`
+	// HotPartitions are the partitions with files to compact that a writer
+	// committed to within Thresholds.HotIdle, with what compaction does
+	// about them (see hot.go); none when the scoping is off.
+	HotPartitions []HotPartition `json:"hot_partitions,omitempty"`
 }
 
 // Manifests is the number of manifests of the current snapshot.

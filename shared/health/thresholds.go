@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
 // Table properties read by ThresholdsFor, besides
@@ -83,6 +84,11 @@ type Thresholds struct {
 	// GCEnabled is the table's gc.enabled: when false, files may be shared
 	// with other tables, so neither expiry nor orphan cleanup is recommended.
 	GCEnabled bool `json:"gc_enabled"`
+	// HotIdle and HotMinFiles are the active-write scoping of compaction
+	// (icekeeper.compaction.hot-partition.idle-time, 0: off, and
+	// .min-files; see hot.go).
+	HotIdle     time.Duration `json:"-"`
+	HotMinFiles int           `json:"hot_partition_min_files,omitempty"`
 }
 
 // thresholdsJSON is Thresholds' JSON form: the age in milliseconds, as the
@@ -91,13 +97,14 @@ type thresholdsJSON struct {
 	thresholdsAlias
 	MaxSnapshotAgeMs int64 `json:"max_snapshot_age_ms"`
 	MaxRefAgeMs      int64 `json:"max_ref_age_ms"`
+	HotIdleMs        int64 `json:"hot_partition_idle_ms,omitempty"`
 }
 
 type thresholdsAlias Thresholds
 
 // MarshalJSON encodes MaxSnapshotAge as max_snapshot_age_ms.
 func (th Thresholds) MarshalJSON() ([]byte, error) {
-	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds(), th.MaxRefAge.Milliseconds()})
+	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds(), th.MaxRefAge.Milliseconds(), th.HotIdle.Milliseconds()})
 }
 
 // UnmarshalJSON decodes what MarshalJSON writes.
@@ -109,6 +116,7 @@ func (th *Thresholds) UnmarshalJSON(b []byte) error {
 	*th = Thresholds(v.thresholdsAlias)
 	th.MaxSnapshotAge = time.Duration(v.MaxSnapshotAgeMs) * time.Millisecond
 	th.MaxRefAge = expire.DurationMs(v.MaxRefAgeMs)
+	th.HotIdle = time.Duration(v.HotIdleMs) * time.Millisecond
 	return nil
 }
 
@@ -156,6 +164,13 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 			return th, err
 		}
 		th.MaxManifests = int(min(n, 1<<31-1))
+	}
+	idle, minFiles, err := optin.HotPartitions(props)
+	if err != nil {
+		return th, fmt.Errorf("%w: %w", ErrInvalidThresholds, err)
+	}
+	if idle > 0 {
+		th.HotIdle, th.HotMinFiles = idle, minFiles
 	}
 	if v, ok := property(props, table.GCEnabledKey); ok {
 		b, err := strconv.ParseBool(v)

@@ -29,6 +29,13 @@ import (
 // FormatVersion is the version of every format in this package.
 const FormatVersion = 1
 
+// Snapshot summary properties icekeeper's commits carry (commit.SummaryJobID
+// and commit.SummaryStagedFor): the job whose commit a snapshot is.
+const (
+	SummaryJobID     = "icekeeper.job-id"
+	SummaryStagedFor = "icekeeper.staged-for-job-id"
+)
+
 // ErrMalformed means a message or object could not be decoded; it is
 // terminal (retrying will not help).
 var ErrMalformed = errors.New("messages: malformed")

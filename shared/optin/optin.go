@@ -69,6 +69,15 @@ const (
 	// schedule ("true"); it is off by default, as it lists the whole table
 	// location and deletes files no metadata names.
 	PropertyOrphansEnabled = "icekeeper.orphans.enabled"
+	// PropertyHotPartitionIdleTime turns on active-write scoping: a
+	// partition that a writer committed to within this time (a Go duration
+	// such as 10m) is hot, and compaction leaves it alone unless it has
+	// PropertyHotPartitionMinFiles candidate files. "0" or unset: off.
+	PropertyHotPartitionIdleTime = "icekeeper.compaction.hot-partition.idle-time"
+	// PropertyHotPartitionMinFiles is how many candidate files a hot
+	// partition must have to be compacted anyway (default
+	// DefaultHotPartitionMinFiles).
+	PropertyHotPartitionMinFiles = "icekeeper.compaction.hot-partition.min-files"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -229,6 +238,10 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := RewriteDeletesMinInputFiles(props); err != nil {
 				errs = append(errs, err)
 			}
+		case PropertyHotPartitionIdleTime, PropertyHotPartitionMinFiles:
+			if _, _, err := HotPartitions(map[string]string{k: v}); err != nil {
+				errs = append(errs, err)
+			}
 		case PropertyMinInterval, PropertyRewriteManifestsMinInterval, PropertyRewriteDeletesMinInterval, PropertyExpireMinInterval, PropertyOrphansMinInterval:
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
@@ -257,6 +270,32 @@ func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyRewriteDeletesMinInputFiles, v)
 	}
 	return n, nil
+}
+
+// DefaultHotPartitionMinFiles is PropertyHotPartitionMinFiles' default.
+const DefaultHotPartitionMinFiles = 100
+
+// HotPartitions reads the active-write scoping properties: the idle time
+// (0: off) and the candidate files at which a hot partition is compacted
+// anyway.
+func HotPartitions(props map[string]string) (time.Duration, int, error) {
+	var idle time.Duration
+	if v := strings.TrimSpace(props[PropertyHotPartitionIdleTime]); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return 0, 0, fmt.Errorf("%w: %s=%q: want a duration such as 10m (0 turns it off)", ErrBadProperty, PropertyHotPartitionIdleTime, v)
+		}
+		idle = d
+	}
+	minFiles := DefaultHotPartitionMinFiles
+	if v, ok := props[PropertyHotPartitionMinFiles]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return 0, 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyHotPartitionMinFiles, v)
+		}
+		minFiles = n
+	}
+	return idle, minFiles, nil
 }
 
 // Output specs (see PropertyOutputSpec).

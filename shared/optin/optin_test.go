@@ -73,3 +73,26 @@ func TestValidateProperties_RejectsCredentialShapedKeys(t *testing.T) {
 		t.Fatal("MinInterval")
 	}
 }
+
+func TestHotPartitions_OffByDefaultAndBadValuesAreRefused(t *testing.T) {
+	idle, minFiles, err := HotPartitions(map[string]string{})
+	if err != nil || idle != 0 || minFiles != DefaultHotPartitionMinFiles {
+		t.Fatalf("defaults: %s %d %v", idle, minFiles, err)
+	}
+	idle, minFiles, err = HotPartitions(map[string]string{PropertyHotPartitionIdleTime: "10m", PropertyHotPartitionMinFiles: "40"})
+	if err != nil || idle.Minutes() != 10 || minFiles != 40 {
+		t.Fatalf("set: %s %d %v", idle, minFiles, err)
+	}
+	for _, bad := range []map[string]string{
+		{PropertyHotPartitionIdleTime: "soon"},
+		{PropertyHotPartitionIdleTime: "-1m"},
+		{PropertyHotPartitionMinFiles: "0"},
+	} {
+		if _, _, err := HotPartitions(bad); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("%v: %v, want ErrBadProperty", bad, err)
+		}
+		if err := ValidateProperties(bad); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("ValidateProperties(%v): %v, want ErrBadProperty", bad, err)
+		}
+	}
+}

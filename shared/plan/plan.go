@@ -119,6 +119,10 @@ type Result struct {
 	// that planning removed (see cleanUpAfter).
 	CleanedFiles int    `json:"cleaned_files,omitempty"`
 	Reason       string `json:"reason,omitempty"`
+	// HotPartitions are the partitions with files to compact that a writer
+	// committed to within the table's hot-partition idle time, and what
+	// the plan did about them (health.ScopeHot).
+	HotPartitions []health.HotPartition `json:"hot_partitions,omitempty"`
 }
 
 // Planner plans compaction jobs.
@@ -297,8 +301,29 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
 	}
+	idle, hotMinFiles, err := optin.HotPartitions(tbl.Properties())
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	hotGroups := len(cp.Groups)
+	if idle > 0 && len(cp.Groups) > 0 {
+		writes, err := health.RecentWrites(ctx, tbl, p.now(), idle)
+		if err != nil {
+			return res, false, fmt.Errorf("plan %s: %w", name, err)
+		}
+		cp.Groups, res.HotPartitions = health.ScopeHot(cp.Groups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
+		for _, h := range res.HotPartitions {
+			log.Info("hot partition", "partition", h.Partition, "skipped", h.Skipped, "why", h.Why)
+		}
+	}
 	groups := SplitGroups(cp.Groups, p.settings.MaxGroupBytes)
 	res.SkippedFiles = cp.SkippedFiles
+	if len(groups) == 0 && hotGroups > 0 {
+		res.Outcome = OutcomeNothingToDo
+		res.Reason = fmt.Sprintf("every partition with files to compact is being written (hot, written within %s) and has fewer than %d candidate files: left until writes pause", idle, hotMinFiles)
+		log.Info("nothing to do: hot partitions only", "hot_partitions", len(res.HotPartitions))
+		return res, false, nil
+	}
 	if len(groups) == 0 {
 		res.Outcome = OutcomeNothingToDo
 		res.Reason = fmt.Sprintf("no file group worth rewriting (%d files, %d left alone)", len(scanTasks), cp.SkippedFiles)
