@@ -144,6 +144,12 @@ func printHealth(w io.Writer, r health.Report) {
 			fmt.Fprintf(w, "  %s: about %d files, %s\n    %s\n", rec.Action, rec.EstimatedFiles, humanBytes(rec.EstimatedBytes), rec.Why)
 		}
 	}
+	if len(r.HotPartitions) > 0 {
+		fmt.Fprintf(w, "\nhot partitions (written within %s):\n", r.Thresholds.HotIdle)
+		for _, h := range r.HotPartitions {
+			fmt.Fprintf(w, "  %s: %s\n", h.Partition, h.Why)
+		}
+	}
 	if o := r.Orphans; o != nil {
 		fmt.Fprintf(w, "\norphan files older than %s: %d, %s\n", o.OlderThan.Format(time.RFC3339), len(o.Files), humanBytes(o.Bytes))
 		for i, f := range o.Files {

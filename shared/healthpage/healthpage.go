@@ -205,6 +205,11 @@ td:first-child,th:first-child{text-align:left}
 <h2>Recommendations</h2>
 {{if .R.Recommendations}}<ul>{{range .R.Recommendations}}<li><b>{{.Action}}</b>: {{.Why}}{{if .EstimatedFiles}} ({{.EstimatedFiles}} files, {{bytes .EstimatedBytes}}){{end}}</li>{{end}}</ul>
 {{else}}<p>None: the table is healthy.</p>{{end}}
+{{if .R.HotPartitions}}
+<h2>Hot partitions</h2>
+<p class="muted">Written within the idle time of {{.R.Thresholds.HotIdle}} (icekeeper.compaction.hot-partition.idle-time).</p>
+<ul>{{range .R.HotPartitions}}<li><b>{{.Partition}}</b>{{if .Skipped}} (left alone){{end}}: {{.Why}}</li>{{end}}</ul>
+{{end}}
 
 <h2>File sizes per partition</h2>
 <p class="muted">Data files by size; the outlined bar holds the target size.{{if .More}} The {{.More}} partitions with the fewest files are not drawn.{{end}}</p>
