@@ -27,7 +27,8 @@ const (
 )
 
 // Bucket prefixes (under ICEKEEPER_PREFIX) the code writes: jobs/<id>/
-// (plan.json, tasks/, descriptors/) and health/<table>/ (reports).
+// (plan.json, tasks/, descriptors/, rowmaps/, ...) and health/<table>/
+// (reports).
 const (
 	JobsPrefix   = "jobs/"
 	HealthPrefix = "health/"
