@@ -723,7 +723,9 @@ func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 		{"Rewriter", "s3:GetObject", []string{ns + "*", tbl + "*"}},
 		{"Rewriter", "s3:PutObject", []string{ns + "data/*", tbl + "data/*"}},
 		{"Rewriter", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*", ns + "metadata/*", tbl + "metadata/*"}},
-		{"Committer", "s3:PutObject", []string{ns + "metadata/*", tbl + "metadata/*"}},
+		// The committer writes metadata, and the delete files that rebase
+		// deletes committed during a compaction (shared/commit/rebase.go).
+		{"Committer", "s3:PutObject", []string{ns + "metadata/*", tbl + "metadata/*", ns + "data/*", tbl + "data/*"}},
 		{"Committer", "s3:DeleteObject", []string{ns + "data/*", tbl + "data/*", ns + "metadata/*", tbl + "metadata/*"}},
 	}
 	for _, c := range cases {
