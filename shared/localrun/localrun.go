@@ -108,6 +108,10 @@ type Stages struct {
 	End func(ctx context.Context, jobID, reason string) (int, error)
 	// Progress, when set, hears how the cycle advances.
 	Progress Progress
+	// BeforeCommit, when set, runs after the rewrites and before the
+	// committer: the demo has a writer commit there, as a busy table's
+	// would while a job runs.
+	BeforeCommit func(ctx context.Context, p plan.Result) error
 }
 
 // Progress hears how a cycle advances: the plan, then each group
@@ -224,6 +228,11 @@ func run(ctx context.Context, s Stages, planTable func(ctx context.Context, tabl
 	}
 	if err != nil {
 		return c, err
+	}
+	if s.BeforeCommit != nil {
+		if err := s.BeforeCommit(ctx, c.Plan); err != nil {
+			return c, fmt.Errorf("before commit: %w", err)
+		}
 	}
 	if c.Commits, err = Drain(context.WithoutCancel(ctx), s.Commits, s.Committer, 1, 0); err != nil {
 		return c, err
