@@ -9,11 +9,9 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/deletefiles"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
@@ -47,19 +45,13 @@ func (e *env) requireNoDanglingDeletes(jobID string) {
 		}
 	}
 	for _, d := range deletes {
-		if table.IsDeletionVector(d) {
-			if ref := *d.ReferencedDataFile(); !live[ref] {
-				e.t.Fatalf("deletion vector %s names %s, which is not live", d.FilePath(), ref)
-			}
-			continue
-		}
-		byFile := map[string]*dv.RoaringPositionBitmap{}
-		if err := deletefiles.ReadPositions(e.ctx, fsys, d, nil, byFile); err != nil {
+		targets, err := positionDeleteTargets(d)
+		if err != nil {
 			e.t.Fatal(err)
 		}
-		for path := range byFile {
+		for _, path := range targets {
 			if !live[path] {
-				e.t.Fatalf("position delete file %s names %s, which is not live", d.FilePath(), path)
+				e.t.Fatalf("delete file %s names %s, which is not live", d.FilePath(), path)
 			}
 		}
 	}
@@ -228,19 +220,11 @@ func (e *env) addedDeletes(snapshotID int64) []addedDelete {
 			if ent.SnapshotID() != snapshotID || ent.Status() != iceberg.EntryStatusADDED || df.ContentType() != iceberg.EntryContentPosDeletes {
 				continue
 			}
-			d := addedDelete{file: df}
-			if table.IsDeletionVector(df) {
-				d.targets = []string{*df.ReferencedDataFile()}
-			} else {
-				byFile := map[string]*dv.RoaringPositionBitmap{}
-				if err := deletefiles.ReadPositions(e.ctx, fsys, df, nil, byFile); err != nil {
-					e.t.Fatal(err)
-				}
-				for p := range byFile {
-					d.targets = append(d.targets, p)
-				}
+			targets, err := positionDeleteTargets(df)
+			if err != nil {
+				e.t.Fatal(err)
 			}
-			out = append(out, d)
+			out = append(out, addedDelete{file: df, targets: targets})
 		}
 	}
 	return out

@@ -13,16 +13,15 @@ package churn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
@@ -164,14 +163,8 @@ func commitChange(ctx context.Context, cat Catalog, ident table.Identifier, ids 
 		if err == nil {
 			return conflicts, nil
 		}
-		if !stale(err) || conflicts >= maxConflicts {
+		if !commit.IsConflict(err) || conflicts >= maxConflicts {
 			return conflicts, fmt.Errorf("churn: commit to %v after %d conflicts: %w", ident, conflicts, err)
 		}
 	}
-}
-
-// stale reports a commit against a base that is no longer current (the
-// sql, glue and hive catalogs say "requirement failed").
-func stale(err error) bool {
-	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
 }

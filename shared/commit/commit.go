@@ -1187,27 +1187,14 @@ func validateSnapshot(ctx context.Context, fs icebergio.IO, s *table.Snapshot, s
 					return out, fmt.Errorf("%w: %w: snapshot %d added equality delete %s scoped to partition %s, which rows of this job move across (partition spec change)", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), partitionKey(df))
 				}
 			case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
-				if scope.Rebase {
-					if mayTarget(df, deletefiles.PathFieldID, scope) {
-						out.Added = append(out.Added, df)
-					}
-					continue
-				}
-				if target := referencedPath(df, deletefiles.PathFieldID); target != "" {
-					if _, ok := scope.Rewritten[target]; ok {
-						return out, fmt.Errorf("%w: %w: snapshot %d added a position delete or deletion vector (%s) on rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), target)
-					}
-					continue
-				}
-				if lower, upper, ok := pathBounds(df, deletefiles.PathFieldID); ok {
-					for p := range scope.Rewritten {
-						if p >= lower && p <= upper {
-							return out, fmt.Errorf("%w: %w: snapshot %d added position delete %s whose targets may include rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), p)
-						}
-					}
-					continue
-				}
-				if _, ok := scope.RewrittenPartitions[partitionKey(df)]; ok {
+				target, ok := mayTarget(df, deletefiles.PathFieldID, scope)
+				switch {
+				case !ok:
+				case scope.Rebase:
+					out.Added = append(out.Added, df)
+				case target != "":
+					return out, fmt.Errorf("%w: %w: snapshot %d added a position delete or deletion vector (%s) that may delete rows of rewritten file %s", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), target)
+				default:
 					return out, fmt.Errorf("%w: %w: snapshot %d added partition-scoped position delete %s in a rewritten partition", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 				}
 			}

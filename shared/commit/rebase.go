@@ -56,8 +56,10 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -96,23 +98,24 @@ func RebaseAttempt(jobID string) string {
 }
 
 // mayTarget reports whether a position delete file or deletion vector may
-// delete rows of a rewritten file: it names one, its file_path bounds span
-// one, or, without either, it is in a rewritten partition.
-func mayTarget(df iceberg.DataFile, pathField int, scope Scope) bool {
+// delete rows of a rewritten file, and which one: the one it names, or the
+// one (of any) its file_path bounds span; without either, any file of a
+// rewritten partition it is in ("" then).
+func mayTarget(df iceberg.DataFile, pathField int, scope Scope) (string, bool) {
 	if target := referencedPath(df, pathField); target != "" {
 		_, ok := scope.Rewritten[target]
-		return ok
+		return target, ok
 	}
 	if lower, upper, ok := pathBounds(df, pathField); ok {
 		for p := range scope.Rewritten {
 			if p >= lower && p <= upper {
-				return true
+				return p, true
 			}
 		}
-		return false
+		return "", false
 	}
 	_, ok := scope.RewrittenPartitions[partitionKey(df)]
-	return ok
+	return "", ok
 }
 
 // rebase returns st with the concurrent deletes of conc rebased onto the
@@ -133,9 +136,9 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	if err != nil {
 		return st, err
 	}
-	slices.SortFunc(live, func(a, b iceberg.DataFile) int { return compareKeys(fileKey(a), fileKey(b)) })
+	slices.SortFunc(live, func(a, b iceberg.DataFile) int { return strings.Compare(fileKey(a), fileKey(b)) })
 
-	maps := rowMaps{c: c, ctx: ctx, pinned: pinned, job: job, st: st, resolved: cache.maps}
+	groupMaps := rowMaps{c: c, ctx: ctx, pinned: pinned, job: job, st: st, resolved: cache.maps}
 	v3 := cur.Metadata().Version() >= 3
 	// What each live concurrent delete deletes: on rewritten files (raw
 	// positions, for the check of removed deletes) and elsewhere.
@@ -162,7 +165,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 				concurrentOn[path] = dv.NewRoaringPositionBitmap()
 			}
 			concurrentOn[path].Or(pos)
-			rm, err := maps.of(path)
+			rm, err := groupMaps.of(path)
 			if err != nil {
 				return st, err
 			}
@@ -257,7 +260,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	written := func(paths ...string) stagedRewrite {
 		// Whatever may have reached storage, for the caller's cleanup.
 		for _, p := range paths {
-			out.rebaseAdds = append(out.rebaseAdds, rebasedDelete{file: placeholderDelete(p)})
+			out.rebaseAdds = append(out.rebaseAdds, rebasedDelete{file: deletefiles.Placeholder(p)})
 		}
 		return out
 	}
@@ -275,7 +278,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 		}
 		if len(perNew) > 0 {
 			w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
-			for _, path := range sortedKeys(perNew) {
+			for _, path := range slices.Sorted(maps.Keys(perNew)) {
 				f := newFile[path]
 				w.Load(path, perNew[path], f.SpecID(), f.Partition())
 			}
@@ -460,33 +463,4 @@ func checkRowMap(rm rowmap.Map, g groupOutput) error {
 		}
 	}
 	return nil
-}
-
-// placeholderDelete stands for a delete file that may have reached
-// storage, for cleanup by path.
-func placeholderDelete(path string) iceberg.DataFile {
-	b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentPosDeletes, path, iceberg.ParquetFile, nil, nil, nil, 0, 0)
-	if err != nil {
-		return nil
-	}
-	return b.Build()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func compareKeys(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

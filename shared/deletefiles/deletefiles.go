@@ -62,6 +62,16 @@ func mustFieldID(name string) int {
 	return f.ID
 }
 
+// Placeholder stands for a delete file that may have reached storage
+// before an error, so that a cleanup by path can remove it.
+func Placeholder(path string) iceberg.DataFile {
+	b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentPosDeletes, path, iceberg.ParquetFile, nil, nil, nil, 0, 0)
+	if err != nil {
+		panic("deletefiles: placeholder for " + path + ": " + err.Error())
+	}
+	return b.Build()
+}
+
 // Within drops positions at or beyond a file's record count: they delete
 // nothing.
 func Within(bm *dv.RoaringPositionBitmap, count int64) *dv.RoaringPositionBitmap {

@@ -168,7 +168,7 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 			path := locs.NewDataLocation(run0.String() + "-dv.puffin")
 			files, err := w.Flush(ctx, path)
 			if err != nil {
-				written = placeholder(path) // whatever reached storage
+				written = []iceberg.DataFile{deletefiles.Placeholder(path)} // whatever reached storage
 				return fmt.Errorf("write deletion vectors: %w", err)
 			}
 			written = files
@@ -183,7 +183,7 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 		m.DeletedRowsPosition -= m.DeletedRowsEquality
 		df, err := deletefiles.WritePositionDeletes(wfs, path, *spec, all[0].file.Partition(), entries)
 		if err != nil {
-			written = placeholder(path) // whatever reached storage
+			written = []iceberg.DataFile{deletefiles.Placeholder(path)} // whatever reached storage
 			return fmt.Errorf("write position deletes: %w", err)
 		}
 		written = []iceberg.DataFile{df}
@@ -203,16 +203,6 @@ func (r *Rewriter) rewriteDeletes(ctx context.Context, task messages.Task, attem
 	m.RowsScanned = m.RowsBeforeDeletes - m.RowsWritten
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
 	return written, m, tbl, nil
-}
-
-// placeholder stands for a file that may have reached storage before an
-// error, so that the caller's cleanup removes it by path.
-func placeholder(path string) []iceberg.DataFile {
-	b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentPosDeletes, path, iceberg.PuffinFile, nil, nil, nil, 0, 0)
-	if err != nil {
-		return nil
-	}
-	return []iceberg.DataFile{b.Build()}
 }
 
 // deleteBytesIn is the size of the tasks' position delete files and
