@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,6 +99,10 @@ type Jobs interface {
 	Heartbeat(ctx context.Context, id, committer string) error
 	EndCommitting(ctx context.Context, id, committer string, to jobs.State, reason string) error
 	MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error
+	// A batched job's batches (partial progress, batches.go).
+	BeginBatch(ctx context.Context, id string, batch int, committer string) error
+	EndBatch(ctx context.Context, id, committer string, e jobs.BatchEnd) error
+	FailGroup(ctx context.Context, jobID string, group int, reason string) error
 }
 
 // Leases renews and releases the job's lease, and keeps the table's
@@ -206,6 +211,14 @@ type Result struct {
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 	// ConflictAbort: the job was aborted by a concurrent commit.
 	ConflictAbort bool `json:"conflict_abort,omitempty"`
+	// Batch is the batch of a batched job this result is about (partial
+	// progress; 0: the whole job).
+	Batch int `json:"batch,omitempty"`
+	// batchOnly: a batch ended and the job goes on (no job-level metrics,
+	// no maintenance log record yet); nextBatch is a settled batch to
+	// commit next in the same call.
+	batchOnly bool
+	nextBatch int
 }
 
 // Committer commits jobs.
@@ -300,9 +313,19 @@ func (c *Committer) emit(res Result, took time.Duration) {
 		ms = append(ms, metrics.Metric{Name: "CommitConflicts", Value: float64(res.Conflicts), Unit: metrics.Count},
 			metrics.Metric{Name: "CommitRetries", Value: float64(res.Retries), Unit: metrics.Count})
 	}
+	if res.Batch > 0 {
+		switch res.Outcome {
+		case OutcomeCommitted:
+			ms = append(ms, metrics.Metric{Name: "BatchesCommitted", Value: 1, Unit: metrics.Count})
+		case OutcomeFailed, OutcomeAborted:
+			ms = append(ms, metrics.Metric{Name: "BatchesFailed", Value: 1, Unit: metrics.Count})
+		}
+	}
 	switch res.Outcome {
 	case OutcomeCommitted:
-		ms = append(ms, metrics.Metric{Name: "JobsCommitted", Value: 1, Unit: metrics.Count})
+		if !res.batchOnly {
+			ms = append(ms, metrics.Metric{Name: "JobsCommitted", Value: 1, Unit: metrics.Count})
+		}
 		switch {
 		case res.ManifestsRewritten > 0:
 			ms = append(ms, metrics.Metric{Name: "ManifestsRewritten", Value: float64(res.ManifestsRewritten), Unit: metrics.Count})
@@ -321,9 +344,13 @@ func (c *Committer) emit(res Result, took time.Duration) {
 			}
 		}
 	case OutcomeFailed:
-		ms = append(ms, metrics.Metric{Name: "JobsFailed", Value: 1, Unit: metrics.Count})
+		if !res.batchOnly {
+			ms = append(ms, metrics.Metric{Name: "JobsFailed", Value: 1, Unit: metrics.Count})
+		}
 	case OutcomeAborted:
-		ms = append(ms, metrics.Metric{Name: "JobsAborted", Value: 1, Unit: metrics.Count})
+		if !res.batchOnly {
+			ms = append(ms, metrics.Metric{Name: "JobsAborted", Value: 1, Unit: metrics.Count})
+		}
 	}
 	if res.ConflictAbort {
 		ms = append(ms, metrics.Metric{Name: "ConflictAborts", Value: 1, Unit: metrics.Count})
@@ -341,23 +368,31 @@ func (c *Committer) emit(res Result, took time.Duration) {
 // be redelivered.
 func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, receiveCount int) (Result, error) {
 	log := c.log.With("job_id", req.JobID, "trace_id", c.tracer.TraceID(ctx))
-	start := c.now()
-	var res Result
-	err := c.tracer.Phase(ctx, tracing.PhaseCommit, func(ctx context.Context) error {
-		c.tracer.Annotate(ctx, "job_id", req.JobID)
-		var herr error
-		res, herr = c.handle(ctx, log, req, receiveCount)
-		return herr
-	})
-	took := c.now().Sub(start)
-	c.emit(res, took)
-	c.record(ctx, res, took)
-	if err != nil {
-		log.Error("commit request failed", "err", err.Error(), "receive_count", receiveCount)
-	} else {
-		log.Info("commit request done", "outcome", res.Outcome, "snapshot_id", res.SnapshotID, "reason", res.Reason, "retries", res.Retries)
+	for {
+		start := c.now()
+		var res Result
+		err := c.tracer.Phase(ctx, tracing.PhaseCommit, func(ctx context.Context) error {
+			c.tracer.Annotate(ctx, "job_id", req.JobID)
+			var herr error
+			res, herr = c.handle(ctx, log, req, receiveCount)
+			return herr
+		})
+		took := c.now().Sub(start)
+		c.emit(res, took)
+		c.record(ctx, res, took)
+		if err != nil {
+			log.Error("commit request failed", "err", err.Error(), "receive_count", receiveCount, "batch", req.Batch)
+		} else {
+			log.Info("commit request done", "outcome", res.Outcome, "snapshot_id", res.SnapshotID, "reason", res.Reason, "retries", res.Retries, "batch", res.Batch)
+		}
+		if err != nil || res.nextBatch == 0 {
+			return res, err
+		}
+		// A batch ended and another is settled: commit it now rather than
+		// wait for its request, which may have met this one's committing
+		// state and be waiting for a redelivery.
+		req = messages.CommitRequest{Version: messages.FormatVersion, JobID: req.JobID, Batch: res.nextBatch}
 	}
-	return res, err
 }
 
 func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.CommitRequest, receiveCount int) (Result, error) {
@@ -392,6 +427,9 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 			return res, nil
 		}
 		return c.removeOrphans(ctx, log, job, ident, term, true)
+	}
+	if job.Batched() && !req.Abort {
+		return c.handleBatch(ctx, log, job, ident, term, me, req.Batch, receiveCount)
 	}
 	switch job.State {
 	case jobs.Planned, jobs.Running:
@@ -464,13 +502,14 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 // commit runs steps 2 to 5 for a job in the committing state; tookOver
 // says this committer took the job over from one that went silent.
 func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string, tookOver bool) (Result, error) {
-	res := Result{JobID: job.ID, Table: job.Table}
+	batch := job.CommittingBatch
+	res := Result{JobID: job.ID, Table: job.Table, Batch: batch}
 	cur, err := c.catalog.LoadTable(ctx, ident)
 	if err != nil {
 		return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
 	}
-	if snap := FindJobSnapshot(cur, job.ID); snap != nil {
-		return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot in the table")
+	if snap := FindBatchSnapshot(cur, job.ID, batch); snap != nil {
+		return c.finishAny(ctx, log, job, term, me, snap.SnapshotID, "found the job's snapshot in the table")
 	}
 	if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
 		if errors.Is(err, lease.ErrLost) {
@@ -489,7 +528,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		// files: the job's snapshot is not in the table and its catalog
 		// call can no longer land (CommitDeadline), so nothing references
 		// them.
-		if n, err := outputs.RemoveAttempts(ctx, pinned, []string{RebaseAttempt(job.ID)}); err != nil {
+		if n, err := outputs.RemoveAttempts(ctx, pinned, []string{RebaseAttempt(job.ID, batch)}); err != nil {
 			log.Warn("remove the previous committer's rebased deletes", "err", err.Error())
 		} else if n > 0 {
 			log.Info("removed the previous committer's rebased deletes", "files", n)
@@ -502,6 +541,11 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	staged, err := gather(ctx, job, pinned)
 	if err != nil {
 		return res, err
+	}
+	if batch > 0 {
+		if staged, err = withoutEarlierBatchRemovals(ctx, cur, job, staged); err != nil {
+			return res, err
+		}
 	}
 	res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten = len(staged.oldFiles), len(staged.newFiles), len(staged.deadDeletes), staged.rowsWritten
 	if job.Kind == jobs.KindRewriteDeletes {
@@ -516,8 +560,8 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 			if err != nil {
 				return res, fmt.Errorf("reload table %s: %w", job.Table, classify(err))
 			}
-			if snap := FindJobSnapshot(cur, job.ID); snap != nil {
-				res2, err := c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot after a conflict")
+			if snap := FindBatchSnapshot(cur, job.ID, batch); snap != nil {
+				res2, err := c.finishAny(ctx, log, job, term, me, snap.SnapshotID, "found the job's snapshot after a conflict")
 				res2.Retries = attempt
 				return res2, err
 			}
@@ -547,11 +591,11 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 					return res, herr
 				}
 			}
-			snap := FindJobSnapshot(committed, job.ID)
+			snap := FindBatchSnapshot(committed, job.ID, batch)
 			if snap == nil {
 				return res, fmt.Errorf("%w: committed table has no snapshot stamped %s", ErrInvariant, job.ID)
 			}
-			out, ferr := c.finish(ctx, log, job, term, snap.SnapshotID, "committed")
+			out, ferr := c.finishAny(ctx, log, job, term, me, snap.SnapshotID, "committed")
 			out.Retries, out.Conflicts = attempt, res.Conflicts
 			out.FilesRemoved, out.FilesAdded, out.DeletesRemoved, out.RowsWritten = res.FilesRemoved, res.FilesAdded, res.DeletesRemoved, res.RowsWritten
 			out.DeletesRebased = res.DeletesRebased
@@ -564,8 +608,8 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 			// The outcome may be unknown (the catalog may have accepted it):
 			// look before deciding anything.
 			if again, lerr := c.catalog.LoadTable(ctx, ident); lerr == nil {
-				if snap := FindJobSnapshot(again, job.ID); snap != nil {
-					return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot after an error")
+				if snap := FindBatchSnapshot(again, job.ID, batch); snap != nil {
+					return c.finishAny(ctx, log, job, term, me, snap.SnapshotID, "found the job's snapshot after an error")
 				}
 			}
 			return res, fmt.Errorf("commit: %w", classify(err))
@@ -604,6 +648,8 @@ type stagedRewrite struct {
 	// data sequence number it keeps.
 	rebaseRemoves []iceberg.DataFile
 	rebaseAdds    []rebasedDelete
+	// batch is the batch of a batched job being committed (0: the job).
+	batch int
 }
 
 // Scope is what a job rewrites, as ValidateSince needs it.
@@ -636,6 +682,11 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	if err != nil {
 		return st, err
 	}
+	st.batch = job.CommittingBatch
+	planned := job.InputFiles
+	if st.batch > 0 {
+		groups, planned = batchGroups(job, groups, plan)
+	}
 	st.scope = Scope{Rewritten: map[string]struct{}{}, MovedPartitions: map[string]struct{}{}, Removing: map[string]struct{}{}, Rebase: !c.settings.NoRebase}
 	st.groupOf = map[string]int{}
 	movedInputs := map[string]struct{}{}
@@ -646,8 +697,8 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	// file, a path outside the location) is refused, whatever wrote it.
 	dataRoots := outputs.DataRoots(pinned)
 	var totalScanned int64
-	for i, g := range groups {
-		pg := plan.Groups[i]
+	for _, g := range groups {
+		pg := plan.Groups[g.Index]
 		d, err := c.readDescriptor(ctx, job, g, pg)
 		if err != nil {
 			return st, err
@@ -707,8 +758,8 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		}
 		totalScanned += cnt.RowsScanned
 	}
-	if int64(len(st.scope.Rewritten)) != job.InputFiles {
-		return st, fmt.Errorf("%w: %d input files accounted for, the job planned %d", ErrInvariant, len(st.scope.Rewritten), job.InputFiles)
+	if int64(len(st.scope.Rewritten)) != planned {
+		return st, fmt.Errorf("%w: %d input files accounted for, the job planned %d", ErrInvariant, len(st.scope.Rewritten), planned)
 	}
 	if st.rowsWritten != totalScanned {
 		return st, fmt.Errorf("%w: wrote %d rows in total, scanned %d", ErrInvariant, st.rowsWritten, totalScanned)
@@ -812,6 +863,9 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 		SummaryJobID:                job.ID,
 		"icekeeper.pinned-snapshot": fmt.Sprint(pin.SnapshotID),
 	}
+	if st.batch > 0 {
+		props[messages.SummaryBatch] = strconv.Itoa(st.batch)
+	}
 	if st.addFirst && len(st.newFiles) > 0 {
 		var err error
 		if st, err = stageAddedDeletes(ctx, txn, props, st); err != nil {
@@ -873,7 +927,8 @@ func (c *Committer) finish(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	if err := c.jobs.MarkCommitted(ctx, job.ID, snapshotID, why); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
 		return res, err
 	}
-	if err := c.removeLosers(ctx, job); err != nil {
+	job.State = jobs.Committed
+	if _, err := c.removeUnkept(ctx, job, 0); err != nil {
 		log.Warn("remove losing attempts' files", "err", err.Error())
 	}
 	if err := c.leases.RecordSuccess(ctx, job.Table); err != nil {
@@ -884,34 +939,6 @@ func (c *Committer) finish(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	}
 	log.Info("job committed", "committed_snapshot_id", snapshotID, "why", why)
 	return res, nil
-}
-
-func (c *Committer) removeLosers(ctx context.Context, job jobs.Job) error {
-	groups, err := c.jobs.Groups(ctx, job.ID)
-	if err != nil {
-		return err
-	}
-	var losers []string
-	for _, g := range groups {
-		for _, a := range g.Attempts {
-			if a != g.Winner {
-				losers = append(losers, a)
-			}
-		}
-	}
-	if len(losers) == 0 {
-		return nil
-	}
-	ident, err := messages.TableIdent(job.Table)
-	if err != nil {
-		return err
-	}
-	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
-	if err != nil {
-		return err
-	}
-	_, err = outputs.RemoveAttempts(ctx, tbl, losers)
-	return err
 }
 
 // failClass is the kind of failure a commit run ended with, for the table's
@@ -941,12 +968,33 @@ func failClass(err error) string {
 // lease item so that a table whose jobs fail the same way twice in a row is
 // backed off; "" records nothing.
 func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, state jobs.State, reason string, owner, class string) (Result, error) {
-	committing := owner != ""
 	ctx = context.WithoutCancel(ctx)
 	res := Result{JobID: job.ID, Table: job.Table, Outcome: OutcomeFailed, Reason: reason}
 	if state == jobs.Aborted {
 		res.Outcome = OutcomeAborted
 	}
+	if job.Batched() && owner == "" {
+		// A batched job ends through the committing state, which no batch
+		// commit then holds: what it reads of the committed batches stays
+		// true until it ends the job.
+		owner = uuid.NewString()
+		if err := c.jobs.BeginCommit(ctx, job.ID, []jobs.State{jobs.Planned, jobs.Running}, owner); err != nil {
+			if errors.Is(err, jobs.ErrStateConflict) {
+				return res, fmt.Errorf("%w: job %s changed state while ending it", ErrBusy, job.ID)
+			}
+			return res, err
+		}
+		job.CommittingBatch = 0
+	}
+	if job.Batched() {
+		now, err := c.jobs.Get(ctx, job.ID)
+		if err != nil {
+			return res, err
+		}
+		now.CommittingBatch = job.CommittingBatch
+		job = now
+	}
+	committing := owner != ""
 	ident, ierr := messages.TableIdent(job.Table)
 	term := lease.Lease{Table: job.Table, Owner: job.ID, Token: job.Token}
 	from := []jobs.State{jobs.Planned, jobs.Running}
@@ -957,8 +1005,15 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 				// Cannot prove the commit did not land: keep everything.
 				return res, fmt.Errorf("abort %s: cannot check the table: %w", job.ID, err)
 			}
-			if snap := FindJobSnapshot(cur, job.ID); snap != nil {
-				return c.finish(ctx, log, job, term, snap.SnapshotID, "found the job's snapshot while aborting")
+			if snap := FindBatchSnapshot(cur, job.ID, job.CommittingBatch); snap != nil {
+				// Only a batch in flight (or the job's one commit) is
+				// looked for: a batch ending found committed goes on as
+				// committed, and the job's end is asked for again.
+				out, err := c.finishAny(ctx, log, job, term, owner, snap.SnapshotID, "found the job's snapshot while aborting")
+				if err == nil && out.batchOnly {
+					return out, fmt.Errorf("%w: batch %d of job %s was committed while ending the job; ending it again", ErrBusy, job.CommittingBatch, job.ID)
+				}
+				return out, err
 			}
 			if job.Kind == jobs.KindExpire {
 				// A committed expiry is finished, never aborted: its
@@ -972,6 +1027,13 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 				}
 			}
 		}
+	}
+	if len(job.CommittedBatches) > 0 {
+		// Its committed batches are in the table: the job committed part
+		// of its work, and keeps it.
+		reason = fmt.Sprintf("%d of %d batches committed; the job then ended: %s", len(job.CommittedBatches), job.Batches(), reason)
+		state, class = jobs.Committed, ""
+		res.Outcome, res.Reason = OutcomeCommitted, reason
 	}
 	end := func() error { return c.jobs.Transition(ctx, job.ID, from, state, reason) }
 	if committing {
@@ -999,7 +1061,8 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 		}
 	}
 	if ierr == nil {
-		if n, err := c.removeAll(ctx, job, ident); err != nil {
+		job.State = state
+		if n, err := c.removeUnkept(ctx, job, 0); err != nil {
 			log.Warn("remove job outputs", "err", err.Error())
 		} else {
 			res.FilesRemoved = n
@@ -1011,35 +1074,23 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 	return res, nil
 }
 
-func (c *Committer) removeAll(ctx context.Context, job jobs.Job, ident table.Identifier) (int, error) {
-	groups, err := c.jobs.Groups(ctx, job.ID)
-	if err != nil {
-		return 0, err
-	}
-	var attempts []string
-	for _, g := range groups {
-		attempts = append(attempts, g.Attempts...)
-	}
-	if len(attempts) == 0 {
-		return 0, nil
-	}
-	if job.Kind == jobs.KindCompaction {
-		// The delete files its rebase rounds wrote (rebase.go).
-		attempts = append(attempts, RebaseAttempt(job.ID))
-	}
-	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
-	if err != nil {
-		return 0, err
-	}
-	return outputs.RemoveAttempts(ctx, tbl, attempts)
+// FindJobSnapshot returns the snapshot of a job's one commit, or nil.
+func FindJobSnapshot(tbl *table.Table, jobID string) *table.Snapshot {
+	return FindBatchSnapshot(tbl, jobID, 0)
 }
 
-// FindJobSnapshot returns the snapshot stamped with jobID, or nil.
-func FindJobSnapshot(tbl *table.Table, jobID string) *table.Snapshot {
+// FindBatchSnapshot returns the snapshot stamped with jobID and batch (0:
+// the job's one commit, which carries no batch), or nil. A batch's
+// snapshot is never taken for another batch's, nor for the whole job's.
+func FindBatchSnapshot(tbl *table.Table, jobID string, batch int) *table.Snapshot {
+	want := ""
+	if batch > 0 {
+		want = strconv.Itoa(batch)
+	}
 	snaps := tbl.Metadata().Snapshots()
 	for i := len(snaps) - 1; i >= 0; i-- {
 		s := snaps[i]
-		if s.Summary != nil && s.Summary.Properties[SummaryJobID] == jobID {
+		if s.Summary != nil && s.Summary.Properties[SummaryJobID] == jobID && s.Summary.Properties[messages.SummaryBatch] == want {
 			return &snaps[i]
 		}
 	}

@@ -91,10 +91,17 @@ type rebasedDelete struct {
 var rebaseNamespace = uuid.MustParse("4f1c7e2a-9b3d-4c5e-8a6f-0d2e1b3c4a5f")
 
 // RebaseAttempt is the attempt id whose stem every delete file a job's
-// rebase writes carries: fixed per job, so that an abort or a committer
-// taking over finds them without a record.
-func RebaseAttempt(jobID string) string {
-	return uuid.NewSHA1(rebaseNamespace, []byte(jobID)).String()[:32] + "0000"
+// rebase writes carries: fixed per job and batch (0 for a job's one
+// commit), so that an abort or a committer taking over finds them without
+// a record. Each batch of a batched job has its own: removing what an
+// uncommitted batch's rebase wrote must never touch the rebased deletes of
+// a batch that committed, which the table references.
+func RebaseAttempt(jobID string, batch int) string {
+	name := jobID
+	if batch > 0 {
+		name = fmt.Sprintf("%s/batch/%d", jobID, batch)
+	}
+	return uuid.NewSHA1(rebaseNamespace, []byte(name)).String()[:32] + "0000"
 }
 
 // mayTarget reports whether a position delete file or deletion vector may
@@ -248,7 +255,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	if err != nil {
 		return st, fmt.Errorf("%w: location provider: %w", ErrAborted, err)
 	}
-	run, err := outputs.RunID(RebaseAttempt(job.ID), 1+rand.IntN(outputs.MaxRuns-1))
+	run, err := outputs.RunID(RebaseAttempt(job.ID, st.batch), 1+rand.IntN(outputs.MaxRuns-1))
 	if err != nil {
 		return st, err
 	}

@@ -34,6 +34,9 @@ func (c *Committer) record(ctx context.Context, res Result, took time.Duration) 
 	default:
 		return
 	}
+	if res.batchOnly {
+		return // one record per job, written when its last batch ends
+	}
 	ctx = context.WithoutCancel(ctx)
 	r, err := c.buildRecord(ctx, res, took)
 	if err == nil {
@@ -59,6 +62,13 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		DeleteFilesOut: res.DeletesRemoved, DeletesRebased: res.DeletesRebased, PlanMillis: job.PlanMillis, CommitMillis: took.Milliseconds(),
 		CreatedAt: job.CreatedAt, EndedAt: job.UpdatedAt,
 	}
+	if job.Batched() {
+		r.Batches = job.Batches()
+		r.CommittedBatches = map[int]messages.ID{}
+		for b, snap := range job.CommittedBatches {
+			r.CommittedBatches[b] = messages.ID(snap)
+		}
+	}
 	groups, err := c.jobs.Groups(ctx, job.ID)
 	if err != nil {
 		return r, err
@@ -67,6 +77,9 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		r.Attempts += len(g.Attempts)
 		if g.State != jobs.GroupDone || g.DescriptorKey == "" {
 			continue
+		}
+		if job.Batched() && !job.WinnerCommitted(g) {
+			continue // its batch failed: nothing of it is in the table
 		}
 		b, err := c.blobs.Get(ctx, g.DescriptorKey)
 		if err != nil {

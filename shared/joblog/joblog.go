@@ -64,6 +64,12 @@ type Record struct {
 	// A compaction's delete files committed during the job that its commit
 	// rebased onto the new files.
 	DeletesRebased int `json:"deletes_rebased,omitempty"`
+	// A batched compaction's (partial progress) number of commits, and
+	// the batches that committed, each with its snapshot. The rewriter
+	// counters above count the committed batches' groups only; the
+	// delete-file counters are the last batch's.
+	Batches          int                 `json:"batches,omitempty"`
+	CommittedBatches map[int]messages.ID `json:"committed_batches,omitempty"`
 	// Phases and their durations in milliseconds: plan (planning to
 	// tasks sent), rewrite (sum over groups; RewriteWallMillis is the
 	// longest group), commit (the deciding committer's run).

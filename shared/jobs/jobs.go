@@ -133,9 +133,19 @@ type Job struct {
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64 `json:"committed_snapshot_id,string,omitempty"`
 	// CommitterID owns the committing state.
-	CommitterID string    `json:"committer_id,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	CommitterID string `json:"committer_id,omitempty"`
+	// BatchSize is the number of groups per commit of a batched job
+	// (partial progress, batches.go); 0: one commit for the whole job.
+	BatchSize int `json:"batch_size,omitempty"`
+	// CommittingBatch is the batch being committed (a batched job in the
+	// committing state).
+	CommittingBatch int `json:"committing_batch,omitempty"`
+	// CommittedBatches maps each committed batch to its snapshot;
+	// FailedBatches each failed batch to why.
+	CommittedBatches map[int]int64  `json:"committed_batches,omitempty"`
+	FailedBatches    map[int]string `json:"failed_batches,omitempty"`
+	CreatedAt        time.Time      `json:"created_at"`
+	UpdatedAt        time.Time      `json:"updated_at"`
 }
 
 // Kind is what a job does.
@@ -387,10 +397,11 @@ func (s *Store) Heartbeat(ctx context.Context, id, committer string) error {
 }
 
 // EndCommitting ends a committing job without a commit (to failed or
-// aborted), only for its owner.
+// aborted, or to committed for a batched job whose earlier batches
+// committed), only for its owner.
 func (s *Store) EndCommitting(ctx context.Context, id, committer string, to State, reason string) error {
-	if to != Failed && to != Aborted {
-		return fmt.Errorf("jobs: end committing %s: %s is not failed or aborted", id, to)
+	if !to.Terminal() {
+		return fmt.Errorf("jobs: end committing %s: %s is not terminal", id, to)
 	}
 	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, updated_at = :now", "job_state = :committing AND committer_id = :c", map[string]types.AttributeValue{
 		":committing": str(string(Committing)), ":c": str(committer), ":to": str(string(to)),
@@ -413,6 +424,18 @@ func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, 
 		func(err error) error { return fmt.Errorf("jobs: mark %s committed: %w", id, err) })
 }
 
+// claimable is the job-item condition of RegisterAttempt and Claim: the
+// job is planned or running under the task's lease token, or it is a
+// batched job committing one of its batches (batches.go): a claim then
+// settles a group of another batch, since every group of the committing
+// batch is settled already.
+const claimable = "(job_state = :planned OR job_state = :running OR (job_state = :committing AND batch_size > :zero)) AND lease_token = :tok"
+
+// Claimable reports whether the job accepts attempts and claims (claimable).
+func (j Job) Claimable() bool {
+	return j.State == Planned || j.State == Running || (j.State == Committing && j.BatchSize > 0)
+}
+
 // RegisterAttempt records that attempt is about to write files for group, so
 // that its files can be found and removed if it loses or crashes. It fails
 // with ErrNotRunning when the job is no longer planned or running under
@@ -427,9 +450,10 @@ func (s *Store) registerAttempt(ctx context.Context, jobID string, token int64, 
 			{ConditionCheck: &types.ConditionCheck{
 				TableName:           aws.String(s.tableName),
 				Key:                 key(jobID, jobItem),
-				ConditionExpression: aws.String("(job_state = :planned OR job_state = :running) AND lease_token = :tok"),
+				ConditionExpression: aws.String(claimable),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":planned": str(string(Planned)), ":running": str(string(Running)), ":tok": num(token),
+					":committing": str(string(Committing)), ":zero": num(0),
 				},
 			}},
 			{Update: &types.Update{
@@ -464,10 +488,11 @@ func (s *Store) claim(ctx context.Context, jobID string, token int64, group int,
 				TableName:           aws.String(s.tableName),
 				Key:                 key(jobID, jobItem),
 				UpdateExpression:    aws.String("ADD done_groups :g SET updated_at = :now"),
-				ConditionExpression: aws.String("(job_state = :planned OR job_state = :running) AND lease_token = :tok"),
+				ConditionExpression: aws.String(claimable),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":g":       &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(group)}},
 					":planned": str(string(Planned)), ":running": str(string(Running)), ":tok": num(token),
+					":committing": str(string(Committing)), ":zero": num(0),
 					":now": num(s.now().UnixMilli()),
 				},
 			}},
@@ -521,7 +546,7 @@ func (s *Store) explainTxnFailure(ctx context.Context, err error, jobID string, 
 	if gerr != nil {
 		return gerr
 	}
-	if (j.State != Planned && j.State != Running) || j.Token != token {
+	if !j.Claimable() || j.Token != token {
 		return fmt.Errorf("%w: job %s is %s (token %d, task token %d)", ErrNotRunning, jobID, j.State, j.Token, token)
 	}
 	g, gerr := s.Group(ctx, jobID, group)
@@ -605,6 +630,9 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 	it["plan_key"] = str(j.PlanKey)
 	it["plan_ms"] = num(j.PlanMillis)
 	it["target_file_size"] = num(j.TargetFileSize)
+	if j.BatchSize > 0 {
+		it["batch_size"] = num(int64(j.BatchSize))
+	}
 	it["created_at"] = num(j.CreatedAt.UnixMilli())
 	it["updated_at"] = num(j.UpdatedAt.UnixMilli())
 	return it
@@ -637,6 +665,7 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 	if j.Kind == "" {
 		j.Kind = KindCompaction
 	}
+	decodeBatches(it, &j)
 	if ns, ok := it["done_groups"].(*types.AttributeValueMemberNS); ok {
 		for _, v := range ns.Value {
 			if n, err := strconv.Atoi(v); err == nil {

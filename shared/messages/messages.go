@@ -34,6 +34,9 @@ const FormatVersion = 1
 const (
 	SummaryJobID     = "icekeeper.job-id"
 	SummaryStagedFor = "icekeeper.staged-for-job-id"
+	// SummaryBatch numbers a batched job's commit (partial progress); a
+	// job's one commit has none.
+	SummaryBatch = "icekeeper.batch"
 )
 
 // ErrMalformed means a message or object could not be decoded; it is
@@ -140,9 +143,13 @@ type CommitRequest struct {
 	DeletionsDone bool `json:"deletions_done,omitempty"`
 	// ListingDone: the last listing task of an orphan cleanup's fanned-out
 	// listing finished; the committer merges what was found.
-	ListingDone bool   `json:"listing_done,omitempty"`
-	Abort       bool   `json:"abort,omitempty"`
-	Reason      string `json:"reason,omitempty"`
+	ListingDone bool `json:"listing_done,omitempty"`
+	// Batch asks for one batch of a batched job (partial progress,
+	// numbered from 1); 0: the whole job, or for a batched job every batch
+	// whose groups are settled.
+	Batch  int    `json:"batch,omitempty"`
+	Abort  bool   `json:"abort,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Class is the kind of failure behind an abort request ("rewrite",
 	// "planning", "stalled"), counted towards the table's backoff; empty
 	// when the job's end is not the table's failure (its lease moved on).

@@ -78,6 +78,16 @@ const (
 	// partition must have to be compacted anyway (default
 	// DefaultHotPartitionMinFiles).
 	PropertyHotPartitionMinFiles = "icekeeper.compaction.hot-partition.min-files"
+	// PropertyPartialProgressEnabled ("true") lets a compaction commit its
+	// file groups in batches, each its own atomic commit, so that a
+	// failure loses only the batches not yet committed (Spark's
+	// rewrite_data_files partial-progress.enabled, under icekeeper's
+	// prefix). Off by default: a compaction is one atomic commit.
+	PropertyPartialProgressEnabled = "icekeeper.compaction.partial-progress.enabled"
+	// PropertyPartialProgressMaxCommits is the most commits such a
+	// compaction makes (default DefaultPartialProgressMaxCommits, as
+	// Spark's partial-progress.max-commits).
+	PropertyPartialProgressMaxCommits = "icekeeper.compaction.partial-progress.max-commits"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -226,7 +236,7 @@ func ValidateProperties(props map[string]string) error {
 		}
 		v := props[k]
 		switch k {
-		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled, PropertyRewriteDeletesEnabled:
+		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled, PropertyRewriteDeletesEnabled, PropertyPartialProgressEnabled:
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
@@ -236,6 +246,10 @@ func ValidateProperties(props map[string]string) error {
 			}
 		case PropertyRewriteDeletesMinInputFiles:
 			if _, err := RewriteDeletesMinInputFiles(props); err != nil {
+				errs = append(errs, err)
+			}
+		case PropertyPartialProgressMaxCommits:
+			if _, err := PartialProgress(map[string]string{PropertyPartialProgressEnabled: "true", k: v}); err != nil {
 				errs = append(errs, err)
 			}
 		case PropertyHotPartitionIdleTime, PropertyHotPartitionMinFiles:
@@ -270,6 +284,35 @@ func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyRewriteDeletesMinInputFiles, v)
 	}
 	return n, nil
+}
+
+// DefaultPartialProgressMaxCommits is PropertyPartialProgressMaxCommits'
+// default (Spark's).
+const DefaultPartialProgressMaxCommits = 10
+
+// PartialProgress reads the partial-progress properties: the most commits
+// a compaction may make, or 0 when partial progress is off.
+func PartialProgress(props map[string]string) (int, error) {
+	v := strings.TrimSpace(props[PropertyPartialProgressEnabled])
+	if v == "" {
+		return 0, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, PropertyPartialProgressEnabled, v)
+	}
+	if !on {
+		return 0, nil
+	}
+	maxCommits := DefaultPartialProgressMaxCommits
+	if v, ok := props[PropertyPartialProgressMaxCommits]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyPartialProgressMaxCommits, v)
+		}
+		maxCommits = n
+	}
+	return maxCommits, nil
 }
 
 // DefaultHotPartitionMinFiles is PropertyHotPartitionMinFiles' default.

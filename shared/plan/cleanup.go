@@ -24,7 +24,8 @@ import (
 // Only ended jobs are cleaned up: a job still running (a superseded one,
 // whose abort was just requested) is left for the next job. A job whose
 // record is gone (DynamoDB TTL) is forgotten. Winners of committed jobs are
-// never touched: their files are referenced by the table's snapshots. It
+// never touched, nor those of a batched job's committed batches: their files
+// are referenced by the table's snapshots (jobs.Job.Unreferenced). It
 // holds the table's lease, so no other icekeeper job is writing the table.
 // It returns how many files it removed. Errors are logged, never fatal:
 // planning goes on.
@@ -49,12 +50,7 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 			continue
 		}
 		for _, g := range groups {
-			for _, a := range g.Attempts {
-				if j.State == jobs.Committed && a == g.Winner {
-					continue
-				}
-				attempts = append(attempts, a)
-			}
+			attempts = append(attempts, j.Unreferenced(g)...)
 		}
 		done = append(done, id)
 	}

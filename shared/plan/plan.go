@@ -364,6 +364,17 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 		jobGroups = append(jobGroups, jobs.Group{Index: i, InputFiles: int64(len(g.Tasks)), InputBytes: g.TotalSizeBytes})
 	}
 	job.TargetFileSize = cfg.TargetFileSizeBytes
+	maxCommits, err := optin.PartialProgress(tbl.Properties())
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if maxCommits > 0 {
+		// Partial progress: groups commit in batches of this many (jobs,
+		// batches.go); one batch is one commit, as without it.
+		if n := jobs.GroupsPerCommit(len(groups), maxCommits); n < len(groups) {
+			job.BatchSize = n
+		}
+	}
 	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, _ messages.PlanGroup) {
 		t.TargetFileSize = cfg.TargetFileSizeBytes
 	})

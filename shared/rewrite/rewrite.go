@@ -269,15 +269,18 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		}
 		return Result{}, err
 	}
-	switch g.State {
-	case jobs.GroupFailed:
+	switch {
+	case g.State == jobs.GroupFailed && job.Batched() && job.BatchEnded(job.BatchOf(task.Group)):
+		// Its batch failed (perhaps for another group): nothing to do.
+		return Result{}, fmt.Errorf("%w: batch %d of the job ended: %s", ErrStale, job.BatchOf(task.Group), g.Reason)
+	case g.State == jobs.GroupFailed:
 		// Keep failing so the message reaches the dead-letter queue.
 		return Result{}, fmt.Errorf("%w: group failed earlier: %s", ErrTerminal, g.Reason)
-	case jobs.GroupDone:
-		handed, err := r.handOff(ctx, task.JobID)
+	case g.State == jobs.GroupDone:
+		handed, err := r.handOff(ctx, task.JobID, task.Group)
 		return Result{Outcome: OutcomeDuplicate, Attempt: g.Winner, HandedOff: handed}, err
 	}
-	if job.State != jobs.Planned && job.State != jobs.Running {
+	if !job.Claimable() {
 		return Result{}, fmt.Errorf("%w: job is %s", ErrStale, job.State)
 	}
 	// The work in progress keeps the job's term: each task renews it, so a
@@ -298,7 +301,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		case errors.Is(err, jobs.ErrNotRunning):
 			return Result{}, fmt.Errorf("%w: %v", ErrStale, err)
 		case errors.Is(err, jobs.ErrGroupSettled):
-			handed, herr := r.handOff(ctx, task.JobID)
+			handed, herr := r.handOff(ctx, task.JobID, task.Group)
 			return Result{Outcome: OutcomeDuplicate, HandedOff: handed}, herr
 		}
 		return Result{}, err
@@ -329,7 +332,14 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 			if ferr := r.jobs.FailGroup(context.WithoutCancel(ctx), task.JobID, task.Group, reason); ferr != nil && !errors.Is(ferr, jobs.ErrGroupSettled) {
 				log.Warn("mark group failed", "err", ferr.Error())
 			}
-			r.requestAbort(ctx, log, task.JobID, reason, messages.FailRewrite)
+			if job.Batched() {
+				// A failed group fails its batch only: the committer ends it.
+				if _, herr := r.handOff(context.WithoutCancel(ctx), task.JobID, task.Group); herr != nil {
+					log.Warn("hand the failed batch to the committer", "err", herr.Error())
+				}
+			} else {
+				r.requestAbort(ctx, log, task.JobID, reason, messages.FailRewrite)
+			}
 			if !errors.Is(err, ErrTerminal) {
 				err = fmt.Errorf("%w: %w", ErrTerminal, err)
 			}
@@ -407,25 +417,42 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		}
 		res.Outcome = OutcomeDuplicate
 	}
-	handed, err := r.handOff(ctx, task.JobID)
+	handed, err := r.handOff(ctx, task.JobID, task.Group)
 	res.HandedOff = handed
 	return res, err
 }
 
-// handOff sends the job to the committer when every group is done. Several
-// rewriters may send it; the committer is idempotent.
-func (r *Rewriter) handOff(ctx context.Context, jobID string) (bool, error) {
+// handOff sends the job to the committer when every group is done, or for
+// a batched job (partial progress) group's batch when every group of it is
+// done or group failed. Several rewriters may send it; the committer is
+// idempotent, and one committing another batch commits this one next.
+func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, error) {
 	job, err := r.jobs.Get(ctx, jobID)
 	if err != nil {
 		return false, err
 	}
-	if job.State != jobs.Planned && job.State != jobs.Running {
+	req := messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID}
+	switch {
+	case job.Batched():
+		req.Batch = job.BatchOf(group)
+		if job.State.Terminal() || job.BatchEnded(req.Batch) {
+			return false, nil
+		}
+		if !job.BatchDone(req.Batch) {
+			g, err := r.jobs.Group(ctx, jobID, group)
+			if err != nil {
+				return false, err
+			}
+			if g.State != jobs.GroupFailed {
+				return false, nil
+			}
+		}
+	case job.State != jobs.Planned && job.State != jobs.Running:
+		return false, nil
+	case len(job.DoneGroups) < job.Groups:
 		return false, nil
 	}
-	if len(job.DoneGroups) < job.Groups {
-		return false, nil
-	}
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID})
+	body, err := messages.Encode(req)
 	if err != nil {
 		return false, err
 	}
