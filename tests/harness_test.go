@@ -290,9 +290,12 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 		e.t.Fatalf("job %s recorded no attempts", jobID)
 	}
 	var left []string
+	batches := e.job(jobID).Batches()
 	for p := range e.filesOnDisk() {
-		if outputs.OfAttempt(p, commit.RebaseAttempt(jobID)) {
-			left = append(left, p) // its rebase's delete files (Parquet or Puffin)
+		for b := 0; b <= batches; b++ {
+			if outputs.OfAttempt(p, commit.RebaseAttempt(jobID, b)) {
+				left = append(left, p) // its rebase's delete files (Parquet or Puffin)
+			}
 		}
 	}
 	for p := range e.dataFilesOnDisk() {

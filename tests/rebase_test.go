@@ -95,9 +95,12 @@ const undoneDelete = "nothing committed since deletes that row again"
 func (e *env) requireRebasedFilesLive(jobID string) {
 	e.t.Helper()
 	live := e.referencedFiles()
+	batches := e.job(jobID).Batches()
 	for p := range e.filesOnDisk() {
-		if outputs.OfAttempt(p, commit.RebaseAttempt(jobID)) && !live[p] {
-			e.t.Fatalf("rebased delete file %s is on disk but not in the table", p)
+		for b := 0; b <= batches; b++ {
+			if outputs.OfAttempt(p, commit.RebaseAttempt(jobID, b)) && !live[p] {
+				e.t.Fatalf("rebased delete file %s is on disk but not in the table", p)
+			}
 		}
 	}
 }
@@ -292,7 +295,7 @@ func TestRebase_ACommitterThatDiesAfterRebasingLeavesNothing(t *testing.T) {
 	}
 	left := 0
 	for p := range e.filesOnDisk() {
-		if outputs.OfAttempt(p, commit.RebaseAttempt(r.JobID)) {
+		if outputs.OfAttempt(p, commit.RebaseAttempt(r.JobID, 0)) {
 			left++
 		}
 	}

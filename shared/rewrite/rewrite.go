@@ -274,6 +274,12 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		// Its batch failed (perhaps for another group): nothing to do.
 		return Result{}, fmt.Errorf("%w: batch %d of the job ended: %s", ErrStale, job.BatchOf(task.Group), g.Reason)
 	case g.State == jobs.GroupFailed:
+		if job.Batched() {
+			// Its batch may not have been handed to the committer yet.
+			if _, err := r.handOff(ctx, task.JobID, task.Group); err != nil {
+				log.Warn("hand the failed batch to the committer", "err", err.Error())
+			}
+		}
 		// Keep failing so the message reaches the dead-letter queue.
 		return Result{}, fmt.Errorf("%w: group failed earlier: %s", ErrTerminal, g.Reason)
 	case g.State == jobs.GroupDone:
@@ -439,12 +445,10 @@ func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, 
 			return false, nil
 		}
 		if !job.BatchDone(req.Batch) {
-			g, err := r.jobs.Group(ctx, jobID, group)
-			if err != nil {
+			// Settled all the same when one of its groups failed.
+			failed, err := r.batchHasFailedGroup(ctx, job, req.Batch)
+			if err != nil || !failed {
 				return false, err
-			}
-			if g.State != jobs.GroupFailed {
-				return false, nil
 			}
 		}
 	case job.State != jobs.Planned && job.State != jobs.Running:
@@ -460,6 +464,28 @@ func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, 
 		return false, err
 	}
 	return true, nil
+}
+
+// batchHasFailedGroup reports whether a group of batch that is not done
+// failed.
+func (r *Rewriter) batchHasFailedGroup(ctx context.Context, job jobs.Job, batch int) (bool, error) {
+	done := map[int]bool{}
+	for _, g := range job.DoneGroups {
+		done[g] = true
+	}
+	for _, i := range job.BatchGroups(batch) {
+		if done[i] {
+			continue
+		}
+		g, err := r.jobs.Group(ctx, job.ID, i)
+		if err != nil {
+			return false, err
+		}
+		if g.State == jobs.GroupFailed {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason, class string) {
