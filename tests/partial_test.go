@@ -482,3 +482,70 @@ func TestPartialProgress_RewritersOfOtherBatchesClaimWhileABatchCommits(t *testi
 	}
 	e.requireOnlyReferencedJobFiles(r.JobID)
 }
+
+// TestPartialProgress_ADeleteDeadForEveryBatchIsRemovedOnce: the
+// equality deletes of a partition whose data files were all removed apply
+// to no file, so every batch finds them dead. Batch 1 removes them; batch
+// 2 must leave them out of its own removals (removing them again would
+// fail, and would look like a writer removing them) and commit.
+func TestPartialProgress_ADeleteDeadForEveryBatchIsRemovedOnce(t *testing.T) {
+	e := setup(t)
+	o := fourPartitions
+	o.Partitions = 5
+	e.partialTable(o, 2)
+	// Another tool removes every data file of the last partition, and
+	// leaves its equality deletes.
+	gone := sampletable.Region(o.Partitions - 1)
+	txn := e.load().NewTransaction()
+	rw := txn.NewRewrite(iceberg.Properties{"removed-by": "another-tool"})
+	removed := 0
+	for _, task := range e.liveTasks() {
+		if strings.Contains(task.File.FilePath(), gone) {
+			rw.DeleteFile(task.File)
+			removed++
+		}
+	}
+	if removed == 0 {
+		t.Fatalf("no data file in %s", gone)
+	}
+	if err := rw.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadEq := e.equalityDeletesIn(gone)
+	if deadEq == 0 {
+		t.Fatalf("no equality delete left in %s; the test needs one", gone)
+	}
+	want := e.fingerprint()
+	r, _ := e.planBatched(2)
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+	if j := e.job(r.JobID); len(j.CommittedBatches) != 2 {
+		t.Fatalf("committed batches %v (%s), want both", j.CommittedBatches, j.Reason)
+	}
+	if n := e.equalityDeletesIn(gone); n != 0 {
+		t.Fatalf("%d dead equality deletes left in %s", n, gone)
+	}
+}
+
+// equalityDeletesIn counts the live equality delete files whose path is in
+// region's partition.
+func (e *env) equalityDeletesIn(region string) int {
+	e.t.Helper()
+	fsys, ms := e.currentManifests()
+	n := 0
+	for _, m := range ms {
+		for ent, err := range m.Entries(fsys, true) {
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if df := ent.DataFile(); df.ContentType() == iceberg.EntryContentEqDeletes && strings.Contains(df.FilePath(), region) {
+				n++
+			}
+		}
+	}
+	return n
+}
