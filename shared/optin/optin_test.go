@@ -96,3 +96,33 @@ func TestHotPartitions_OffByDefaultAndBadValuesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestPartialProgress_OffByDefaultMaxCommitsDefaultsToSparksAndBadValuesAreRefused(t *testing.T) {
+	for _, props := range []map[string]string{{}, {PropertyPartialProgressEnabled: "false"}, {PropertyPartialProgressMaxCommits: "4"}} {
+		if n, err := PartialProgress(props); err != nil || n != 0 {
+			t.Fatalf("%v: %d %v, want off", props, n, err)
+		}
+	}
+	if n, err := PartialProgress(map[string]string{PropertyPartialProgressEnabled: "true"}); err != nil || n != 10 {
+		t.Fatalf("enabled: %d %v, want Spark's 10", n, err)
+	}
+	if n, err := PartialProgress(map[string]string{PropertyPartialProgressEnabled: "TRUE", PropertyPartialProgressMaxCommits: " 3 "}); err != nil || n != 3 {
+		t.Fatalf("max-commits 3: %d %v", n, err)
+	}
+	for _, bad := range []map[string]string{
+		{PropertyPartialProgressEnabled: "yes please"},
+		{PropertyPartialProgressEnabled: "true", PropertyPartialProgressMaxCommits: "0"},
+		{PropertyPartialProgressEnabled: "true", PropertyPartialProgressMaxCommits: "many"},
+	} {
+		if _, err := PartialProgress(bad); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("%v: %v, want ErrBadProperty", bad, err)
+		}
+		if err := ValidateProperties(bad); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("ValidateProperties(%v): %v, want ErrBadProperty", bad, err)
+		}
+	}
+	// A malformed max-commits is refused even while partial progress is off.
+	if err := ValidateProperties(map[string]string{PropertyPartialProgressMaxCommits: "-2"}); !errors.Is(err, ErrBadProperty) {
+		t.Fatalf("ValidateProperties(max-commits -2): %v, want ErrBadProperty", err)
+	}
+}
