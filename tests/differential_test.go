@@ -58,6 +58,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,6 +77,7 @@ import (
 	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
@@ -182,6 +184,10 @@ type diffRun struct {
 	lateTask string
 	// crashed lists the jobs a crash was injected into (for leak reports).
 	crashed []string
+	// batching chooses which compactions commit in batches (partial
+	// progress); a generator of its own, so the histories the other
+	// choices make stay those of their seeds.
+	batching *mathrand.Rand
 }
 
 // diffJob is the progress of the job in flight.
@@ -240,6 +246,7 @@ func (r *diffRun) run(t *testing.T) {
 	// partition, so the histories reach them.
 	r.e.setProperties(iceberg.Properties{optin.PropertyRewriteDeletesMinInputFiles: "2"})
 	r.leaked = map[string]bool{}
+	r.batching = mathrand.New(mathrand.NewPCG(r.seed, 0x6261746368))
 	w := r.w
 	// Enough small files per partition for the planner (at least 5 per
 	// partition), and a big one.
@@ -378,6 +385,12 @@ func (r *diffRun) advance(faults bool) (planned bool) {
 		if w.rng.IntN(3) == 0 {
 			planJob = e.planner.PlanDeleteRewrite
 		}
+		// Half the compactions commit in batches of one or two groups.
+		maxCommits := []int{0, 2, 3, 10}[r.batching.IntN(4)]
+		e.setProperties(iceberg.Properties{
+			optin.PropertyPartialProgressEnabled:    strconv.FormatBool(maxCommits > 0),
+			optin.PropertyPartialProgressMaxCommits: strconv.Itoa(max(maxCommits, 1)),
+		})
 		res, err := planJob(e.ctx, e.name(), "fuzz")
 		if err != nil {
 			r.fail(catJobs, "planning failed: %v", err)
@@ -393,8 +406,8 @@ func (r *diffRun) advance(faults bool) (planned bool) {
 			r.crashed = append(r.crashed, res.JobID)
 		}
 		r.jobIDs = append(r.jobIDs, res.JobID)
-		w.note("%s job %s planned at snapshot %d: %d groups, %d input files, %d files left out",
-			e.job(res.JobID).Kind, res.JobID, res.SnapshotID, res.Groups, res.InputFiles, res.SkippedFiles)
+		w.note("%s job %s planned at snapshot %d: %d groups in %d commits, %d input files, %d files left out",
+			e.job(res.JobID).Kind, res.JobID, res.SnapshotID, res.Groups, e.job(res.JobID).Batches(), res.InputFiles, res.SkippedFiles)
 		if chance(4) {
 			r.crashedAttempt()
 			r.crashed = append(r.crashed, res.JobID)
@@ -563,21 +576,32 @@ func (r *diffRun) checkJobs() {
 	e, w := r.e, r.w
 	w.reload()
 	count := map[string]int{}
+	perBatch := map[string]int{}
 	for _, s := range w.tbl.Metadata().Snapshots() {
 		if s.Summary != nil {
 			if id := s.Summary.Properties[commit.SummaryJobID]; id != "" {
 				count[id]++
+				perBatch[id+"#"+s.Summary.Properties[messages.SummaryBatch]]++
 			}
 		}
 	}
 	for _, id := range r.jobIDs {
 		j := e.job(id)
 		n := count[id]
+		want := 1
+		if j.Batched() {
+			want = len(j.CommittedBatches)
+		}
+		for b := 0; b <= j.Batches(); b++ {
+			if k := perBatch[fmt.Sprintf("%s#%s", id, map[bool]string{true: strconv.Itoa(b), false: ""}[b > 0])]; k > 1 {
+				r.fail(catSnapshots, "job %s (%s) stamped %d snapshots for batch %d", id, j.State, k, b)
+			}
+		}
 		switch {
-		case n > 1:
-			r.fail(catSnapshots, "job %s (%s) stamped %d snapshots", id, j.State, n)
-		case j.State == jobs.Committed && n != 1:
-			r.fail(catSnapshots, "job %s committed but stamped %d snapshots", id, n)
+		case n > want:
+			r.fail(catSnapshots, "job %s (%s) stamped %d snapshots, want at most %d", id, j.State, n, want)
+		case j.State == jobs.Committed && n != want:
+			r.fail(catSnapshots, "job %s committed %d commits but stamped %d snapshots", id, want, n)
 		case (j.State == jobs.Failed || j.State == jobs.Aborted) && n != 0:
 			r.fail(catSnapshots, "job %s ended %s (%s) but stamped %d snapshots", id, j.State, j.Reason, n)
 		}
