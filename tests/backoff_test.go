@@ -27,13 +27,7 @@ func TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff(t *testi
 		for _, task := range e.liveTasks() {
 			victim = strings.TrimPrefix(task.File.FilePath(), "file://")
 		}
-		data, err := os.ReadFile(victim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(victim); err != nil {
-			t.Fatal(err)
-		}
+		restore := e.hideFile(victim)
 		e.drainTasks()
 		e.drainCommits()
 		j := e.job(r.JobID)
@@ -44,9 +38,7 @@ func TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff(t *testi
 			t.Fatalf("job %d left %d files", i+1, len(left))
 		}
 		// Put the file back so that only the failure's kind carries over.
-		if err := os.WriteFile(victim, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		restore()
 	}
 	r := e.plan()
 	if r.Outcome != plan.OutcomeBackedOff || !strings.Contains(r.Reason, "rewrite") {
@@ -106,5 +98,24 @@ func TestPipeline_ConflictAbortsInARowMakeTheTableWait(t *testing.T) {
 	m := e.metrics.metricTotals(t)
 	if m["ConflictAborts/"+e.name()] != 2 || m["TablesBackedOff"] != 0 {
 		t.Fatalf("ConflictAborts %v, TablesBackedOff %v; want 2 for the table and none", m["ConflictAborts/"+e.name()], m["TablesBackedOff"])
+	}
+}
+
+// hideFile removes a local file, as if storage lost it; restore puts it
+// back.
+func (e *env) hideFile(path string) (restore func()) {
+	e.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		e.t.Helper()
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,18 +167,10 @@ func TestPartialProgress_AFailedGroupFailsOnlyItsBatch(t *testing.T) {
 	r, p := e.planBatched(2)
 	j := e.job(r.JobID)
 	victim := strings.TrimPrefix(p.Groups[j.BatchGroups(1)[0]].InputPaths[0], "file://")
-	data, err := os.ReadFile(victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(victim); err != nil {
-		t.Fatal(err)
-	}
+	restore := e.hideFile(victim)
 	e.drainTasks()
 	e.drainCommits()
-	if err := os.WriteFile(victim, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	e.requireCommitted(r.JobID, want)
 	j = e.job(r.JobID)
 	if _, ok := j.CommittedBatches[2]; !ok || len(j.CommittedBatches) != 1 {
@@ -328,40 +319,21 @@ func TestPartialProgress_AConflictAbortsOnlyItsBatchAndKeepsTheOthersRebasedDele
 // is in targets, as another tool undoing a delete would.
 func (e *env) undeleteOnly(targets map[string]bool, pinned int64) {
 	e.t.Helper()
-	fsys, ms := e.currentManifests()
-	var victim iceberg.DataFile
-	for _, m := range ms {
-		for ent, err := range m.Entries(fsys, true) {
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			df := ent.DataFile()
-			if victim != nil || df.ContentType() != iceberg.EntryContentPosDeletes || df.Count() == 0 || ent.SequenceNum() > pinned {
-				continue
-			}
-			paths, err := positionDeleteTargets(df)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			all := len(paths) > 0
-			for _, p := range paths {
-				all = all && targets[p]
-			}
-			if all {
-				victim = df
+	e.undeleteWhere(func(ent iceberg.ManifestEntry) bool {
+		if ent.SequenceNum() > pinned {
+			return false
+		}
+		paths, err := positionDeleteTargets(ent.DataFile())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, p := range paths {
+			if !targets[p] {
+				return false
 			}
 		}
-	}
-	if victim == nil {
-		e.t.Fatal("no position delete file or deletion vector applies only to the given files")
-	}
-	txn := e.load().NewTransaction()
-	if err := txn.NewRewrite(iceberg.Properties{"removed-by": "another-tool"}).DeleteFile(victim).Commit(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
+		return len(paths) > 0
+	})
 }
 
 // TestPartialProgress_EndingTheJobKeepsItsCommittedBatches: batch 1
@@ -374,13 +346,9 @@ func TestPartialProgress_EndingTheJobKeepsItsCommittedBatches(t *testing.T) {
 	e.partialTable(fourPartitions, 2)
 	want := e.fingerprint()
 	r, _ := e.planBatched(2)
-	j := e.job(r.JobID)
-	first := map[int]bool{}
-	for _, g := range j.BatchGroups(1) {
-		first[g] = true
-	}
-	e.rewriteOnly(func(group int) bool { return first[group] })
+	e.rewriteBatch(r.JobID, 1)
 	e.drainCommits()
+	var j jobs.Job
 	if j = e.job(r.JobID); j.State != jobs.Running || len(j.CommittedBatches) != 1 {
 		t.Fatalf("after batch 1: %s, committed %v (%s)", j.State, j.CommittedBatches, j.Reason)
 	}
@@ -404,10 +372,12 @@ func TestPartialProgress_EndingTheJobKeepsItsCommittedBatches(t *testing.T) {
 	}
 }
 
-// rewriteOnly runs the rewriter on the task messages whose group keep
-// selects, and leaves the others in the queue.
-func (e *env) rewriteOnly(keep func(group int) bool) {
+// rewriteBatch runs the rewriter on the task messages of one batch of the
+// job, and leaves the others in the queue.
+func (e *env) rewriteBatch(jobID string, batch int) {
 	e.t.Helper()
+	j := e.job(jobID)
+	keep := func(group int) bool { return j.BatchOf(group) == batch }
 	var handles []string
 	for {
 		msgs, err := e.deps.Tasks.Receive(e.ctx, 10, 0, 60)
@@ -452,12 +422,7 @@ func TestPartialProgress_RewritersOfOtherBatchesClaimWhileABatchCommits(t *testi
 	e.partialTable(fourPartitions, 2)
 	want := e.fingerprint()
 	r, _ := e.planBatched(2)
-	j := e.job(r.JobID)
-	first := map[int]bool{}
-	for _, g := range j.BatchGroups(1) {
-		first[g] = true
-	}
-	e.rewriteOnly(func(group int) bool { return first[group] })
+	e.rewriteBatch(r.JobID, 1)
 	during := false
 	e.committer.SetAfterCatalogCommit(func(string) error {
 		if !during {
@@ -465,7 +430,7 @@ func TestPartialProgress_RewritersOfOtherBatchesClaimWhileABatchCommits(t *testi
 			if s := e.job(r.JobID).State; s != jobs.Committing {
 				t.Errorf("job is %s during batch 1's commit, want committing", s)
 			}
-			e.rewriteOnly(func(group int) bool { return !first[group] })
+			e.rewriteBatch(r.JobID, 2)
 		}
 		return nil
 	})
@@ -474,7 +439,7 @@ func TestPartialProgress_RewritersOfOtherBatchesClaimWhileABatchCommits(t *testi
 		t.Fatal("the hook did not run")
 	}
 	e.requireCommitted(r.JobID, want)
-	if j = e.job(r.JobID); len(j.CommittedBatches) != 2 {
+	if j := e.job(r.JobID); len(j.CommittedBatches) != 2 {
 		t.Fatalf("committed batches %v (%s), want both", j.CommittedBatches, j.Reason)
 	}
 	if st.Failed != 0 {

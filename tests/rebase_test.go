@@ -63,6 +63,13 @@ func (e *env) requireNoDanglingDeletes(jobID string) {
 // rather than hide them: nothing deletes them again to rebase.
 func (e *env) undeleteConcurrently() {
 	e.t.Helper()
+	e.undeleteWhere(func(iceberg.ManifestEntry) bool { return true })
+}
+
+// undeleteWhere removes, as another tool undoing a delete would, the first
+// live position delete file or deletion vector with rows that pick takes.
+func (e *env) undeleteWhere(pick func(iceberg.ManifestEntry) bool) {
+	e.t.Helper()
 	fsys, ms := e.currentManifests()
 	var victim iceberg.DataFile
 	for _, m := range ms {
@@ -70,7 +77,7 @@ func (e *env) undeleteConcurrently() {
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			if df := ent.DataFile(); victim == nil && df.ContentType() == iceberg.EntryContentPosDeletes && df.Count() > 0 {
+			if df := ent.DataFile(); victim == nil && df.ContentType() == iceberg.EntryContentPosDeletes && df.Count() > 0 && pick(ent) {
 				victim = df
 			}
 		}

@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -65,27 +64,15 @@ func (c *Committer) handleBatch(ctx context.Context, log *slog.Logger, job jobs.
 			return res, nil
 		}
 		batch, res.Batch = next, next
-		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
-			if errors.Is(err, lease.ErrLost) {
-				return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "", "")
-			}
-			return res, err
+		err = c.renewThenBegin(ctx, job, term, func() error { return c.jobs.BeginBatch(ctx, job.ID, batch, me) })
+		if errors.Is(err, lease.ErrLost) {
+			return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "", "")
 		}
-		if err := c.jobs.BeginBatch(ctx, job.ID, batch, me); err != nil {
-			if errors.Is(err, jobs.ErrStateConflict) {
-				return res, fmt.Errorf("%w: job %s changed state concurrently", ErrBusy, job.ID)
-			}
+		if err != nil {
 			return res, err
 		}
 	case jobs.Committing:
-		staleBefore := c.now().Add(-c.settings.CommitTakeover)
-		if !job.UpdatedAt.Before(staleBefore) {
-			return res, fmt.Errorf("%w: job %s committing batch %d since %s", ErrBusy, job.ID, job.CommittingBatch, job.UpdatedAt.UTC().Format(time.RFC3339))
-		}
-		if err := c.jobs.TakeOver(ctx, job.ID, me, staleBefore); err != nil {
-			if errors.Is(err, jobs.ErrStateConflict) {
-				return res, fmt.Errorf("%w: job %s was taken over concurrently", ErrBusy, job.ID)
-			}
+		if err := c.takeOverSilent(ctx, job, me); err != nil {
 			return res, err
 		}
 		log.Warn("took over a committing batch whose committer went silent", "previous_committer", job.CommitterID, "batch", job.CommittingBatch)

@@ -441,31 +441,21 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 			res.Reason = fmt.Sprintf("%d of %d groups done", len(job.DoneGroups), job.Groups)
 			return res, nil
 		}
-		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
-			if errors.Is(err, lease.ErrLost) {
-				return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "", "")
-			}
-			return res, err
+		err := c.renewThenBegin(ctx, job, term, func() error {
+			return c.jobs.BeginCommit(ctx, job.ID, []jobs.State{jobs.Planned, jobs.Running}, me)
+		})
+		if errors.Is(err, lease.ErrLost) {
+			return c.abort(ctx, log, job, jobs.Failed, "lease lost before commit", "", "")
 		}
-		if err := c.jobs.BeginCommit(ctx, job.ID, []jobs.State{jobs.Planned, jobs.Running}, me); err != nil {
-			if errors.Is(err, jobs.ErrStateConflict) {
-				return res, fmt.Errorf("%w: job %s changed state concurrently", ErrBusy, job.ID)
-			}
+		if err != nil {
 			return res, err
 		}
 	case jobs.Committing:
 		// Another committer owns the job. It may be working (leave it
-		// alone) or dead (take over once it cannot be alive any more).
-		staleBefore := c.now().Add(-c.settings.CommitTakeover)
-		if !job.UpdatedAt.Before(staleBefore) {
-			// An abort request waits too (redelivered later): its committer
-			// may finish, or go silent and be taken over.
-			return res, fmt.Errorf("%w: job %s committing since %s", ErrBusy, job.ID, job.UpdatedAt.UTC().Format(time.RFC3339))
-		}
-		if err := c.jobs.TakeOver(ctx, job.ID, me, staleBefore); err != nil {
-			if errors.Is(err, jobs.ErrStateConflict) {
-				return res, fmt.Errorf("%w: job %s was taken over concurrently", ErrBusy, job.ID)
-			}
+		// alone) or dead (take over once it cannot be alive any more). An
+		// abort request waits too (redelivered later): its committer may
+		// finish, or go silent and be taken over.
+		if err := c.takeOverSilent(ctx, job, me); err != nil {
 			return res, err
 		}
 		log.Warn("took over a committing job whose committer went silent", "previous_committer", job.CommitterID)
@@ -497,6 +487,39 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		return out, aerr
 	}
 	return res, err
+}
+
+// renewThenBegin renews the job's lease (lease.ErrLost when it is gone)
+// and enters the committing state with begin; ErrBusy when another
+// committer entered it first.
+func (c *Committer) renewThenBegin(ctx context.Context, job jobs.Job, term lease.Lease, begin func() error) error {
+	if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+		return err
+	}
+	if err := begin(); err != nil {
+		if errors.Is(err, jobs.ErrStateConflict) {
+			return fmt.Errorf("%w: job %s changed state concurrently", ErrBusy, job.ID)
+		}
+		return err
+	}
+	return nil
+}
+
+// takeOverSilent takes a committing job over for me once its owner has
+// been silent for the takeover window; ErrBusy before that, or when
+// another committer took it over first.
+func (c *Committer) takeOverSilent(ctx context.Context, job jobs.Job, me string) error {
+	staleBefore := c.now().Add(-c.settings.CommitTakeover)
+	if !job.UpdatedAt.Before(staleBefore) {
+		return fmt.Errorf("%w: job %s committing (batch %d) since %s", ErrBusy, job.ID, job.CommittingBatch, job.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	if err := c.jobs.TakeOver(ctx, job.ID, me, staleBefore); err != nil {
+		if errors.Is(err, jobs.ErrStateConflict) {
+			return fmt.Errorf("%w: job %s was taken over concurrently", ErrBusy, job.ID)
+		}
+		return err
+	}
+	return nil
 }
 
 // commit runs steps 2 to 5 for a job in the committing state; tookOver
