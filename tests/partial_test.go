@@ -47,6 +47,9 @@ func (e *env) planBatched(batches int) (plan.Result, messages.Plan) {
 	if r.Outcome != plan.OutcomePlanned {
 		e.t.Fatalf("plan: %s (%s)", r.Outcome, r.Reason)
 	}
+	if want := map[bool]int{true: batches, false: 0}[batches > 1]; r.Batches != want {
+		e.t.Fatalf("plan result says %d batches, want %d", r.Batches, want)
+	}
 	if j := e.job(r.JobID); j.Batches() != batches {
 		e.t.Fatalf("job has %d groups in %d batches of %d, want %d batches", j.Groups, j.Batches(), j.BatchSize, batches)
 	}

@@ -181,13 +181,19 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 	if c.Job != nil && c.Job.Kind != jobs.KindCompaction {
 		fmt.Fprintf(w, "planned: %s job %s at snapshot %d\n", c.Job.Kind, p.JobID, p.SnapshotID)
 	} else {
-		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, p.InputFiles, humanBytes(p.InputBytes))
+		commits := ""
+		if p.Batches > 1 {
+			commits = fmt.Sprintf(" in %d commits (partial progress)", p.Batches)
+		}
+		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, commits, p.InputFiles, humanBytes(p.InputBytes))
 		fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
 	}
 	if c.Job != nil {
 		switch {
 		case c.Committed && c.Job.Kind != jobs.KindCompaction:
 			fmt.Fprintf(w, "committed: %s\n", strings.TrimPrefix(c.Job.Reason, "committed: "))
+		case c.Committed && c.Job.Batched():
+			fmt.Fprintf(w, "committed: %s, latest snapshot %d\n", c.Job.Reason, c.Job.CommittedSnapshotID)
 		case c.Committed:
 			fmt.Fprintf(w, "committed: new snapshot %d\n", c.Job.CommittedSnapshotID)
 		default:

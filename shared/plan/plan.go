@@ -111,8 +111,11 @@ type Result struct {
 	JobID      string  `json:"job_id,omitempty"`
 	SnapshotID int64   `json:"snapshot_id,string,omitempty"`
 	Groups     int     `json:"groups,omitempty"`
-	InputFiles int64   `json:"input_files,omitempty"`
-	InputBytes int64   `json:"input_bytes,omitempty"`
+	// Batches is the number of commits a batched compaction (partial
+	// progress) makes; absent: one.
+	Batches    int   `json:"batches,omitempty"`
+	InputFiles int64 `json:"input_files,omitempty"`
+	InputBytes int64 `json:"input_bytes,omitempty"`
 	// SkippedFiles are files the compaction planner left alone.
 	SkippedFiles int `json:"skipped_files,omitempty"`
 	// CleanedFiles are files of earlier jobs, referenced by no snapshot,
@@ -418,6 +421,9 @@ func (p *Planner) startJob(ctx context.Context, log *slog.Logger, res Result, me
 		log.Info("job moved on before it was marked running", "err", err.Error())
 	}
 	res.Outcome, res.JobID, res.Groups = OutcomePlanned, jobID, len(groups)
+	if job.Groups = len(groups); job.Batched() {
+		res.Batches = job.Batches()
+	}
 	res.InputFiles, res.InputBytes = job.InputFiles, job.InputBytes
 	log.Info("planned", "kind", job.Kind, "groups", len(groups), "input_files", job.InputFiles, "input_bytes", job.InputBytes, "lease_token", job.Token)
 	return res, true, nil
