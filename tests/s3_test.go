@@ -14,6 +14,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/s3requests"
 )
 
 // TestPipeline_S3Warehouse keeps the table itself in S3 (the emulator's):
@@ -124,5 +125,49 @@ func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
 		if !have[uri] {
 			t.Errorf("deleted, but a kept snapshot needs it: %s", uri)
 		}
+	}
+}
+
+// TestPipeline_S3WarehouseRequestBudget counts the S3 requests the
+// rewriters send for the table's files (through a counting proxy in front
+// of the emulator): each input data and delete file is read with one GET,
+// plus one for the pinned metadata file per task, and each new file is one
+// PUT (every file here is smaller than an upload part).
+func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
+	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	counter, err := s3requests.Start(cloud.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counter.Close()
+	e := setup(t, func(c *config.Config) {
+		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
+		c.Catalog.Properties = map[string]string{
+			"s3.endpoint": counter.URL, "s3.region": "us-east-1",
+			"s3.access-key-id": "test", "s3.secret-access-key": "test",
+			"s3.force-virtual-addressing": "false",
+		}
+	})
+	e.createTable(smallTable)
+	want := e.fingerprint()
+	before := e.stats()
+	r := e.plan()
+	counter.Reset()
+	e.drainTasks()
+	c := counter.Counts()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+
+	inputs := int64(before.DataFiles + before.DeleteFiles())
+	gets := c.Ops[s3requests.GetObject]
+	t.Logf("rewriters, %d groups over %d data and %d delete files: %v", r.Groups, before.DataFiles, before.DeleteFiles(), c.Ops)
+	if gets > inputs+int64(r.Groups) {
+		t.Fatalf("rewriters sent %d GETs for %d input files and %d tasks, want at most one per file and one metadata read per task", gets, inputs, r.Groups)
+	}
+	if puts := c.Class(s3requests.ClassPut); puts != int64(r.Groups) || c.Ops[s3requests.UploadPart] != 0 {
+		t.Fatalf("rewriters sent %d PUT-class requests (%v) for %d new files, want one PutObject each", puts, c.Ops, r.Groups)
 	}
 }

@@ -11,23 +11,21 @@ import (
 	"errors"
 	"fmt"
 
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/messages"
-
-	// Table file IO for s3:// locations (iceberg-go registers schemes this
-	// way): rewriters open pinned tables here without any catalog.
-	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 )
 
 // ErrMismatch means the metadata file does not pin the expected snapshot.
 var ErrMismatch = errors.New("pin: metadata file does not pin the expected snapshot")
 
 // Opener opens pinned tables with the given file IO properties (for example
-// s3.endpoint or s3.region); nil properties use the SDK defaults.
+// s3.endpoint or s3.region); nil properties use the SDK defaults. Their
+// files are read and written through package fileio (IO tunes it).
 type Opener struct {
 	Properties map[string]string
+	IO         fileio.Options
 }
 
 // Open reads the metadata file of p and checks its current snapshot is p's.
@@ -51,7 +49,7 @@ func (o Opener) OpenMetadata(ctx context.Context, ident table.Identifier, metada
 	for k, v := range o.Properties {
 		props[k] = v
 	}
-	tbl, err := table.NewFromLocation(ctx, ident, metadataLocation, icebergio.LoadFSFunc(props, metadataLocation), nil)
+	tbl, err := table.NewFromLocation(ctx, ident, metadataLocation, fileio.LoadFunc(props, metadataLocation, o.IO), nil)
 	if err != nil {
 		return nil, fmt.Errorf("pin: open %s: %w", metadataLocation, err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/icekeeper/icekeeper/shared/deletefiles"
+	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -595,6 +596,8 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		if err != nil {
 			return nil, m, tbl, fmt.Errorf("open table IO: %w", err)
 		}
+		// The scan reads these files again: keep them (package fileio).
+		fileio.Retain(fs, positionalDeletePaths(tasks)...)
 		if dropped, err = deletefiles.Positional(ctx, fs, tasks); err != nil {
 			return nil, m, tbl, classify(fmt.Errorf("read group %d's position deletes: %w", task.Group, err))
 		}
@@ -785,6 +788,22 @@ func paths(files []iceberg.DataFile) []string {
 	out := make([]string, 0, len(files))
 	for _, f := range files {
 		out = append(out, f.FilePath())
+	}
+	return out
+}
+
+// positionalDeletePaths lists the position delete files and deletion
+// vectors' Puffin files of tasks, once each.
+func positionalDeletePaths(tasks []table.FileScanTask) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tasks {
+		for _, d := range append(append([]iceberg.DataFile(nil), t.DeleteFiles...), t.DeletionVectorFiles...) {
+			if !seen[d.FilePath()] {
+				seen[d.FilePath()] = true
+				out = append(out, d.FilePath())
+			}
+		}
 	}
 	return out
 }

@@ -1,0 +1,226 @@
+// Package s3requests counts the S3 requests that go through it: a
+// reverse proxy on loopback in front of an S3 endpoint (the emulator's
+// here, any S3-compatible endpoint in general), for the benchmark and the
+// tests that hold icekeeper to a request budget. It classifies each
+// request by its REST shape (method, query and headers, as the S3 API
+// reference defines the operations) and adds it to its billing class.
+//
+// It counts what any engine sends, iceberg-go's file IO or icekeeper's,
+// so that engines are compared on the same counter.
+package s3requests
+
+import (
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Operation names (the S3 API's).
+const (
+	GetObject               = "GetObject"
+	HeadObject              = "HeadObject"
+	PutObject               = "PutObject"
+	CopyObject              = "CopyObject"
+	UploadPart              = "UploadPart"
+	CreateMultipartUpload   = "CreateMultipartUpload"
+	CompleteMultipartUpload = "CompleteMultipartUpload"
+	AbortMultipartUpload    = "AbortMultipartUpload"
+	ListObjects             = "ListObjects"
+	DeleteObject            = "DeleteObject"
+	DeleteObjects           = "DeleteObjects"
+	Other                   = "Other"
+)
+
+// Billing classes of S3 Standard requests (Amazon S3 pricing, "Requests
+// & data retrievals"): PUT, COPY, POST and LIST requests are priced
+// together, GET, SELECT and all other requests together; DELETE and
+// CANCEL (abort) requests are free.
+const (
+	ClassPut  = "put"
+	ClassGet  = "get"
+	ClassFree = "free"
+)
+
+// ClassOf is the billing class of an operation.
+func ClassOf(op string) string {
+	switch op {
+	case PutObject, CopyObject, UploadPart, CreateMultipartUpload, CompleteMultipartUpload, ListObjects:
+		return ClassPut
+	case DeleteObject, DeleteObjects, AbortMultipartUpload:
+		return ClassFree
+	}
+	return ClassGet
+}
+
+// Classify names the S3 operation of a request (path-style or
+// virtual-hosted: only the method, query and headers are read).
+func Classify(r *http.Request) string {
+	q := r.URL.Query()
+	has := func(k string) bool { _, ok := q[k]; return ok }
+	switch r.Method {
+	case http.MethodGet:
+		if has("list-type") || has("prefix") || has("delimiter") || has("marker") || has("continuation-token") || objectKey(r.URL.Path) == "" {
+			return ListObjects
+		}
+		return GetObject
+	case http.MethodHead:
+		return HeadObject
+	case http.MethodPut:
+		switch {
+		case has("partNumber") && has("uploadId"):
+			return UploadPart
+		case r.Header.Get("x-amz-copy-source") != "":
+			return CopyObject
+		}
+		return PutObject
+	case http.MethodPost:
+		switch {
+		case has("uploads"):
+			return CreateMultipartUpload
+		case has("uploadId"):
+			return CompleteMultipartUpload
+		case has("delete"):
+			return DeleteObjects
+		}
+	case http.MethodDelete:
+		if has("uploadId") {
+			return AbortMultipartUpload
+		}
+		return DeleteObject
+	}
+	return Other
+}
+
+// objectKey is what follows the bucket in a path-style path ("" for a
+// request on the bucket itself).
+func objectKey(path string) string {
+	for len(path) > 0 && path[0] == '/' {
+		path = path[1:]
+	}
+	for i := 0; i < len(path); i++ {
+		if path[i] == '/' {
+			return path[i+1:]
+		}
+	}
+	return ""
+}
+
+// Counts are requests by operation, and the bytes of object bodies sent
+// (PutObject, UploadPart) and received (GetObject).
+type Counts struct {
+	Ops       map[string]int64
+	BytesUp   int64
+	BytesDown int64
+}
+
+// Class sums the operations of one billing class.
+func (c Counts) Class(class string) int64 {
+	var n int64
+	for op, k := range c.Ops {
+		if ClassOf(op) == class {
+			n += k
+		}
+	}
+	return n
+}
+
+// Total is every request counted.
+func (c Counts) Total() int64 {
+	var n int64
+	for _, k := range c.Ops {
+		n += k
+	}
+	return n
+}
+
+// Sorted lists the operations counted, by name.
+func (c Counts) Sorted() []string {
+	out := make([]string, 0, len(c.Ops))
+	for op := range c.Ops {
+		out = append(out, op)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Proxy is a counting reverse proxy.
+type Proxy struct {
+	// URL is the proxy's endpoint (use it as s3.endpoint).
+	URL string
+	srv *http.Server
+	mu  sync.Mutex
+	c   Counts
+}
+
+// Start serves a counting proxy to target on a free loopback port.
+func Start(target string) (*Proxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{URL: "http://" + ln.Addr().String(), c: Counts{Ops: map[string]int64{}}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op := Classify(r)
+		cw := &countingWriter{ResponseWriter: w}
+		rp.ServeHTTP(cw, r)
+		p.mu.Lock()
+		p.c.Ops[op]++
+		switch op {
+		case PutObject, UploadPart:
+			p.c.BytesUp += max(r.ContentLength, 0)
+		case GetObject:
+			p.c.BytesDown += cw.n
+		}
+		p.mu.Unlock()
+	})}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// Counts returns what was counted since the start or the last Reset.
+func (p *Proxy) Counts() Counts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := Counts{Ops: make(map[string]int64, len(p.c.Ops)), BytesUp: p.c.BytesUp, BytesDown: p.c.BytesDown}
+	for k, v := range p.c.Ops {
+		out.Ops[k] = v
+	}
+	return out
+}
+
+// Reset zeroes the counts.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	p.c = Counts{Ops: map[string]int64{}}
+	p.mu.Unlock()
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() error { return p.srv.Close() }
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+// Flush lets streamed responses through.
+func (w *countingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
