@@ -1,5 +1,6 @@
 // Package lambdamain holds what every Lambda main does before it starts its
-// handler: a JSON logger on stdout, the configuration from the environment
+// handler: a JSON logger on stdout, Go's soft memory limit from the
+// function's memory (unless GOMEMLIMIT is set), the configuration from the environment
 // and the AWS clients from the standard SDK configuration. A configuration
 // error stops the function at init with a message naming the setting. It
 // links no stage (package wiring), so each function links only its own.
@@ -24,6 +25,11 @@ import (
 // or exits the process with the reason logged.
 func Init(ctx context.Context, function string, needs func(config.Config) []config.Need) (*wiring.Deps, *slog.Logger) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", function)
+	if limit, err := SetMemoryLimit(os.Getenv); err != nil {
+		Fail(log, "memory limit", err)
+	} else if limit > 0 {
+		log.Info("Go memory limit set from the function's memory", "gomemlimit_bytes", limit)
+	}
 	cfg, err := config.FromEnv()
 	if err != nil {
 		Fail(log, "configuration", err)
