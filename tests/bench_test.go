@@ -21,7 +21,7 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--json", "--dir", t.TempDir()).Output()
+	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--json", "--dir", t.TempDir()).Output()
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
@@ -53,5 +53,13 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	}
 	if rep.Memory == nil || len(rep.Memory.PeakRSS) != 2 || rep.Memory.GroupBytes[1] <= rep.Memory.GroupBytes[0] {
 		t.Fatalf("memory check %+v", rep.Memory)
+	}
+	if len(rep.ColdStarts) != 3 {
+		t.Fatalf("%d cold starts measured, want the planner's, the rewriter's and the committer's", len(rep.ColdStarts))
+	}
+	for _, c := range rep.ColdStarts {
+		if c.BinaryBytes <= 0 || len(c.Runs) != 1 || c.Runs[0] <= 0 {
+			t.Fatalf("cold start of %s unmeasured: %+v", c.Function, c)
+		}
 	}
 }

@@ -8,10 +8,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +47,7 @@ func main() {
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
 	fs.IntVar(&o.BusyJobs, "busy-jobs", 20, "jobs per run of the busy-table scenario (a writer committing deletes during the jobs; rebase off, then on); 0 to skip")
 	fs.DurationVar(&o.BusyInterval, "busy-interval", 250*time.Millisecond, "the busy-table writer's interval between commits")
+	fs.IntVar(&o.ColdStartRuns, "cold-starts", 7, "starts of each function binary to measure its cold start; 0 to skip")
 	outFile := fs.String("out", "", "also write the Markdown report to this file")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	_ = fs.Parse(os.Args[1:])
@@ -64,6 +67,11 @@ func main() {
 		fail(err)
 	}
 	o.Self = self
+	if o.ColdStartRuns > 0 {
+		if o.Repo, err = moduleRoot(); err != nil {
+			fail(fmt.Errorf("--cold-starts builds the functions: %w", err))
+		}
+	}
 	if o.Dir == "" {
 		tmp, err := os.MkdirTemp("", "icekeeper-bench-")
 		if err != nil {
@@ -94,4 +102,22 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "icekeeper-bench:", err)
 	os.Exit(1)
+}
+
+// moduleRoot is the icekeeper module's root, above the working folder.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/icekeeper/icekeeper\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run it inside the icekeeper repository")
+		}
+		dir = parent
+	}
 }

@@ -69,6 +69,11 @@ type Options struct {
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int
 	BusyInterval time.Duration
+	// ColdStartRuns is how many times each function binary is started to
+	// measure its cold start (0: skip); Repo is the module's root, which
+	// the binaries are built from.
+	ColdStartRuns int
+	Repo          string
 	// Self is the benchmark executable (re-run as children).
 	Self string
 	// Progress receives progress lines.
@@ -121,6 +126,8 @@ type Report struct {
 	Memory  *MemoryResult `json:"memory,omitempty"`
 	Scale   []ScalePoint  `json:"scale,omitempty"`
 	Busy    []BusyRun     `json:"busy,omitempty"`
+	// ColdStarts are the function binaries' starts (coldstart.go).
+	ColdStarts []ColdStart `json:"cold_starts,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -189,6 +196,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.BusyJobs > 0 {
 		if rep.Busy, err = RunBusy(ctx, BusyOptions{Dir: o.Dir, Jobs: o.BusyJobs, Interval: o.BusyInterval, Progress: o.Progress}); err != nil {
 			return rep, fmt.Errorf("bench busy: %w", err)
+		}
+	}
+	if o.ColdStartRuns > 0 {
+		if rep.ColdStarts, err = RunColdStarts(ctx, ColdStartOptions{Repo: o.Repo, Dir: o.Dir, Runs: o.ColdStartRuns, Progress: o.progress}); err != nil {
+			return rep, fmt.Errorf("bench cold start: %w", err)
 		}
 	}
 	if len(o.PlannerFiles) > 0 || o.CommitFiles > 0 {

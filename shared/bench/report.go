@@ -3,7 +3,9 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"time"
 )
 
 // Prices used by the cost model (us-east-1, published list prices).
@@ -69,10 +71,28 @@ func (r Report) Markdown() string {
 			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
 	}
 	b.WriteString(r.scale())
+	b.WriteString(r.coldStarts())
 	b.WriteString(r.busy())
 	b.WriteString(r.costs())
 	return b.String()
 }
+
+// coldStarts renders the function binaries' starts.
+func (r Report) coldStarts() string {
+	if len(r.ColdStarts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Cold start\n\nEach function binary, built as `make lambdas` builds it (static, stripped, `lambda.norpc`) for this machine, started in mode active with a deployed function's configuration (resources in the emulator, a sql catalog, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1769`) against a stand-in Runtime API on loopback: the time from exec to its first request for an event. %d starts each; on Lambda the sandbox's own start comes on top.\n\n", len(r.ColdStarts[0].Runs))
+	b.WriteString("| function | binary MB | median ms | fastest ms | slowest ms | goal ms |\n|---|---|---|---|---|---|\n")
+	for _, c := range r.ColdStarts {
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.1f | 150 |\n", c.Function, float64(c.BinaryBytes)/1e6, ms64(c.Median()), ms64(slices.Min(c.Runs)), ms64(slices.Max(c.Runs)))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // busy renders the busy-table scenario: each format version without and
 // with the rebase, side by side.
