@@ -164,6 +164,11 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 	inputs := int64(before.DataFiles + before.DeleteFiles())
 	gets := c.Ops[s3requests.GetObject]
 	t.Logf("rewriters, %d groups over %d data and %d delete files: %v", r.Groups, before.DataFiles, before.DeleteFiles(), c.Ops)
+	for key, n := range c.Gets {
+		if n > 1 && strings.Contains(key, "/data/") {
+			t.Errorf("%s was read with %d GETs", key, n)
+		}
+	}
 	if gets > inputs+int64(r.Groups) {
 		t.Fatalf("rewriters sent %d GETs for %d input files and %d tasks, want at most one per file and one metadata read per task", gets, inputs, r.Groups)
 	}

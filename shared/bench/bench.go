@@ -32,6 +32,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
@@ -39,6 +40,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/s3requests"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/stages"
 )
@@ -69,6 +71,11 @@ type Options struct {
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int
 	BusyInterval time.Duration
+	// Storage is where the tables live: "local" (a folder) or "s3" (a
+	// bucket in the emulator, through a counter of S3 requests that every
+	// engine's requests go through; the raw baseline, which reads local
+	// files, is left out).
+	Storage string
 	// ColdStartRuns is how many times each function binary is started to
 	// measure its cold start (0: skip); Repo is the module's root, which
 	// the binaries are built from.
@@ -92,6 +99,9 @@ type Measurement struct {
 	FilesOut  int           `json:"files_out"`
 	CoordCPU  time.Duration `json:"coordinator_cpu_ns,omitempty"`
 	Committed bool          `json:"committed,omitempty"`
+	// Requests are the S3 requests the run sent for the table's files
+	// (Storage "s3"), BytesOut what it wrote.
+	Requests *s3requests.Counts `json:"s3_requests,omitempty"`
 }
 
 // MBps is input megabytes (10^6) per wall second.
@@ -152,6 +162,9 @@ func (o *Options) defaults() {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	if o.Storage == "" {
+		o.Storage = "local"
+	}
 }
 
 const payloadBytes = 160
@@ -160,15 +173,26 @@ const payloadBytes = 160
 func Run(ctx context.Context, o Options) (Report, error) {
 	o.defaults()
 	rep := Report{Started: time.Now().UTC(), Machine: machine(), Options: o}
-	cat, catCfg, err := openCatalog(ctx, o.Dir)
-	if err != nil {
-		return rep, err
-	}
 	cloud, err := localcloud.Listen("127.0.0.1:0")
 	if err != nil {
 		return rep, err
 	}
 	defer cloud.Close()
+	var storage *s3Storage
+	switch o.Storage {
+	case "local":
+	case "s3":
+		if storage, err = newS3Storage(ctx, cloud); err != nil {
+			return rep, err
+		}
+		defer storage.close()
+	default:
+		return rep, fmt.Errorf("bench: storage %q: want local or s3", o.Storage)
+	}
+	cat, catCfg, err := openCatalogIn(ctx, o.Dir, storage)
+	if err != nil {
+		return rep, err
+	}
 
 	var rowsPerMB float64
 	if slices.ContainsFunc(o.Kinds, func(k string) bool { return k != "" }) || o.Memory {
@@ -180,7 +204,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if kind == "" {
 			continue
 		}
-		tr, err := runTable(ctx, o, cat, catCfg, cloud, kind, rowsPerMB)
+		tr, err := runTable(ctx, o, cat, catCfg, cloud, storage, kind, rowsPerMB)
 		if err != nil {
 			return rep, fmt.Errorf("bench %s: %w", kind, err)
 		}
@@ -212,6 +236,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 }
 
 func openCatalog(ctx context.Context, dir string) (catalog.Catalog, catalogs.Config, error) {
+	return openCatalogIn(ctx, dir, nil)
+}
+
+// openCatalogIn opens the sql catalog in dir, with its warehouse in dir or,
+// with storage, in storage's bucket.
+func openCatalogIn(ctx context.Context, dir string, storage *s3Storage) (catalog.Catalog, catalogs.Config, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, catalogs.Config{}, err
 	}
@@ -220,8 +250,47 @@ func openCatalog(ctx context.Context, dir string) (catalog.Catalog, catalogs.Con
 		return nil, catalogs.Config{}, err
 	}
 	cc := catalogs.Config{Type: "sql", Name: "bench", URI: "file:" + filepath.Join(abs, "catalog.db"), Warehouse: "file://" + filepath.Join(abs, "warehouse")}
+	if storage != nil {
+		cc.Warehouse, cc.Properties = storage.warehouse, storage.props
+	}
 	cat, err := catalogs.Open(ctx, cc, aws.Config{})
 	return cat, cc, err
+}
+
+// s3Storage is a bucket in the emulator behind a request counter.
+type s3Storage struct {
+	counter   *s3requests.Proxy
+	warehouse string
+	props     map[string]string
+}
+
+func newS3Storage(ctx context.Context, cloud *localcloud.Cloud) (*s3Storage, error) {
+	bucket := fmt.Sprintf("bench-warehouse-%d", time.Now().UnixNano())
+	if _, err := cloud.Clients.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		return nil, err
+	}
+	p, err := s3requests.Start(cloud.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &s3Storage{counter: p, warehouse: "s3://" + bucket + "/wh", props: map[string]string{
+		"s3.endpoint": p.URL, "s3.region": "us-east-1", "s3.access-key-id": "test", "s3.secret-access-key": "test",
+		"s3.force-virtual-addressing": "false",
+	}}, nil
+}
+
+func (s *s3Storage) close() { _ = s.counter.Close() }
+
+// measure runs run with the counter reset and attaches what it counted.
+func (s *s3Storage) measure(run func() (Measurement, error)) (Measurement, error) {
+	if s == nil {
+		return run()
+	}
+	s.counter.Reset()
+	m, err := run()
+	c := s.counter.Counts()
+	m.Requests = &c
+	return m, err
 }
 
 // calibrate measures compressed bytes per row of the benchmark rows.
@@ -242,7 +311,7 @@ func (o Options) progress(format string, args ...any) {
 	fmt.Fprintf(o.Progress, time.Now().Format("15:04:05")+" "+format+"\n", args...)
 }
 
-func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, kind string, rowsPerMB float64) (TableResult, error) {
+func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, storage *s3Storage, kind string, rowsPerMB float64) (TableResult, error) {
 	tr := TableResult{Kind: kind}
 	name := "bench." + kind
 	ident := table.Identifier{"bench", kind}
@@ -297,8 +366,12 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	}
 	gomax := func(n int) []string { return []string{"GOMAXPROCS=" + strconv.Itoa(n)} }
 
-	// 1. The physical limit: one and two processes of one core.
+	// 1. The physical limit: one and two processes of one core (local
+	// files only).
 	for _, n := range []int{1, 2} {
+		if storage != nil {
+			break
+		}
 		o.progress("%s: raw arrow-go rewrite, %d process(es)", name, n)
 		m, err := runRaw(ctx, o, paths, n, gomax(1))
 		if err != nil {
@@ -309,16 +382,22 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	// 2. iceberg-go's own compaction in one process, on one and two cores.
 	for _, n := range []int{1, 2} {
 		o.progress("%s: iceberg-go RewriteDataFiles, %d core(s)", name, n)
-		p, err := runChild(ctx, o.Self, gomax(n), "iceberg", IcebergArgs{Catalog: cc, Table: name})
+		m, err := storage.measure(func() (Measurement, error) {
+			p, err := runChild(ctx, o.Self, gomax(n), "iceberg", IcebergArgs{Catalog: cc, Table: name})
+			if err != nil {
+				return Measurement{}, err
+			}
+			var out IcebergOut
+			if err := decodeOut(p, &out); err != nil {
+				return Measurement{}, err
+			}
+			return Measurement{Engine: "iceberg-go", Procs: n, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS,
+				InputB: tr.InputBytes, RowsOut: out.Rows, FilesOut: out.FilesOut, Committed: true}, nil
+		})
 		if err != nil {
 			return tr, err
 		}
-		var out IcebergOut
-		if err := decodeOut(p, &out); err != nil {
-			return tr, err
-		}
-		tr.Measurements = append(tr.Measurements, Measurement{Engine: "iceberg-go", Procs: n, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS,
-			InputB: tr.InputBytes, RowsOut: out.Rows, FilesOut: out.FilesOut, Committed: true})
+		tr.Measurements = append(tr.Measurements, m)
 		if err := rollback(); err != nil {
 			return tr, err
 		}
@@ -326,7 +405,7 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	// 3. The icekeeper pipeline with one and two rewriters of one core.
 	for _, n := range []int{1, 2} {
 		o.progress("%s: icekeeper pipeline, %d rewriter(s)", name, n)
-		m, err := runPipeline(ctx, o, cat, cc, cloud, name, n, 0)
+		m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0) })
 		if err != nil {
 			return tr, err
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/icekeeper/icekeeper/shared/s3requests"
 )
 
 // Prices used by the cost model (us-east-1, published list prices).
@@ -44,10 +46,7 @@ func (r Report) Markdown() string {
 		fmt.Fprintf(&b, "### %s deletes (v%d): %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Kind, formatVersion(t.Kind), t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
 		b.WriteString("| engine | processes × cores | wall s | input MB/s | rows/s | CPU s | peak RSS MB | MB/s vs raw | MB/s vs iceberg-go |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, m := range t.Measurements {
-			shape := fmt.Sprintf("%d × 1", m.Procs)
-			if m.Engine == "iceberg-go" {
-				shape = fmt.Sprintf("1 × %d", m.Procs)
-			}
+			shape := fmt.Sprintf("%d × %d", m.shapeProcs(), m.shapeCores())
 			vsRaw, vsIce := "", ""
 			if raw, ok := t.find("raw arrow-go", m.Procs); ok && m.Engine != "raw arrow-go" {
 				vsRaw = fmt.Sprintf("%.2f", m.MBps()/raw.MBps())
@@ -70,10 +69,62 @@ func (r Report) Markdown() string {
 			float64(m.GroupBytes[0])/1e6, float64(m.PeakRSS[0])/(1<<20), float64(m.GroupBytes[1])/1e6, float64(m.PeakRSS[1])/(1<<20),
 			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
 	}
+	b.WriteString(r.requests())
 	b.WriteString(r.scale())
 	b.WriteString(r.coldStarts())
 	b.WriteString(r.busy())
 	b.WriteString(r.costs())
+	return b.String()
+}
+
+// shapeProcs and shapeCores: iceberg-go runs in one process on Procs
+// cores, the others in Procs processes of one core.
+func (m Measurement) shapeProcs() int {
+	if m.Engine == "iceberg-go" {
+		return 1
+	}
+	return m.Procs
+}
+
+func (m Measurement) shapeCores() int {
+	if m.Engine == "iceberg-go" {
+		return m.Procs
+	}
+	return 1
+}
+
+// requests renders the S3 requests each engine sent (Storage "s3") and
+// what they and the compute cost per GB of input at list prices.
+func (r Report) requests() string {
+	var b strings.Builder
+	for _, t := range r.Tables {
+		header := false
+		for _, m := range t.Measurements {
+			c := m.Requests
+			if c == nil {
+				continue
+			}
+			if !header {
+				header = true
+				fmt.Fprintf(&b, "### S3 requests: %s deletes (v%d), %d data files and %d delete files read\n\n", t.Kind, formatVersion(t.Kind), t.InputFiles, t.DeleteFiles)
+				b.WriteString("Counted by a proxy in front of the emulator's S3 that every engine's requests for the table's files go through: the data and delete files, and the metadata files, manifest lists and manifests that planning, the rewriters and the commit read (the catalog and icekeeper's job records are elsewhere). Prices: S3 Standard requests and Lambda arm64 compute at list prices; compute is the rewriters' CPU time at one vCPU (1769 MB).\n\n")
+				b.WriteString("| engine | processes × cores | GET of data and delete files | GET of metadata | HEAD | PUT, POST, LIST | GETs per data or delete file | MB per upload request | requests $/GB | compute $/GB | total $/GB |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+			}
+			gb := float64(t.InputBytes) / 1e9
+			gets, puts := c.Class(s3requests.ClassGet), c.Class(s3requests.ClassPut)
+			uploads := c.Ops[s3requests.PutObject] + c.Ops[s3requests.UploadPart]
+			reqUSD := (float64(gets)*S3Get + float64(puts)*S3Put) / gb
+			computeUSD := m.CPU.Seconds() * LambdaMBPerVCPU / 1024 * LambdaArmGBSecond / gb
+			dataGets := c.GetsUnder("/data/")
+			fmt.Fprintf(&b, "| %s | %d × %d | %d | %d | %d | %d | %.2f | %.1f | $%.5f | $%.5f | $%.5f |\n", m.Engine, m.shapeProcs(), m.shapeCores(),
+				dataGets, c.Ops[s3requests.GetObject]-dataGets, c.Ops[s3requests.HeadObject], puts,
+				float64(dataGets)/float64(max(t.InputFiles+t.DeleteFiles, 1)),
+				float64(c.BytesUp)/1e6/float64(max(uploads, 1)), reqUSD, computeUSD, reqUSD+computeUSD)
+		}
+		if header {
+			b.WriteString("\n")
+		}
+	}
 	return b.String()
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -115,6 +116,8 @@ type Counts struct {
 	Ops       map[string]int64
 	BytesUp   int64
 	BytesDown int64
+	// Gets counts the GETs of each object (its request path).
+	Gets map[string]int64 `json:"-"`
 }
 
 // Class sums the operations of one billing class.
@@ -123,6 +126,18 @@ func (c Counts) Class(class string) int64 {
 	for op, k := range c.Ops {
 		if ClassOf(op) == class {
 			n += k
+		}
+	}
+	return n
+}
+
+// GetsUnder sums the GETs of objects whose path contains part (for
+// example "/data/", a table's data and delete files).
+func (c Counts) GetsUnder(part string) int64 {
+	var n int64
+	for k, v := range c.Gets {
+		if strings.Contains(k, part) {
+			n += v
 		}
 	}
 	return n
@@ -166,7 +181,7 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{URL: "http://" + ln.Addr().String(), c: Counts{Ops: map[string]int64{}}}
+	p := &Proxy{URL: "http://" + ln.Addr().String(), c: Counts{Ops: map[string]int64{}, Gets: map[string]int64{}}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := Classify(r)
@@ -179,6 +194,7 @@ func Start(target string) (*Proxy, error) {
 			p.c.BytesUp += max(r.ContentLength, 0)
 		case GetObject:
 			p.c.BytesDown += cw.n
+			p.c.Gets[r.URL.Path]++
 		}
 		p.mu.Unlock()
 	})}
@@ -190,9 +206,12 @@ func Start(target string) (*Proxy, error) {
 func (p *Proxy) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := Counts{Ops: make(map[string]int64, len(p.c.Ops)), BytesUp: p.c.BytesUp, BytesDown: p.c.BytesDown}
+	out := Counts{Ops: make(map[string]int64, len(p.c.Ops)), BytesUp: p.c.BytesUp, BytesDown: p.c.BytesDown, Gets: make(map[string]int64, len(p.c.Gets))}
 	for k, v := range p.c.Ops {
 		out.Ops[k] = v
+	}
+	for k, v := range p.c.Gets {
+		out.Gets[k] = v
 	}
 	return out
 }
@@ -200,7 +219,7 @@ func (p *Proxy) Counts() Counts {
 // Reset zeroes the counts.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
-	p.c = Counts{Ops: map[string]int64{}}
+	p.c = Counts{Ops: map[string]int64{}, Gets: map[string]int64{}}
 	p.mu.Unlock()
 }
 
