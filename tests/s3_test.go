@@ -131,8 +131,9 @@ func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
 // TestPipeline_S3WarehouseRequestBudget counts the S3 requests the
 // rewriters send for the table's files (through a counting proxy in front
 // of the emulator): each input data and delete file is read with one GET,
-// plus one for the pinned metadata file per task, and each new file is one
-// PUT (every file here is smaller than an upload part).
+// the pinned metadata file once for every task of the process, and each new
+// file is one PUT (every file here is smaller than an upload part); the
+// committer reads each manifest list and manifest once.
 func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
 	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
@@ -158,19 +159,27 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 	counter.Reset()
 	e.drainTasks()
 	c := counter.Counts()
+	counter.Reset()
 	e.drainCommits()
 	e.requireCommitted(r.JobID, want)
+	for key, n := range counter.Counts().Gets {
+		// A catalog's LoadTable reads the current metadata file through
+		// an IO of its own, which package fileio does not see.
+		if n > 1 && !strings.HasSuffix(key, ".metadata.json") {
+			t.Errorf("the committer read %s with %d GETs (manifest lists and manifests are immutable: read once)", key, n)
+		}
+	}
 
 	inputs := int64(before.DataFiles + before.DeleteFiles())
 	gets := c.Ops[s3requests.GetObject]
 	t.Logf("rewriters, %d groups over %d data and %d delete files: %v", r.Groups, before.DataFiles, before.DeleteFiles(), c.Ops)
 	for key, n := range c.Gets {
-		if n > 1 && strings.Contains(key, "/data/") {
+		if n > 1 {
 			t.Errorf("%s was read with %d GETs", key, n)
 		}
 	}
-	if gets > inputs+int64(r.Groups) {
-		t.Fatalf("rewriters sent %d GETs for %d input files and %d tasks, want at most one per file and one metadata read per task", gets, inputs, r.Groups)
+	if gets > inputs+1 {
+		t.Fatalf("rewriters sent %d GETs for %d input files, want one per file and one for the pinned metadata file", gets, inputs)
 	}
 	if puts := c.Class(s3requests.ClassPut); puts != int64(r.Groups) || c.Ops[s3requests.UploadPart] != 0 {
 		t.Fatalf("rewriters sent %d PUT-class requests (%v) for %d new files, want one PutObject each", puts, c.Ops, r.Groups)

@@ -36,7 +36,16 @@ var ErrConfig = catalogconfig.ErrConfig
 type Config = catalogconfig.Config
 
 // Open connects to the catalog. awsCfg is used by glue and by SigV4 REST.
+// Its tables read and write their files through package fileio.
 func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, error) {
+	cat, err := open(ctx, c, awsCfg)
+	if err != nil {
+		return nil, err
+	}
+	return withFileIO(cat), nil
+}
+
+func open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, error) {
 	if c.Name == "" {
 		c.Name = "default"
 	}

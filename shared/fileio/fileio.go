@@ -23,22 +23,31 @@
 // request. The cache holds at most its budget; past it, files are read
 // again.
 //
+// Metadata files, manifest lists and manifests are immutable in Iceberg:
+// the process keeps the ones it read (up to DefaultMetadataBytes, least
+// recently read dropped first) for every IO and table it opens, so a
+// committer's repeated manifest walks and a warm planner's sweeps read
+// each once.
+//
 // Only reads and uploads change: every other call (remove, list, bulk
 // delete) is iceberg-go's. Local files (file://) are left as they are.
 package fileio
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	pathpkg "path"
+	"strings"
 	"sync"
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	"github.com/apache/iceberg-go/table"
 	"gocloud.dev/blob"
 
 	// Table file IO for s3:// locations (iceberg-go registers schemes this
@@ -182,6 +191,12 @@ func (s *objectIO) Open(name string) (icebergio.File, error) {
 	if b, ok := s.cache.get(name); ok {
 		return &wholeFile{Reader: bytes.NewReader(b), info: fileInfo{name: pathpkg.Base(name), size: int64(len(b))}}, nil
 	}
+	keep := immutable(name)
+	if keep {
+		if b, ok := metadata.get(name); ok {
+			return &wholeFile{Reader: bytes.NewReader(b), info: fileInfo{name: pathpkg.Base(name), size: int64(len(b))}}, nil
+		}
+	}
 	f, err := s.FileIO.Open(name)
 	if err != nil || s.o.WholeReadBytes < 0 {
 		return f, err
@@ -200,7 +215,27 @@ func (s *objectIO) Open(name string) (icebergio.File, error) {
 		return nil, &iofs.PathError{Op: "open", Path: name, Err: cerr}
 	}
 	s.cache.offer(name, data)
+	if keep {
+		metadata.put(name, data)
+	}
 	return &wholeFile{Reader: bytes.NewReader(data), info: fileInfo{name: st.Name(), size: st.Size(), mod: st.ModTime()}}, nil
+}
+
+// ReadFile reads name whole (iceberg-go reads metadata files this way),
+// from the process's cache when it is an immutable metadata file read
+// before.
+func (s *objectIO) ReadFile(name string) ([]byte, error) {
+	keep := immutable(name)
+	if keep {
+		if b, ok := metadata.get(name); ok {
+			return bytes.Clone(b), nil
+		}
+	}
+	b, err := s.FileIO.ReadFile(name)
+	if err == nil && keep {
+		metadata.put(name, bytes.Clone(b))
+	}
+	return b, err
 }
 
 // Create uploads name in parts of PartBytes.
@@ -229,3 +264,87 @@ func (i fileInfo) Mode() iofs.FileMode { return iofs.ModeIrregular }
 func (i fileInfo) ModTime() time.Time  { return i.mod }
 func (i fileInfo) IsDir() bool         { return false }
 func (i fileInfo) Sys() any            { return nil }
+
+// Iceberg never rewrites a metadata file, manifest list or manifest in
+// place: each new one gets a new name (a UUID, or a new version number in
+// the metadata file's). Such files can be kept for as long as the process
+// lives, and read once however many requests, tables and commit rounds
+// read them again. The committer reads a job's manifests several times
+// (the files live at S, the dead deletes, every snapshot since S, and
+// again in each conflict round); the planner reads unchanged manifests on
+// every sweep of a warm function.
+
+// immutable reports whether name is a metadata file, manifest list or
+// manifest (never version-hint.text, which a Hadoop catalog rewrites).
+func immutable(name string) bool {
+	if !strings.Contains(name, "/metadata/") {
+		return false
+	}
+	return strings.HasSuffix(name, ".avro") || strings.HasSuffix(name, ".metadata.json") || strings.HasSuffix(name, ".metadata.json.gz") || strings.HasSuffix(name, ".gz.metadata.json")
+}
+
+// DefaultMetadataBytes is what the process keeps of immutable metadata.
+const DefaultMetadataBytes = 64 << 20
+
+// metadata is the process's cache of immutable metadata files.
+var metadata = newLRU(DefaultMetadataBytes)
+
+// lru keeps files by name up to a budget, dropping the least recently
+// read first.
+type lru struct {
+	mu    sync.Mutex
+	most  int64
+	size  int64
+	order *list.List // of *lruEntry, most recent first
+	byKey map[string]*list.Element
+}
+
+type lruEntry struct {
+	name string
+	data []byte
+}
+
+func newLRU(most int64) *lru {
+	return &lru{most: most, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+func (c *lru) get(name string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byKey[name]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*lruEntry).data, true
+}
+
+func (c *lru) put(name string, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[name]; ok || int64(len(data)) > c.most {
+		return
+	}
+	c.byKey[name] = c.order.PushFront(&lruEntry{name: name, data: data})
+	c.size += int64(len(data))
+	for c.size > c.most {
+		last := c.order.Back()
+		e := last.Value.(*lruEntry)
+		c.order.Remove(last)
+		delete(c.byKey, e.name)
+		c.size -= int64(len(e.data))
+	}
+}
+
+// WrapTable returns tbl reading and writing its files through this
+// package (a catalog's table; commits still go to cat).
+func WrapTable(tbl *table.Table, cat table.CatalogIO, o Options) *table.Table {
+	cache := NewCache(DefaultCacheBytes)
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(ctx, fs, o, cache), nil
+	}, cat)
+}

@@ -204,3 +204,42 @@ func TestRetain_AKeptFileIsReadOnceAcrossTheTablesIOs(t *testing.T) {
 		t.Fatalf("%d GETs, want 1 for the kept file and 3 for the other", got)
 	}
 }
+
+// TestImmutableMetadata_IsReadOncePerProcess: a manifest, a manifest list
+// and a metadata file (Iceberg never rewrites one in place) are read once
+// by any IO of the process, by Open or ReadFile; a Hadoop
+// version-hint.text, which is rewritten, and data files are read each time.
+func TestImmutableMetadata_IsReadOncePerProcess(t *testing.T) {
+	p, props, root := s3Env(t)
+	data := payload(1 << 20)
+	names := []string{
+		root + "/t/metadata/3f6c1b7e-m0.avro", root + "/t/metadata/snap-1-3f6c1b7e.avro",
+		root + "/t/metadata/00001-3f6c1b7e.metadata.json", root + "/t/metadata/version-hint.text", root + "/t/data/a.parquet",
+	}
+	for _, n := range names {
+		write(t, load(t, props, root, fileio.Options{}), n, data)
+	}
+	p.Reset()
+	for i := 0; i < 3; i++ {
+		fs := load(t, props, root, fileio.Options{})
+		for _, n := range names {
+			readLikeParquet(t, fs, n, data)
+			b, err := fs.(icebergio.ReadFileIO).ReadFile(n)
+			if err != nil || !bytes.Equal(b, data) {
+				t.Fatalf("ReadFile %s: %d bytes, %v", n, len(b), err)
+			}
+			b[0] ^= 0xff // the caller may change what ReadFile returns
+		}
+	}
+	c := p.Counts()
+	for _, n := range names {
+		key := strings.TrimPrefix(n, "s3:/")
+		want := int64(1)
+		if strings.HasSuffix(n, "version-hint.text") || strings.HasSuffix(n, ".parquet") {
+			want = 6
+		}
+		if got := c.Gets[key]; got != want {
+			t.Errorf("%s: %d GETs, want %d", n, got, want)
+		}
+	}
+}
