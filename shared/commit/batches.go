@@ -328,11 +328,12 @@ func (c *Committer) endBatch(ctx context.Context, log *slog.Logger, job jobs.Job
 	} else {
 		log.Warn("batch ended without commit", "state", state, "reason", reason, "class", class)
 	}
-	ended, err := c.jobs.Get(ctx, job.ID)
-	if err != nil {
-		ended = job
-	}
-	if n, err := c.removeUnkept(ctx, ended, batch); err != nil {
+	// What to remove is decided on the job as EndBatch left it: the batch's
+	// winners are kept exactly when it committed. Unreadable, nothing is
+	// removed (the next job's clean-up after this one removes it).
+	if ended, err := c.jobs.Get(ctx, job.ID); err != nil {
+		log.Warn("read the job after its batch: the batch's unused files are left to the next job's clean-up", "err", err.Error())
+	} else if n, err := c.removeUnkept(ctx, ended, batch); err != nil {
 		log.Warn("remove the batch's unused files", "err", err.Error())
 	} else if snapshotID == 0 {
 		res.FilesRemoved = n
