@@ -86,13 +86,14 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 	return nil, fmt.Errorf("unknown child mode %q", mode)
 }
 
-// icebergRewrite is iceberg-go's own in-process compaction: plan with its
+// icebergRewrite is iceberg-go's own in-process compaction, with its own
+// file IO (catalogs.OpenNative): plan with its
 // compaction planner (the same settings icekeeper's planner uses), rewrite
 // every group with Table.RewriteDataFiles, expunge the dead equality deletes
 // it reports, and commit once.
 func icebergRewrite(ctx context.Context, a IcebergArgs) (IcebergOut, error) {
 	var out IcebergOut
-	cat, err := catalogs.Open(ctx, a.Catalog, aws.Config{})
+	cat, err := catalogs.OpenNative(ctx, a.Catalog, aws.Config{})
 	if err != nil {
 		return out, err
 	}

@@ -45,6 +45,12 @@ func Open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 	return withFileIO(cat), nil
 }
 
+// OpenNative connects to the catalog with iceberg-go's own file IO for its
+// tables (the benchmark's baseline: iceberg-go as it is).
+func OpenNative(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, error) {
+	return open(ctx, c, awsCfg)
+}
+
 func open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, error) {
 	if c.Name == "" {
 		c.Name = "default"
