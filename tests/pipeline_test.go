@@ -63,3 +63,25 @@ func TestPipeline_CompactsAndKeepsEveryRow(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanner_AJobOfManyGroupsSendsEveryTask: the planner encodes and
+// sends tasks ten at a time; a job of 23 groups (three batches, the last
+// partial) gets every task, once, and commits every row.
+func TestPlanner_AJobOfManyGroupsSendsEveryTask(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2, Partitions: 23, Files: 5, RowsPerFile: 10})
+	want := e.fingerprint()
+	r := e.plan()
+	if r.Outcome != plan.OutcomePlanned || r.Groups != 23 {
+		t.Fatalf("plan: %s, %d groups (%s); want 23", r.Outcome, r.Groups, r.Reason)
+	}
+	st := e.drainTasks()
+	if st.Delivered != 23 || st.Failed != 0 {
+		t.Fatalf("rewriters: %d deliveries, %d failed; want 23 tasks, once each", st.Delivered, st.Failed)
+	}
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+	if s := e.stats(); s.DataFiles != 23 {
+		t.Fatalf("%d data files after the job, want one per partition", s.DataFiles)
+	}
+}

@@ -401,16 +401,22 @@ func (p *Planner) startJob(ctx context.Context, log *slog.Logger, res Result, me
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
 
-	bodies := make([]string, 0, len(groups))
+	// Tasks are encoded and sent ten at a time (one SQS batch): a job of
+	// a million files never holds every encoded task at once.
+	bodies := make([]string, 0, 10)
+	sent := false
 	for i, g := range groups {
 		body, err := p.taskBody(ctx, meta, planObj.Groups[i], job, g, decorate)
 		if err != nil {
-			return res, false, fmt.Errorf("plan %s: group %d: %w", name, i, err)
+			return res, sent, fmt.Errorf("plan %s: group %d: %w", name, i, err)
 		}
-		bodies = append(bodies, body)
-	}
-	if err := p.tasks.SendAll(ctx, bodies); err != nil {
-		return res, true, fmt.Errorf("plan %s: send tasks: %w", name, err)
+		if bodies = append(bodies, body); len(bodies) == cap(bodies) || i == len(groups)-1 {
+			sent = true
+			if err := p.tasks.SendAll(ctx, bodies); err != nil {
+				return res, true, fmt.Errorf("plan %s: send tasks: %w", name, err)
+			}
+			bodies = bodies[:0]
+		}
 	}
 	if err := p.jobs.Transition(ctx, jobID, []jobs.State{jobs.Planned}, jobs.Running, "tasks sent"); err != nil {
 		// Every group may already be done and the committer may have taken
