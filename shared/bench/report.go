@@ -251,16 +251,24 @@ func (r Report) costs() string {
 	secPerGB := 1000 / perCore
 	gbSeconds := secPerGB * LambdaMBPerVCPU / 1024
 	lambda := gbSeconds * LambdaArmGBSecond
-	// Requests per GB of 1 MB input files into 256 MB outputs: two GETs per
-	// input file (footer, data) and one PUT per 5 MB multipart part.
-	s3 := 1000*2*S3Get + 1000/5*S3Put
+	// Requests per GB: as counted on S3 (Storage "s3": icekeeper, one
+	// rewriter, position deletes), else estimated for 1 MB input files
+	// into 256 MB outputs: one GET per input file (package fileio) and one
+	// PUT per 32 MB upload part.
+	s3, s3How := 1000*S3Get+1000/32*S3Put, "estimated"
+	for _, t := range r.Tables {
+		if m, ok := t.find("icekeeper", 1); ok && t.Kind == "position" && m.Requests != nil {
+			gb := float64(t.InputBytes) / 1e9
+			s3, s3How = (float64(m.Requests.Class(s3requests.ClassGet))*S3Get+float64(m.Requests.Class(s3requests.ClassPut))*S3Put)/gb, "counted"
+		}
+	}
 	total := lambda + s3
 	rewriters := math.Ceil(1e6 / (perCore * 900))
 	var b strings.Builder
 	b.WriteString("### What it means on Lambda\n\n")
 	fmt.Fprintf(&b, "- Measured rewriter throughput on one core (position deletes): %.1f MB/s, so one GB takes %.0f s of one vCPU.\n", perCore, secPerGB)
-	fmt.Fprintf(&b, "- A rewriter at %d MB (one full vCPU on Lambda) spends %.0f GB-seconds per GB: $%.4f at the arm64 price of $%.10f per GB-second, plus about $%.4f of S3 requests: **$%.4f per GB compacted** (planner and committer are a few invocations per job and add well under 1%%).\n",
-		LambdaMBPerVCPU, gbSeconds, lambda, LambdaArmGBSecond, s3, total)
+	fmt.Fprintf(&b, "- A rewriter at %d MB (one full vCPU on Lambda) spends %.0f GB-seconds per GB: $%.4f at the arm64 price of $%.10f per GB-second, plus about $%.4f of S3 requests (%s): **$%.4f per GB compacted** (planner and committer are a few invocations per job and add well under 1%%).\n",
+		LambdaMBPerVCPU, gbSeconds, lambda, LambdaArmGBSecond, s3, s3How, total)
 	fmt.Fprintf(&b, "- Compacting 1 TB within Lambda's 15 minutes needs about %.0f rewriters in parallel (1 TB / (%.1f MB/s × 900 s)), i.e. the rewriter's reserved concurrency; the job costs about $%.0f.\n", rewriters, perCore, total*1000)
 	fmt.Fprintf(&b, "- AWS Glue table optimizers cost $%.2f per DPU-hour. We cannot measure Glue's DPU-hours per GB here; icekeeper is cheaper per GB as long as Glue compacts less than %.0f GB per DPU-hour.\n\n", GlueDPUHour, GlueDPUHour/total)
 	return b.String()
