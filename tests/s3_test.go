@@ -19,21 +19,10 @@ import (
 
 // TestPipeline_S3Warehouse keeps the table itself in S3 (the emulator's):
 // rewriters write Parquet straight under the table's s3:// location through
-// iceberg-go's S3 file IO, and the committer finds and removes a crashed
+// iceberg-go's S3 file IO (through package fileio), and the committer finds and removes a crashed
 // attempt's file by listing the bucket.
 func TestPipeline_S3Warehouse(t *testing.T) {
-	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	e := setup(t, func(c *config.Config) {
-		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
-		c.Catalog.Properties = map[string]string{
-			"s3.endpoint": cloud.URL, "s3.region": "us-east-1",
-			"s3.access-key-id": "test", "s3.secret-access-key": "test",
-			"s3.force-virtual-addressing": "false",
-		}
-	})
+	e, bucket := s3Setup(t, cloud.URL)
 	tbl := e.createTable(smallTable)
 	if !strings.HasPrefix(tbl.Location(), "s3://"+bucket+"/") {
 		t.Fatalf("table location %s is not in the S3 warehouse", tbl.Location())
@@ -66,18 +55,7 @@ func TestPipeline_S3Warehouse(t *testing.T) {
 // in parts of 3 files: afterwards the bucket holds exactly the objects the
 // table's snapshots need, plus its metadata files, and the rows are kept.
 func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
-	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	e := setup(t, func(c *config.Config) {
-		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
-		c.Catalog.Properties = map[string]string{
-			"s3.endpoint": cloud.URL, "s3.region": "us-east-1",
-			"s3.access-key-id": "test", "s3.secret-access-key": "test",
-			"s3.force-virtual-addressing": "false",
-		}
-	})
+	e, bucket := s3Setup(t, cloud.URL)
 	compactedWithShortRetention(t, e)
 	want := e.fingerprint()
 	r, err := e.planner.PlanExpiry(e.ctx, e.name(), "test")
@@ -135,23 +113,12 @@ func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
 // file is one PUT (every file here is smaller than an upload part); the
 // committer reads each manifest list and manifest once.
 func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
-	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
 	counter, err := s3requests.Start(cloud.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer counter.Close()
-	e := setup(t, func(c *config.Config) {
-		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
-		c.Catalog.Properties = map[string]string{
-			"s3.endpoint": counter.URL, "s3.region": "us-east-1",
-			"s3.access-key-id": "test", "s3.secret-access-key": "test",
-			"s3.force-virtual-addressing": "false",
-		}
-	})
+	e, _ := s3Setup(t, counter.URL)
 	e.createTable(smallTable)
 	want := e.fingerprint()
 	before := e.stats()
@@ -184,4 +151,23 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 	if puts := c.Class(s3requests.ClassPut); puts != int64(r.Groups) || c.Ops[s3requests.UploadPart] != 0 {
 		t.Fatalf("rewriters sent %d PUT-class requests (%v) for %d new files, want one PutObject each", puts, c.Ops, r.Groups)
 	}
+}
+
+// s3Setup is an env whose warehouse is a new bucket of the emulator's S3,
+// reached through endpoint (the emulator, or a request counter in front
+// of it).
+func s3Setup(t *testing.T, endpoint string) (*env, string) {
+	t.Helper()
+	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	return setup(t, func(c *config.Config) {
+		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
+		c.Catalog.Properties = map[string]string{
+			"s3.endpoint": endpoint, "s3.region": "us-east-1",
+			"s3.access-key-id": "test", "s3.secret-access-key": "test",
+			"s3.force-virtual-addressing": "false",
+		}
+	}), bucket
 }
