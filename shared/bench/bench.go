@@ -71,6 +71,10 @@ type Options struct {
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int
 	BusyInterval time.Duration
+	// RewriterMemoryMB is the memory the rewriter children are told they
+	// have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's soft memory limit is set
+	// from it, as in the function); 0: none.
+	RewriterMemoryMB int
 	// Storage is where the tables live: "local" (a folder) or "s3" (a
 	// bucket in the emulator, through a counter of S3 requests that every
 	// engine's requests go through; the raw baseline, which reads local
@@ -517,6 +521,9 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 		return m, 0, err
 	}
 	env := []string{"GOMAXPROCS=1", "AWS_ENDPOINT_URL=" + cloud.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
+	if o.RewriterMemoryMB > 0 {
+		env = append(env, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(o.RewriterMemoryMB))
+	}
 	cfg.Mode, cfg.Grants = config.ModeActive, strings.SplitN(name, ".", 2)[0]
 	for k, v := range cfg.Env() {
 		env = append(env, k+"="+v)

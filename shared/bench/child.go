@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -18,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
 	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
+	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -79,6 +81,11 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 	case "rewriter":
 		var a RewriterArgs
 		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+		// As the rewriter function does at init: Go's soft memory limit
+		// from AWS_LAMBDA_FUNCTION_MEMORY_SIZE (Options.RewriterMemoryMB).
+		if _, err := lambdamain.SetMemoryLimit(os.Getenv); err != nil {
 			return nil, err
 		}
 		return rewriterDrain(ctx, a)
