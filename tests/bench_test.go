@@ -21,7 +21,7 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--json", "--dir", t.TempDir()).Output()
+	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--json", "--dir", t.TempDir()).Output()
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
@@ -40,6 +40,9 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 		for _, m := range tr.Measurements {
 			if m.Wall <= 0 || m.CPU <= 0 || m.PeakRSS <= 0 || m.InputB <= 0 {
 				t.Fatalf("%s %s/%d: unmeasured %+v", tr.Kind, m.Engine, m.Procs, m)
+			}
+			if len(m.Walls) != 2 || (m.Wall != m.Walls[0] && m.Wall != m.Walls[1]) {
+				t.Fatalf("%s %s/%d: runs %v, want 2 with the median among them", tr.Kind, m.Engine, m.Procs, m.Walls)
 			}
 			if m.Engine != "raw arrow-go" {
 				rows = append(rows, m.RowsOut)

@@ -18,6 +18,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -80,6 +81,10 @@ type Options struct {
 	// engine's requests go through; the raw baseline, which reads local
 	// files, is left out).
 	Storage string
+	// Repeats is how many times each engine runs on each table,
+	// interleaved (default 3): the report gives the median run and the
+	// spread.
+	Repeats int
 	// ColdStartRuns is how many times each function binary is started to
 	// measure its cold start (0: skip); Repo is the module's root, which
 	// the binaries are built from.
@@ -106,6 +111,29 @@ type Measurement struct {
 	// Requests are the S3 requests the run sent for the table's files
 	// (Storage "s3"), BytesOut what it wrote.
 	Requests *s3requests.Counts `json:"s3_requests,omitempty"`
+	// Walls are every run's wall time (the measurement is the median run).
+	Walls []time.Duration `json:"walls_ns,omitempty"`
+}
+
+// medianRun is the run of median wall time, with every run's wall time.
+func medianRun(rs []Measurement) Measurement {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b Measurement) int { return cmp.Compare(a.Wall, b.Wall) })
+	m := sorted[len(sorted)/2]
+	m.Walls = nil
+	for _, r := range rs {
+		m.Walls = append(m.Walls, r.Wall)
+	}
+	return m
+}
+
+// Spread is the slowest run's wall time over the fastest's, minus one
+// (0.05: the runs were within 5% of each other).
+func (m Measurement) Spread() float64 {
+	if len(m.Walls) < 2 {
+		return 0
+	}
+	return float64(slices.Max(m.Walls))/float64(slices.Min(m.Walls)) - 1
 }
 
 // MBps is input megabytes (10^6) per wall second.
@@ -168,6 +196,9 @@ func (o *Options) defaults() {
 	}
 	if o.Storage == "" {
 		o.Storage = "local"
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 3
 	}
 }
 
@@ -370,54 +401,69 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	}
 	gomax := func(n int) []string { return []string{"GOMAXPROCS=" + strconv.Itoa(n)} }
 
+	// Every engine runs Repeats times, interleaved (all engines once, then
+	// all again), so that a slow spell of the machine falls on every
+	// engine alike; each engine reports its median run and the spread.
+	type engine struct {
+		what string
+		run  func() (Measurement, error)
+	}
+	var engines []engine
 	// 1. The physical limit: one and two processes of one core (local
 	// files only).
 	for _, n := range []int{1, 2} {
 		if storage != nil {
 			break
 		}
-		o.progress("%s: raw arrow-go rewrite, %d process(es)", name, n)
-		m, err := runRaw(ctx, o, paths, n, gomax(1))
-		if err != nil {
-			return tr, err
-		}
-		tr.Measurements = append(tr.Measurements, m)
+		engines = append(engines, engine{fmt.Sprintf("raw arrow-go rewrite, %d process(es)", n), func() (Measurement, error) {
+			return runRaw(ctx, o, paths, n, gomax(1))
+		}})
 	}
 	// 2. iceberg-go's own compaction in one process, on one and two cores.
 	for _, n := range []int{1, 2} {
-		o.progress("%s: iceberg-go RewriteDataFiles, %d core(s)", name, n)
-		m, err := storage.measure(func() (Measurement, error) {
-			p, err := runChild(ctx, o.Self, gomax(n), "iceberg", IcebergArgs{Catalog: cc, Table: name})
+		engines = append(engines, engine{fmt.Sprintf("iceberg-go RewriteDataFiles, %d core(s)", n), func() (Measurement, error) {
+			m, err := storage.measure(func() (Measurement, error) {
+				p, err := runChild(ctx, o.Self, gomax(n), "iceberg", IcebergArgs{Catalog: cc, Table: name})
+				if err != nil {
+					return Measurement{}, err
+				}
+				var out IcebergOut
+				if err := decodeOut(p, &out); err != nil {
+					return Measurement{}, err
+				}
+				return Measurement{Engine: "iceberg-go", Procs: n, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS,
+					InputB: tr.InputBytes, RowsOut: out.Rows, FilesOut: out.FilesOut, Committed: true}, nil
+			})
 			if err != nil {
-				return Measurement{}, err
+				return m, err
 			}
-			var out IcebergOut
-			if err := decodeOut(p, &out); err != nil {
-				return Measurement{}, err
-			}
-			return Measurement{Engine: "iceberg-go", Procs: n, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS,
-				InputB: tr.InputBytes, RowsOut: out.Rows, FilesOut: out.FilesOut, Committed: true}, nil
-		})
-		if err != nil {
-			return tr, err
-		}
-		tr.Measurements = append(tr.Measurements, m)
-		if err := rollback(); err != nil {
-			return tr, err
-		}
+			return m, rollback()
+		}})
 	}
 	// 3. The icekeeper pipeline with one and two rewriters of one core.
 	for _, n := range []int{1, 2} {
-		o.progress("%s: icekeeper pipeline, %d rewriter(s)", name, n)
-		m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0) })
-		if err != nil {
-			return tr, err
+		engines = append(engines, engine{fmt.Sprintf("icekeeper pipeline, %d rewriter(s)", n), func() (Measurement, error) {
+			m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0) })
+			if err != nil {
+				return m, err
+			}
+			m.InputB = tr.InputBytes
+			return m, rollback()
+		}})
+	}
+	runs := make([][]Measurement, len(engines))
+	for rep := 0; rep < o.Repeats; rep++ {
+		for i, e := range engines {
+			o.progress("%s: %s (run %d of %d)", name, e.what, rep+1, o.Repeats)
+			m, err := e.run()
+			if err != nil {
+				return tr, err
+			}
+			runs[i] = append(runs[i], m)
 		}
-		m.InputB = tr.InputBytes
-		tr.Measurements = append(tr.Measurements, m)
-		if err := rollback(); err != nil {
-			return tr, err
-		}
+	}
+	for _, rs := range runs {
+		tr.Measurements = append(tr.Measurements, medianRun(rs))
 	}
 	for _, m := range tr.Measurements {
 		if m.Engine == "icekeeper" {

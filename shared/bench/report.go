@@ -42,9 +42,12 @@ func (r Report) Markdown() string {
 	o := r.Options
 	fmt.Fprintf(&b, "Input: %d MB of Parquet (zstd) per table in files of about %d KB, %d partitions, %.0f%% of the rows deleted; output files of %d MB.\n\n",
 		o.SizeMB, o.FileKB, o.Partitions, o.DeleteFraction*100, o.TargetMB)
+	if o.Repeats > 1 {
+		fmt.Fprintf(&b, "Each engine ran %d times on each table, interleaved (every engine once, then again): the tables give the median run by wall time, and the spread is half the range between the slowest and the fastest run.\n\n", o.Repeats)
+	}
 	for _, t := range r.Tables {
 		fmt.Fprintf(&b, "### %s deletes (v%d): %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Kind, formatVersion(t.Kind), t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
-		b.WriteString("| engine | processes × cores | wall s | input MB/s | rows/s | CPU s | peak RSS MB | MB/s vs raw | MB/s vs iceberg-go |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| engine | processes × cores | wall s (median) | spread | input MB/s | rows/s | CPU s | peak RSS MB | MB/s vs raw | MB/s vs iceberg-go |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, m := range t.Measurements {
 			shape := fmt.Sprintf("%d × %d", m.shapeProcs(), m.shapeCores())
 			vsRaw, vsIce := "", ""
@@ -58,7 +61,7 @@ func (r Report) Markdown() string {
 			if m.CoordCPU > 0 {
 				cpu += fmt.Sprintf(" (+%.1f planner, committer, emulator)", m.CoordCPU.Seconds())
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.0f | %s | %.0f | %s | %s |\n", m.Engine, shape, m.Wall.Seconds(), m.MBps(), m.RowsPerSec(), cpu, float64(m.PeakRSS)/(1<<20), vsRaw, vsIce)
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %.1f | %.0f | %s | %.0f | %s | %s |\n", m.Engine, shape, m.Wall.Seconds(), spread(m), m.MBps(), m.RowsPerSec(), cpu, float64(m.PeakRSS)/(1<<20), vsRaw, vsIce)
 		}
 		b.WriteString("\n")
 	}
@@ -79,6 +82,15 @@ func (r Report) Markdown() string {
 	b.WriteString(r.busy())
 	b.WriteString(r.costs())
 	return b.String()
+}
+
+// spread renders a measurement's runs: their number and how far the
+// slowest is from the fastest.
+func spread(m Measurement) string {
+	if len(m.Walls) < 2 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs, ±%.0f%%", len(m.Walls), 100*m.Spread()/2)
 }
 
 // shapeProcs and shapeCores: iceberg-go runs in one process on Procs
