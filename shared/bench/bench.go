@@ -72,6 +72,10 @@ type Options struct {
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int
 	BusyInterval time.Duration
+	// RowGroupMB sets the memory check's table's
+	// write.parquet.row-group-size-bytes (0: iceberg-go's default, 128 MB):
+	// a Parquet writer holds a whole row group before it writes it.
+	RowGroupMB int
 	// RewriterMemoryMB is the memory the rewriter children are told they
 	// have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's soft memory limit is set
 	// from it, as in the function); 0: none.
@@ -647,6 +651,19 @@ func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.
 		PayloadBytes: payloadBytes, DeleteFraction: o.DeleteFraction, DeleteKind: "position",
 	}); err != nil {
 		return r, err
+	}
+	if o.RowGroupMB > 0 {
+		tbl, err := cat.LoadTable(ctx, table.Identifier{"bench", "memory"})
+		if err != nil {
+			return r, err
+		}
+		txn := tbl.NewTransaction()
+		if err := txn.SetProperties(map[string]string{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(o.RowGroupMB << 20)}); err != nil {
+			return r, err
+		}
+		if _, err := txn.Commit(ctx); err != nil {
+			return r, err
+		}
 	}
 	big := int64(o.SizeMB) << 20
 	for _, target := range []int64{big / 4, big} {

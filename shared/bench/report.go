@@ -68,11 +68,15 @@ func (r Report) Markdown() string {
 	b.WriteString(r.targets())
 	if r.Memory != nil && len(r.Memory.PeakRSS) == 2 {
 		m := r.Memory
+		rowGroups := "row groups of iceberg-go's default 128 MB"
+		if r.Options.RowGroupMB > 0 {
+			rowGroups = fmt.Sprintf("row groups of %d MB (`write.parquet.row-group-size-bytes`)", r.Options.RowGroupMB)
+		}
 		limit := "no Go memory limit"
 		if mb := r.Options.RewriterMemoryMB; mb > 0 {
 			limit = fmt.Sprintf("told it has %d MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), so Go's soft memory limit is %.0f MB", mb, float64(mb)*0.9)
 		}
-		fmt.Fprintf(&b, "### Rewriter memory\n\nOne rewriter process, %s.\n\n| group | peak RSS MB |\n|---|---|\n| %.0f MB | %.0f |\n| %.0f MB | %.0f |\n\nA group %.1fx the size needed %.2fx the memory.\n\n", limit,
+		fmt.Fprintf(&b, "### Rewriter memory\n\nOne rewriter process, %s, writing %s.\n\n| group | peak RSS MB |\n|---|---|\n| %.0f MB | %.0f |\n| %.0f MB | %.0f |\n\nA group %.1fx the size needed %.2fx the memory.\n\n", limit, rowGroups,
 			float64(m.GroupBytes[0])/1e6, float64(m.PeakRSS[0])/(1<<20), float64(m.GroupBytes[1])/1e6, float64(m.PeakRSS[1])/(1<<20),
 			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
 	}
