@@ -390,8 +390,10 @@ func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, rece
 		}
 		// A batch ended and another is settled: commit it now rather than
 		// wait for its request, which may have met this one's committing
-		// state and be waiting for a redelivery.
+		// state and be waiting for a redelivery. It is that batch's first
+		// try, whatever delivery this request is on.
 		req = messages.CommitRequest{Version: messages.FormatVersion, JobID: req.JobID, Batch: res.nextBatch}
+		receiveCount = 1
 	}
 }
 
