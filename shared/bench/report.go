@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/s3requests"
 )
 
@@ -74,7 +75,7 @@ func (r Report) Markdown() string {
 		}
 		limit := "no Go memory limit"
 		if mb := r.Options.RewriterMemoryMB; mb > 0 {
-			limit = fmt.Sprintf("told it has %d MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), so Go's soft memory limit is %.0f MB", mb, float64(mb)*0.9)
+			limit = fmt.Sprintf("told it has %d MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), so Go's soft memory limit is %.0f MB", mb, float64(lambdamain.MemoryLimitMB(mb)))
 		}
 		fmt.Fprintf(&b, "### Rewriter memory\n\nOne rewriter process, %s, writing %s.\n\n| group | peak RSS MB |\n|---|---|\n| %.0f MB | %.0f |\n| %.0f MB | %.0f |\n\nA group %.1fx the size needed %.2fx the memory.\n\n", limit, rowGroups,
 			float64(m.GroupBytes[0])/1e6, float64(m.PeakRSS[0])/(1<<20), float64(m.GroupBytes[1])/1e6, float64(m.PeakRSS[1])/(1<<20),

@@ -8,15 +8,22 @@ import (
 )
 
 // MemoryShare is the share of the function's memory Go's soft memory limit
-// is set to: the rest is left to what the Go runtime does not count
-// (goroutine stacks beyond the heap's, the binary, the OS's buffers).
-const MemoryShare = 0.9
+// is set to, and MemoryHeadroomMB the least left outside it: what the Go
+// runtime does not count (the binary's pages, the OS's buffers) and what
+// the heap overshoots the soft limit by. Measured (docs/PERFORMANCE.md):
+// a rewriter's peak RSS stays 35 to 70 MB above its limit, so a 512 MB
+// function limited to 90% (461 MB) peaked at 524 MB, over its memory.
+const (
+	MemoryShare      = 0.9
+	MemoryHeadroomMB = 128
+)
 
 // memoryLimit is the soft memory limit for a function whose environment is
 // getenv: none when GOMEMLIMIT is set (the Go runtime applied it) or the
 // function's memory is unknown, else MemoryShare of
 // AWS_LAMBDA_FUNCTION_MEMORY_SIZE, the memory Lambda gives the function
-// in MB (a reserved variable: docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
+// in MB (a reserved variable: docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html),
+// leaving at least MemoryHeadroomMB, and at least half of it.
 func memoryLimit(getenv func(string) string) (int64, error) {
 	if strings.TrimSpace(getenv("GOMEMLIMIT")) != "" {
 		return 0, nil
@@ -29,7 +36,8 @@ func memoryLimit(getenv func(string) string) (int64, error) {
 	if err != nil || mb < 128 {
 		return 0, fmt.Errorf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: want the function's memory in MB (128 or more)", v)
 	}
-	return int64(float64(mb<<20) * MemoryShare), nil
+	// Never below half the memory (a 128 MB function cannot leave 128 MB).
+	return max((mb<<20)/2, min(int64(float64(mb<<20)*MemoryShare), (mb-MemoryHeadroomMB)<<20)), nil
 }
 
 // SetMemoryLimit sets Go's soft memory limit from the function's memory
@@ -43,4 +51,18 @@ func SetMemoryLimit(getenv func(string) string) (int64, error) {
 	}
 	debug.SetMemoryLimit(limit)
 	return limit, nil
+}
+
+// MemoryLimitMB is the soft memory limit, in MB, of a function of mb MB.
+func MemoryLimitMB(mb int) int64 {
+	limit, err := memoryLimit(func(k string) string {
+		if k == "AWS_LAMBDA_FUNCTION_MEMORY_SIZE" {
+			return strconv.Itoa(mb)
+		}
+		return ""
+	})
+	if err != nil {
+		return 0
+	}
+	return limit >> 20
 }

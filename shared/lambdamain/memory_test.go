@@ -17,6 +17,10 @@ func TestMemoryLimit_IsAShareOfTheFunctionsMemoryUnlessGOMEMLIMITIsSet(t *testin
 		{map[string]string{}, 0, false},
 		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1769"}, 1669437849, false},
 		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512", "GOMEMLIMIT": "300MiB"}, 0, false},
+		// A small function keeps MemoryHeadroomMB outside the limit.
+		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512"}, 384 << 20, false},
+		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "3008"}, 2838704947, false},
+		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128"}, 64 << 20, false},
 		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "lots"}, 0, true},
 		{map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "64"}, 0, true},
 	} {
@@ -31,7 +35,7 @@ func TestSetMemoryLimit_SetsTheRuntimesSoftLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 	limit, err := SetMemoryLimit(env(map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}))
-	if mb := int64(1024); err != nil || limit != int64(float64(mb<<20)*MemoryShare) {
+	if err != nil || limit != (1024-MemoryHeadroomMB)<<20 {
 		t.Fatalf("limit %d, %v", limit, err)
 	}
 	if got := debug.SetMemoryLimit(-1); got != limit {
