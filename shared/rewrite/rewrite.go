@@ -277,7 +277,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	case g.State == jobs.GroupFailed:
 		if job.Batched() {
 			// Its batch may not have been handed to the committer yet.
-			if _, err := r.handOff(ctx, task.JobID, task.Group); err != nil {
+			if _, err := r.handOffFailed(ctx, task.JobID, task.Group); err != nil {
 				log.Warn("hand the failed batch to the committer", "err", err.Error())
 			}
 		}
@@ -341,7 +341,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 			}
 			if job.Batched() {
 				// A failed group fails its batch only: the committer ends it.
-				if _, herr := r.handOff(context.WithoutCancel(ctx), task.JobID, task.Group); herr != nil {
+				if _, herr := r.handOffFailed(context.WithoutCancel(ctx), task.JobID, task.Group); herr != nil {
 					log.Warn("hand the failed batch to the committer", "err", herr.Error())
 				}
 			} else {
@@ -431,9 +431,22 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 
 // handOff sends the job to the committer when every group is done, or for
 // a batched job (partial progress) group's batch when every group of it is
-// done or group failed. Several rewriters may send it; the committer is
-// idempotent, and one committing another batch commits this one next.
+// done. Several rewriters may send it; the committer is idempotent, and
+// one committing another batch commits this one next.
 func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, error) {
+	return r.sendCommit(ctx, jobID, group, false)
+}
+
+// handOffFailed sends a batched job's batch to the committer because group
+// failed: the batch fails without waiting for its other groups. (A batch
+// whose groups succeed is sent by the claim that completes it: this is the
+// only way a failure settles one, so a claim never reads the batch's other
+// groups to look for one.)
+func (r *Rewriter) handOffFailed(ctx context.Context, jobID string, group int) (bool, error) {
+	return r.sendCommit(ctx, jobID, group, true)
+}
+
+func (r *Rewriter) sendCommit(ctx context.Context, jobID string, group int, failed bool) (bool, error) {
 	job, err := r.jobs.Get(ctx, jobID)
 	if err != nil {
 		return false, err
@@ -442,16 +455,11 @@ func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, 
 	switch {
 	case job.Batched():
 		req.Batch = job.BatchOf(group)
-		if job.State.Terminal() || job.BatchEnded(req.Batch) {
+		if job.State.Terminal() || job.BatchEnded(req.Batch) || (!failed && !job.BatchDone(req.Batch)) {
 			return false, nil
 		}
-		if !job.BatchDone(req.Batch) {
-			// Settled all the same when one of its groups failed.
-			failed, err := r.batchHasFailedGroup(ctx, job, req.Batch)
-			if err != nil || !failed {
-				return false, err
-			}
-		}
+	case failed:
+		return false, nil // an unbatched job's failed group asks for an abort instead
 	case job.State != jobs.Planned && job.State != jobs.Running:
 		return false, nil
 	case len(job.DoneGroups) < job.Groups:
@@ -465,28 +473,6 @@ func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, 
 		return false, err
 	}
 	return true, nil
-}
-
-// batchHasFailedGroup reports whether a group of batch that is not done
-// failed.
-func (r *Rewriter) batchHasFailedGroup(ctx context.Context, job jobs.Job, batch int) (bool, error) {
-	done := map[int]bool{}
-	for _, g := range job.DoneGroups {
-		done[g] = true
-	}
-	for _, i := range job.BatchGroups(batch) {
-		if done[i] {
-			continue
-		}
-		g, err := r.jobs.Group(ctx, job.ID, i)
-		if err != nil {
-			return false, err
-		}
-		if g.State == jobs.GroupFailed {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason, class string) {
