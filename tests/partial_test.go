@@ -517,3 +517,30 @@ func (e *env) equalityDeletesIn(region string) int {
 	}
 	return n
 }
+
+// TestPartialProgress_AFailureInTheLastBatchEndsTheJob: batch 1 commits
+// first; then a group of batch 2 fails. Nothing else is left to hand
+// batch 2 to the committer, so the failing rewriter does: batch 2 fails,
+// and the job ends committed with batch 1.
+func TestPartialProgress_AFailureInTheLastBatchEndsTheJob(t *testing.T) {
+	e := setup(t)
+	e.partialTable(fourPartitions, 2)
+	want := e.fingerprint()
+	r, p := e.planBatched(2)
+	e.rewriteBatch(r.JobID, 1)
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Running || len(j.CommittedBatches) != 1 {
+		t.Fatalf("after batch 1: %s, committed %v (%s)", j.State, j.CommittedBatches, j.Reason)
+	}
+	restore := e.hideFile(strings.TrimPrefix(p.Groups[j.BatchGroups(2)[0]].InputPaths[0], "file://"))
+	e.drainTasks()
+	e.drainCommits()
+	restore()
+	e.requireCommitted(r.JobID, want)
+	j = e.job(r.JobID)
+	if _, ok := j.FailedBatches[2]; !ok || !strings.Contains(j.Reason, "1 of 2 batches committed") {
+		t.Fatalf("job %s (%s), failed batches %v; want batch 2 failed", j.State, j.Reason, j.FailedBatches)
+	}
+	e.requireOnlyReferencedJobFiles(r.JobID)
+}
