@@ -184,19 +184,25 @@ func Start(target string) (*Proxy, error) {
 	p := &Proxy{URL: "http://" + ln.Addr().String(), c: Counts{Ops: map[string]int64{}, Gets: map[string]int64{}}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Counted when it arrives: a client may read the whole response
+		// before this handler returns, and count right after.
 		op := Classify(r)
-		cw := &countingWriter{ResponseWriter: w}
-		rp.ServeHTTP(cw, r)
 		p.mu.Lock()
 		p.c.Ops[op]++
 		switch op {
 		case PutObject, UploadPart:
 			p.c.BytesUp += max(r.ContentLength, 0)
 		case GetObject:
-			p.c.BytesDown += cw.n
 			p.c.Gets[r.URL.Path]++
 		}
 		p.mu.Unlock()
+		cw := &countingWriter{ResponseWriter: w}
+		rp.ServeHTTP(cw, r)
+		if op == GetObject {
+			p.mu.Lock()
+			p.c.BytesDown += cw.n
+			p.mu.Unlock()
+		}
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
