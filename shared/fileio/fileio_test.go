@@ -3,9 +3,11 @@ package fileio_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,12 +20,16 @@ import (
 	"github.com/icekeeper/icekeeper/shared/s3requests"
 )
 
+var runs atomic.Int64
+
 // s3Env is a bucket in the emulator behind a request counter.
 func s3Env(t *testing.T) (*s3requests.Proxy, map[string]string, string) {
 	t.Helper()
 	cloud := localcloud.Start()
 	t.Cleanup(cloud.Close)
-	bucket := "fileio-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	// kumo's state is process-wide, and so is this package's metadata
+	// cache: every run of a test (go test -count=N) gets a bucket of its own.
+	bucket := fmt.Sprintf("fileio-%d-%s", runs.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-")))
 	if _, err := cloud.Clients.S3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
