@@ -80,6 +80,10 @@ type Options struct {
 	// have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's soft memory limit is set
 	// from it, as in the function); 0: none.
 	RewriterMemoryMB int
+	// CoordinatorMemoryMB is the memory the planner and committer children
+	// are told they have, as RewriterMemoryMB (the stack gives both
+	// functions 1024 MB); 0: none.
+	CoordinatorMemoryMB int
 	// Storage is where the tables live: "local" (a folder) or "s3" (a
 	// bucket in the emulator, through a counter of S3 requests that every
 	// engine's requests go through; the raw baseline, which reads local

@@ -57,6 +57,11 @@ type RewriterArgs struct {
 // Child runs one measured engine in this process and returns its JSON
 // output; the benchmark starts it as `<self> child <mode> <args>`.
 func Child(ctx context.Context, mode string, args []byte) (any, error) {
+	if path := os.Getenv(HeapProfileEnv); path != "" {
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go profilePeakHeap(pctx, path)
+	}
 	switch mode {
 	case "raw":
 		var a RawArgs
@@ -75,8 +80,14 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 		if err := json.Unmarshal(args, &a); err != nil {
 			return nil, err
 		}
+		if _, err := lambdamain.SetMemoryLimit(os.Getenv); err != nil {
+			return nil, err
+		}
 		return planChild(ctx, a)
 	case "commit":
+		if _, err := lambdamain.SetMemoryLimit(os.Getenv); err != nil {
+			return nil, err
+		}
 		return commitChild(ctx)
 	case "rewriter":
 		var a RewriterArgs

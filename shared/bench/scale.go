@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,7 +60,7 @@ func syntheticTable(ctx context.Context, cat catalog.Catalog, ident table.Identi
 			if err != nil {
 				return nil, err
 			}
-			files = append(files, b.Build())
+			files = append(files, withColumnStats(b, i).Build())
 		}
 		txn := tbl.NewTransaction()
 		if err := txn.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck()); err != nil {
@@ -67,6 +71,29 @@ func syntheticTable(ctx context.Context, cat catalog.Catalog, ident table.Identi
 		}
 	}
 	return tbl, nil
+}
+
+// withColumnStats gives a synthetic file of the sample table's schema the
+// column metrics iceberg-go's writer records by default (sizes, value,
+// null and NaN counts, bounds truncated to 16 bytes), so that a planner
+// reads manifests as large as a real table's.
+func withColumnStats(b *iceberg.DataFileBuilder, i int) *iceberg.DataFileBuilder {
+	le := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	return b.ColumnSizes(map[int]int64{1: 80_000, 2: 20_000, 3: 80_000, 4: 860_000}).
+		ValueCounts(map[int]int64{1: 10_000, 2: 10_000, 3: 10_000, 4: 10_000}).
+		NullValueCounts(map[int]int64{1: 0, 2: 0, 3: 120, 4: 0}).
+		NaNValueCounts(map[int]int64{3: 0}).
+		LowerBoundValues(map[int][]byte{1: le(uint64(i) * 10_000), 2: []byte("region-00"), 3: le(math.Float64bits(0.01)), 4: []byte("note 0000000000 ")}).
+		UpperBoundValues(map[int][]byte{1: le(uint64(i)*10_000 + 9_999), 2: []byte("region-07"), 3: le(math.Float64bits(999.99)), 4: []byte("note 9999999999!")})
+}
+
+// coordinatorEnv is env with the planner's and committer's function
+// memory (Options.CoordinatorMemoryMB).
+func coordinatorEnv(o Options, env []string) []string {
+	if o.CoordinatorMemoryMB > 0 {
+		env = append(slices.Clip(env), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(o.CoordinatorMemoryMB))
+	}
+	return env
 }
 
 // pipelineEnv provisions fresh pipeline resources and returns the
@@ -120,7 +147,7 @@ func RunScale(ctx context.Context, o Options, plannerFiles []int, commitFiles in
 			return out, err
 		}
 		o.progress("planner at scale: planning %d files", n)
-		p, err := runChild(ctx, o.Self, env, "plan", PlanArgs{Table: name})
+		p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "plan", PlanArgs{Table: name})
 		if err != nil {
 			return out, err
 		}
@@ -211,7 +238,7 @@ func commitAtScale(ctx context.Context, o Options, cat catalog.Catalog, cc catal
 		return ScalePoint{}, err
 	}
 	setup := time.Since(start)
-	pr, err := runChild(ctx, o.Self, env, "commit", struct{}{})
+	pr, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "commit", struct{}{})
 	if err != nil {
 		return ScalePoint{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/expire"
 )
 
@@ -201,11 +202,11 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 		index[partitionKey{int32(p.SpecID), p.Partition}] = i
 	}
 	for _, t := range tasks {
-		if overDeleteRatio(t, th.DeleteRatio) {
+		if binpack.OverDeleteRatio(t, th.DeleteRatio) {
 			r.partition(index, names, t.File).FilesOverDeleteRatio++
 		}
 	}
-	plan, err := th.CompactionConfig().PlanCompaction(tasks)
+	plan, err := binpack.Plan(th.CompactionConfig(), tasks)
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: compaction plan: %w", r.Table, err)
 	}
@@ -220,42 +221,6 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 		})
 	}
 	return plan, nil
-}
-
-// overDeleteRatio mirrors iceberg-go's compaction planner: the record
-// counts of the task's file-scoped deletes (deletion vectors, position
-// deletes that target only this file), capped at the file's records,
-// reach ratio of them.
-func overDeleteRatio(t table.FileScanTask, ratio float64) bool {
-	records := t.File.Count()
-	if ratio <= 0 || records <= 0 {
-		return false
-	}
-	var deleted int64
-	for _, d := range append(append([]iceberg.DataFile{}, t.DeletionVectorFiles...), t.DeleteFiles...) {
-		if fileScoped(d) {
-			deleted += d.Count()
-		}
-	}
-	return float64(min(deleted, records))/float64(records) >= ratio
-}
-
-// fileScoped reports whether a position delete applies to exactly one data
-// file: a referenced data file, or equal file_path bounds (as Iceberg's
-// ContentFileUtil.referencedDataFile).
-func fileScoped(d iceberg.DataFile) bool {
-	if d.ContentType() != iceberg.EntryContentPosDeletes {
-		return false
-	}
-	if ref := d.ReferencedDataFile(); ref != nil && *ref != "" {
-		return true
-	}
-	f, ok := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
-	if !ok {
-		return false
-	}
-	lo, hi := d.LowerBoundValues()[f.ID], d.UpperBoundValues()[f.ID]
-	return len(lo) > 0 && string(lo) == string(hi)
 }
 
 func compactionRecommendation(plan compaction.Plan, th Thresholds, names *partitionNamer) (Recommendation, bool) {

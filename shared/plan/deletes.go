@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
@@ -165,6 +166,8 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 	if err != nil {
 		return fail(fmt.Errorf("plan files at snapshot %d: %w", pin.SnapshotID, err))
 	}
+	// One task per data file, not per split of it (binpack.WholeFiles).
+	scanTasks = binpack.WholeFiles(scanTasks)
 	specsInUse := map[int]bool{}
 	for _, t := range scanTasks {
 		specsInUse[int(t.File.SpecID())] = true

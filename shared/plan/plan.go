@@ -34,6 +34,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -300,10 +301,15 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
-	cp, err := cfg.PlanCompaction(scanTasks)
+	// binpack.Plan decides as cfg.PlanCompaction would, without copying
+	// the tasks; the tasks no group holds are dropped at once (a million
+	// files: see docs/PERFORMANCE.md).
+	cp, err := binpack.Plan(cfg, scanTasks)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
 	}
+	clear(scanTasks[binpack.Grouped(cp):])
+	files := cp.TotalInputFiles
 	idle, hotMinFiles, err := optin.HotPartitions(tbl.Properties())
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
@@ -329,8 +335,8 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	}
 	if len(groups) == 0 {
 		res.Outcome = OutcomeNothingToDo
-		res.Reason = fmt.Sprintf("no file group worth rewriting (%d files, %d left alone)", len(scanTasks), cp.SkippedFiles)
-		log.Info("nothing to do", "files", len(scanTasks))
+		res.Reason = fmt.Sprintf("no file group worth rewriting (%d files, %d left alone)", files, cp.SkippedFiles)
+		log.Info("nothing to do", "files", files)
 		return res, false, nil
 	}
 
@@ -385,8 +391,8 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 
 // startJob records a job of rewriter groups (its plan in S3, the job and
 // its groups in DynamoDB), sends one task per group and marks the job
-// running. groups[i] holds plan group i's scan tasks; decorate completes
-// each group's task. started reports whether any task may have been sent.
+// running. groups[i] holds plan group i's scan tasks (cleared once its
+// task is encoded); decorate completes each group's task. started reports whether any task may have been sent.
 func (p *Planner) startJob(ctx context.Context, log *slog.Logger, res Result, meta table.Metadata, planObj messages.Plan, job jobs.Job, jobGroups []jobs.Group, groups []compaction.Group, planStart time.Time, decorate func(*messages.Task, messages.PlanGroup)) (Result, bool, error) {
 	name, jobID := job.Table, job.ID
 	planBytes, err := messages.Encode(planObj)
@@ -410,6 +416,9 @@ func (p *Planner) startJob(ctx context.Context, log *slog.Logger, res Result, me
 		if err != nil {
 			return res, sent, fmt.Errorf("plan %s: group %d: %w", name, i, err)
 		}
+		// The group's scan tasks are in its message now: let them go, so
+		// memory falls as tasks are sent.
+		clear(g.Tasks)
 		if bodies = append(bodies, body); len(bodies) == cap(bodies) || i == len(groups)-1 {
 			sent = true
 			if err := p.tasks.SendAll(ctx, bodies); err != nil {
@@ -515,18 +524,21 @@ func SplitGroups(groups []compaction.Group, maxBytes int64) []compaction.Group {
 			out = append(out, g)
 			continue
 		}
+		// Chunks are sub-slices of the group's tasks: nothing is copied.
+		start := 0
 		cur := compaction.Group{PartitionKey: g.PartitionKey}
-		for _, t := range g.Tasks {
+		for i, t := range g.Tasks {
 			size := t.File.FileSizeBytes()
-			if len(cur.Tasks) > 0 && cur.TotalSizeBytes+size > maxBytes {
+			if i > start && cur.TotalSizeBytes+size > maxBytes {
+				cur.Tasks = g.Tasks[start:i:i]
 				out = append(out, cur)
-				cur = compaction.Group{PartitionKey: g.PartitionKey}
+				start, cur = i, compaction.Group{PartitionKey: g.PartitionKey}
 			}
-			cur.Tasks = append(cur.Tasks, t)
 			cur.TotalSizeBytes += size
 			cur.DeleteFileCount += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
 		}
-		if len(cur.Tasks) > 0 {
+		if start < len(g.Tasks) {
+			cur.Tasks = g.Tasks[start:len(g.Tasks):len(g.Tasks)]
 			out = append(out, cur)
 		}
 	}

@@ -1,0 +1,309 @@
+// Package binpack groups a snapshot's scan tasks into compaction file
+// groups exactly as iceberg-go's compaction planner
+// (compaction.Config.PlanCompaction) does, without copying a task.
+//
+// PlanCompaction copies every candidate task into a per-partition slice and
+// again into its bins: at a million files that is two to three copies of a
+// 130-byte task each, a quarter of the planner's peak memory. Plan decides on
+// task indices instead and then reorders the tasks in place so that each
+// group's tasks are contiguous; a group's Tasks is a sub-slice of the
+// caller's slice.
+//
+// Invariants (TestPlan_MatchesIcebergGosPlanner compares the two on random
+// tables):
+//   - the same candidates: a file is rewritten when it carries at least
+//     DeleteFileThreshold delete files, when its file-scoped deletes shadow
+//     at least DeleteRatioThreshold of its rows, or when it is smaller than
+//     MinFileSizeBytes and not larger than MaxFileSizeBytes;
+//   - the same buckets: one per partition spec and partition tuple, in the
+//     order the partitions first appear;
+//   - the same bins: iceberg-go's PackEnd (first fit over at most
+//     PackingLookback open bins, walking the candidates from the end);
+//   - the same drops: a bucket or bin of fewer than MinInputFiles files is
+//     skipped.
+//
+// Plan packs whole files. iceberg-go's scan planning splits a Parquet file
+// larger than read.split.target-size at its row groups into several tasks
+// (table/scan_splits.go); PlanCompaction would weigh each split as the
+// whole file and could put the splits of one file into different groups,
+// each rewriting part of it and both removing it. WholeFiles joins them
+// first.
+//
+// What a group contains decides only what is rewritten together; which
+// deletes apply to a file stays iceberg-go's scan planning (the tasks).
+package binpack
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+// Plan returns the compaction plan cfg.PlanCompaction would return for
+// the whole files of tasks (WholeFiles). It reorders tasks in place: the
+// groups' tasks first, in plan order (each group's Tasks a sub-slice of
+// tasks), then every other file's task, then (when files were split)
+// cleared tasks.
+func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, error) {
+	if err := cfg.Validate(); err != nil {
+		return compaction.Plan{}, fmt.Errorf("invalid compaction config: %w", err)
+	}
+	tasks = WholeFiles(tasks)
+	plan := compaction.Plan{TotalInputFiles: len(tasks)}
+	for i := range tasks {
+		plan.TotalInputBytes += tasks[i].File.FileSizeBytes()
+	}
+
+	type bucket struct {
+		key        string
+		candidates []int32
+	}
+	index := map[string]int{}
+	var buckets []bucket
+	for i := range tasks {
+		key := bucketKey(tasks[i].File)
+		b, ok := index[key]
+		if !ok {
+			b = len(buckets)
+			index[key] = b
+			buckets = append(buckets, bucket{key: key})
+		}
+		if !Candidate(cfg, tasks[i]) {
+			plan.SkippedFiles++
+			continue
+		}
+		buckets[b].candidates = append(buckets[b].candidates, int32(i))
+	}
+
+	weight := func(i int32) int64 { return tasks[i].File.FileSizeBytes() }
+	type span struct {
+		key     string
+		indices []int32
+	}
+	var chosen []span
+	for _, b := range buckets {
+		if len(b.candidates) < int(cfg.MinInputFiles) {
+			plan.SkippedFiles += len(b.candidates)
+			continue
+		}
+		for _, bin := range packEnd(b.candidates, cfg.TargetFileSizeBytes, int(cfg.PackingLookback), weight) {
+			if len(bin) < int(cfg.MinInputFiles) {
+				plan.SkippedFiles += len(bin)
+				continue
+			}
+			chosen = append(chosen, span{key: b.key, indices: bin})
+		}
+	}
+
+	// Reorder: the chosen tasks, group by group, then the rest in their
+	// original order.
+	order := make([]int32, 0, len(tasks))
+	taken := make([]bool, len(tasks))
+	for _, s := range chosen {
+		for _, i := range s.indices {
+			order = append(order, i)
+			taken[i] = true
+		}
+	}
+	for i := range tasks {
+		if !taken[i] {
+			order = append(order, int32(i))
+		}
+	}
+	permute(tasks, order)
+
+	at := 0
+	for _, s := range chosen {
+		g := compaction.Group{PartitionKey: s.key, Tasks: tasks[at : at+len(s.indices) : at+len(s.indices)]}
+		at += len(s.indices)
+		for _, t := range g.Tasks {
+			g.TotalSizeBytes += t.File.FileSizeBytes()
+			g.DeleteFileCount += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+		}
+		plan.EstOutputFiles += max(1, int((g.TotalSizeBytes+cfg.TargetFileSizeBytes-1)/cfg.TargetFileSizeBytes))
+		plan.EstOutputBytes += g.TotalSizeBytes
+		plan.Groups = append(plan.Groups, g)
+	}
+	return plan, nil
+}
+
+// WholeFiles joins, in place, the split scan tasks of each file into one
+// task that reads the whole file (Start 0, Length the file's size) and
+// returns the shortened slice; the tasks after it are cleared. The splits
+// of a file carry the same deletes (iceberg-go copies the task to split
+// it), which the joined task keeps.
+func WholeFiles(tasks []table.FileScanTask) []table.FileScanTask {
+	var seen map[string]int // path -> index in the output, split files only
+	n := 0
+	for i := range tasks {
+		t := tasks[i]
+		if size := t.File.FileSizeBytes(); t.Start != 0 || t.Length != size {
+			path := t.File.FilePath()
+			if seen == nil {
+				seen = map[string]int{}
+			}
+			if _, ok := seen[path]; ok {
+				continue
+			}
+			seen[path] = n
+			t.Start, t.Length = 0, size
+		}
+		tasks[n] = t
+		n++
+	}
+	clear(tasks[n:])
+	return tasks[:n]
+}
+
+// Grouped is the number of tasks at the front of a slice Plan reordered
+// that belong to its groups; the tasks after them were left alone.
+func Grouped(p compaction.Plan) int {
+	n := 0
+	for _, g := range p.Groups {
+		n += len(g.Tasks)
+	}
+	return n
+}
+
+// Candidate reports whether iceberg-go's compaction planner would consider
+// the task's file for rewriting (its Config.isCandidate).
+func Candidate(cfg compaction.Config, t table.FileScanTask) bool {
+	if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) >= cfg.DeleteFileThreshold {
+		return true
+	}
+	if OverDeleteRatio(t, cfg.DeleteRatioThreshold) {
+		return true
+	}
+	size := t.File.FileSizeBytes()
+	return size <= cfg.MaxFileSizeBytes && size < cfg.MinFileSizeBytes
+}
+
+// OverDeleteRatio mirrors iceberg-go's compaction planner (and Iceberg
+// Java's BinPackRewriteFilePlanner.tooHighDeleteRatio): the record counts
+// of the task's file-scoped deletes (deletion vectors, position deletes that
+// target only this file), capped at the file's records, reach ratio of
+// them. A ratio of 0 disables the rule.
+func OverDeleteRatio(t table.FileScanTask, ratio float64) bool {
+	records := t.File.Count()
+	if ratio <= 0 || records <= 0 {
+		return false
+	}
+	var deleted int64
+	for _, ds := range [][]iceberg.DataFile{t.DeletionVectorFiles, t.DeleteFiles} {
+		for _, d := range ds {
+			if FileScoped(d) {
+				deleted += d.Count()
+			}
+		}
+	}
+	return float64(min(deleted, records))/float64(records) >= ratio
+}
+
+// filePathField is the file_path column of a position delete file.
+var filePathField = func() int {
+	f, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
+	return f.ID
+}()
+
+// FileScoped reports whether a delete file applies to exactly one data
+// file: a position delete (or deletion vector) with a referenced data file,
+// or with equal file_path bounds (Iceberg's ContentFileUtil.isFileScoped
+// and referencedDataFile).
+func FileScoped(d iceberg.DataFile) bool {
+	if d.ContentType() != iceberg.EntryContentPosDeletes {
+		return false
+	}
+	if ref := d.ReferencedDataFile(); ref != nil && *ref != "" {
+		return true
+	}
+	lo, hi := d.LowerBoundValues()[filePathField], d.UpperBoundValues()[filePathField]
+	return len(lo) > 0 && string(lo) == string(hi)
+}
+
+// bucketKey is iceberg-go's partition bucket key: the spec id and the
+// sorted partition tuple ("3:1=a;2=7;", "0:_" when unpartitioned).
+func bucketKey(f iceberg.DataFile) string {
+	part := f.Partition()
+	if len(part) == 0 {
+		return fmt.Sprintf("%d:_", f.SpecID())
+	}
+	ids := make([]int, 0, len(part))
+	for id := range part {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	b := fmt.Appendf(nil, "%d:", f.SpecID())
+	for _, id := range ids {
+		b = fmt.Appendf(b, "%d=%v;", id, part[id])
+	}
+	return string(b)
+}
+
+// packEnd is iceberg-go's SlicePacker.PackEnd without largest-bin-first:
+// the items are offered last to first, each to the first open bin it fits
+// (a bin's weight may not exceed target), a new bin opened when none fits;
+// when more than lookback bins are open the oldest is closed. The bins and
+// their items are then reversed, so they read in the items' order.
+func packEnd(items []int32, target int64, lookback int, weight func(int32) int64) [][]int32 {
+	type bin struct {
+		weight int64
+		items  []int32
+	}
+	var open []bin
+	var out [][]int32
+	for k := len(items) - 1; k >= 0; k-- {
+		item := items[k]
+		w := weight(item)
+		placed := false
+		for b := range open {
+			if open[b].weight+w <= target {
+				open[b].weight += w
+				open[b].items = append(open[b].items, item)
+				placed = true
+				break
+			}
+		}
+		if placed {
+			continue
+		}
+		open = append(open, bin{weight: w, items: []int32{item}})
+		if len(open) > lookback {
+			out = append(out, open[0].items)
+			open = open[1:]
+		}
+	}
+	for _, b := range open {
+		out = append(out, b.items)
+	}
+	slices.Reverse(out)
+	for _, items := range out {
+		slices.Reverse(items)
+	}
+	return out
+}
+
+// permute reorders tasks in place so that tasks[k] becomes the task that
+// was at order[k]; order is a permutation of 0..len(tasks)-1.
+func permute(tasks []table.FileScanTask, order []int32) {
+	done := make([]bool, len(tasks))
+	for start := range tasks {
+		if done[start] {
+			continue
+		}
+		saved := tasks[start]
+		k := start
+		for {
+			done[k] = true
+			from := int(order[k])
+			if from == start {
+				tasks[k] = saved
+				break
+			}
+			tasks[k] = tasks[from]
+			k = from
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package binpack
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+// randomTasks builds a table's worth of scan tasks: files in a few
+// partitions of two specs, of sizes around the target, some carrying
+// position deletes (file-scoped by reference or by file_path bounds, or
+// partition-scoped), equality deletes and deletion vectors.
+func randomTasks(t *testing.T, r *rand.Rand, n int, target int64) []table.FileScanTask {
+	t.Helper()
+	spec := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
+	build := func(spec iceberg.PartitionSpec, content iceberg.ManifestEntryContent, format iceberg.FileFormat, path string, part map[int]any, rows, size int64, edit func(*iceberg.DataFileBuilder)) iceberg.DataFile {
+		b, err := iceberg.NewDataFileBuilder(spec, content, path, format, part, nil, nil, rows, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(b)
+		}
+		return b.Build()
+	}
+	filePath, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
+	tasks := make([]table.FileScanTask, 0, n)
+	for i := range n {
+		sp, part := *iceberg.UnpartitionedSpec, map[int]any(nil)
+		if r.IntN(3) > 0 {
+			sp, part = spec, map[int]any{1000: int32(r.IntN(4))}
+		}
+		path := fmt.Sprintf("s3://b/t/data/%05d.parquet", i)
+		var size int64
+		switch r.IntN(5) {
+		case 4:
+			size = target / int64(2+2*r.IntN(2)) // halves and quarters fill a bin exactly
+		case 0:
+			size = target * int64(80+r.IntN(120)) / 100 // right-sized to oversized
+		case 1:
+			size = target * 2 // oversized
+		default:
+			size = 1 + r.Int64N(target*3/4) // small
+		}
+		rows := 1 + r.Int64N(10_000)
+		task := table.FileScanTask{File: build(sp, iceberg.EntryContentData, iceberg.ParquetFile, path, part, rows, size, nil)}
+		for d := range r.IntN(7) {
+			dpath := fmt.Sprintf("s3://b/t/data/del-%05d-%d.parquet", i, d)
+			count := r.Int64N(rows + 1)
+			switch r.IntN(5) {
+			case 0: // file-scoped by reference
+				task.DeleteFiles = append(task.DeleteFiles, build(sp, iceberg.EntryContentPosDeletes, iceberg.ParquetFile, dpath, part, count, 100, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path) }))
+			case 1: // file-scoped by file_path bounds
+				bound := []byte(path)
+				task.DeleteFiles = append(task.DeleteFiles, build(sp, iceberg.EntryContentPosDeletes, iceberg.ParquetFile, dpath, part, count, 100, func(b *iceberg.DataFileBuilder) {
+					b.LowerBoundValues(map[int][]byte{filePath.ID: bound}).UpperBoundValues(map[int][]byte{filePath.ID: bound})
+				}))
+			case 2: // partition-scoped
+				task.DeleteFiles = append(task.DeleteFiles, build(sp, iceberg.EntryContentPosDeletes, iceberg.ParquetFile, dpath, part, count, 100, nil))
+			case 3:
+				task.EqualityDeleteFiles = append(task.EqualityDeleteFiles, build(sp, iceberg.EntryContentEqDeletes, iceberg.ParquetFile, dpath, part, count, 100, func(b *iceberg.DataFileBuilder) { b.EqualityFieldIDs([]int{1}) }))
+			case 4:
+				if len(task.DeletionVectorFiles) == 0 {
+					task.DeletionVectorFiles = append(task.DeletionVectorFiles, build(sp, iceberg.EntryContentPosDeletes, iceberg.PuffinFile, dpath, part, count, 100, func(b *iceberg.DataFileBuilder) { b.ReferencedDataFile(path).ContentOffset(4).ContentSizeInBytes(40) }))
+				}
+			}
+		}
+		tasks = append(tasks, task)
+	}
+	return tasks
+}
+
+func paths(tasks []table.FileScanTask) []string {
+	out := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.File.FilePath()
+	}
+	return out
+}
+
+// TestPlan_MatchesIcebergGosPlanner: on random tables and settings, Plan
+// chooses the same groups of the same files, in the same order, and
+// reports the same counts as iceberg-go's compaction planner.
+func TestPlan_MatchesIcebergGosPlanner(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		target := int64(1+r.IntN(64)) << 20
+		cfg := compaction.DefaultConfig()
+		cfg.TargetFileSizeBytes = target
+		cfg.MinFileSizeBytes = target * 3 / 4
+		cfg.MaxFileSizeBytes = target * 9 / 5
+		cfg.MinInputFiles = uint(r.IntN(6))
+		cfg.PackingLookback = uint(r.IntN(4))
+		if r.IntN(2) == 0 {
+			cfg.PackingLookback = 128
+		}
+		cfg.DeleteFileThreshold = 1 + r.IntN(6)
+		cfg.DeleteRatioThreshold = []float64{0, 0.1, 0.3, 1}[r.IntN(4)]
+		tasks := randomTasks(t, r, r.IntN(400), target)
+
+		want, err := cfg.PlanCompaction(slices.Clone(tasks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Plan(cfg, tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Groups) != len(want.Groups) {
+			t.Fatalf("seed %d: %d groups, iceberg-go %d", seed, len(got.Groups), len(want.Groups))
+		}
+		for i := range want.Groups {
+			g, w := got.Groups[i], want.Groups[i]
+			if !slices.Equal(paths(g.Tasks), paths(w.Tasks)) || g.PartitionKey != w.PartitionKey || g.TotalSizeBytes != w.TotalSizeBytes || g.DeleteFileCount != w.DeleteFileCount {
+				t.Fatalf("seed %d group %d:\n got %q %v (%d bytes, %d deletes)\nwant %q %v (%d bytes, %d deletes)", seed, i,
+					g.PartitionKey, paths(g.Tasks), g.TotalSizeBytes, g.DeleteFileCount, w.PartitionKey, paths(w.Tasks), w.TotalSizeBytes, w.DeleteFileCount)
+			}
+		}
+		got.Groups, want.Groups = nil, nil
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d: plan %+v, iceberg-go %+v", seed, got, want)
+		}
+	}
+}
+
+// TestPlan_ReordersTasksInPlaceWithoutLosingAny: the groups are sub-slices
+// of the caller's slice, at its front, and the slice still holds every
+// task once.
+func TestPlan_ReordersTasksInPlaceWithoutLosingAny(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	cfg := compaction.DefaultConfig()
+	tasks := randomTasks(t, r, 500, cfg.TargetFileSizeBytes)
+	before := paths(tasks)
+	p, err := Plan(cfg, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) == 0 {
+		t.Fatal("no groups: the test needs some")
+	}
+	at := 0
+	for i, g := range p.Groups {
+		if &g.Tasks[0] != &tasks[at] {
+			t.Fatalf("group %d is not the sub-slice at %d of the caller's tasks", i, at)
+		}
+		at += len(g.Tasks)
+	}
+	if at != Grouped(p) {
+		t.Fatalf("Grouped = %d, groups hold %d", Grouped(p), at)
+	}
+	after := paths(tasks)
+	slices.Sort(before)
+	slices.Sort(after)
+	if !slices.Equal(before, after) {
+		t.Fatal("reordering lost or duplicated a task")
+	}
+}
