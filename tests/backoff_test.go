@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -117,5 +119,43 @@ func (e *env) hideFile(path string) (restore func()) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			e.t.Fatal(err)
 		}
+	}
+}
+
+// TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud: when scan
+// planning would hold more file metadata than the planner's memory limit
+// (here a budget just below the estimate of this table: its files times
+// the per-file and per-column cost), planning fails at once with
+// plan.ErrTooLargeToPlan and a message naming the files, the memory and
+// the setting to raise, writes nothing, frees the lease and, failing
+// again, backs the table off. With the budget above the estimate the same
+// table plans.
+func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	files := int64(len(e.liveTasks()))
+	columns := int64(len(e.load().Schema().Fields()))
+	estimate := files * (500 + 450*columns)
+
+	e.planner.SetMemoryBudget(estimate - 1)
+	for i := 0; i < 2; i++ {
+		r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
+		if !errors.Is(err, plan.ErrTooLargeToPlan) || !strings.Contains(err.Error(), fmt.Sprintf("%d live data files", files)) || !strings.Contains(err.Error(), "plannerMemoryMb") {
+			t.Fatalf("planning %d: %+v %v, want ErrTooLargeToPlan naming %d files and the setting", i+1, r, err, files)
+		}
+		if r.JobID != "" {
+			t.Fatalf("planning %d started job %s", i+1, r.JobID)
+		}
+	}
+	r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomeBackedOff {
+		t.Fatalf("third planning: %+v %v, want backed off", r, err)
+	}
+
+	e2 := setup(t)
+	e2.createTable(smallTable)
+	e2.planner.SetMemoryBudget(estimate)
+	if r := e2.plan(); r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("with the budget at the estimate: %s (%s), want planned", r.Outcome, r.Reason)
 	}
 }

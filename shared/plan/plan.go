@@ -143,6 +143,8 @@ type Planner struct {
 	tracer   tracing.Tracer
 	// ignoreBackoff plans backed-off tables too (an operator by hand).
 	ignoreBackoff bool
+	// memoryBudget: see SetMemoryBudget.
+	memoryBudget int64
 }
 
 // IgnoreBackoff makes the planner plan tables that are backed off after
@@ -260,8 +262,8 @@ func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeas
 		}
 		// Only a failure no retry can fix counts towards the backoff: a
 		// malformed table property or threshold, a plan that cannot be
-		// encoded. A catalog or AWS hiccup is retried by the trigger.
-		if errors.Is(err, optin.ErrBadProperty) || errors.Is(err, health.ErrInvalidThresholds) || errors.Is(err, messages.ErrMalformed) || errors.Is(err, expire.ErrRetention) {
+		// encoded, a table too large for the planner's memory. A catalog or AWS hiccup is retried by the trigger.
+		if errors.Is(err, optin.ErrBadProperty) || errors.Is(err, health.ErrInvalidThresholds) || errors.Is(err, messages.ErrMalformed) || errors.Is(err, expire.ErrRetention) || errors.Is(err, ErrTooLargeToPlan) {
 			if _, ferr := p.leases.RecordFailure(context.WithoutCancel(ctx), name, messages.FailPlanning); ferr != nil {
 				log.Warn("record failure", "err", ferr.Error())
 			}
@@ -293,6 +295,9 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	res.SnapshotID = pin.SnapshotID
 	log = log.With("snapshot_id", pin.SnapshotID)
 
+	if err := p.checkPlanningMemory(ctx, tbl, snap); err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
 	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: plan files at snapshot %d: %w", name, pin.SnapshotID, err)

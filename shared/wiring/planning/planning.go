@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"runtime/debug"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -48,6 +50,11 @@ func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
 	if err == nil {
 		p.SetTracer(d.Tracer)
+		// Go's soft memory limit, which the function sets from its memory
+		// size (lambdamain.SetMemoryLimit); none: no budget.
+		if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+			p.SetMemoryBudget(limit)
+		}
 	}
 	return p, err
 }
