@@ -7,7 +7,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
@@ -57,12 +56,7 @@ func TestPipeline_AFileScanPlanningSplitsIsRewrittenOnce(t *testing.T) {
 	}
 	e.drainTasks()
 	e.drainCommits()
-	if j := e.job(r.JobID); j.State != jobs.Committed {
-		t.Fatalf("job state %s (%s), want committed", j.State, j.Reason)
-	}
-	if after := e.fingerprint(); after != before {
-		t.Fatalf("rows changed: before %s, after %s", before, after)
-	}
+	e.requireCommitted(r.JobID, before)
 }
 
 // TestDeletes_AFileScanPlanningSplitsIsRewrittenOnce: a rewrite-deletes
