@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/commit"
@@ -72,6 +73,9 @@ type env struct {
 	ident     table.Identifier
 	// metrics collects the EMF lines every stage emits.
 	metrics *syncBuffer
+	// drained is what the last drains of the task and commit queues did
+	// (for a failing test's message).
+	drained struct{ tasks, commits localrun.Stats }
 }
 
 func setup(t *testing.T, mutate ...func(*config.Config)) *env {
@@ -178,6 +182,7 @@ func (e *env) drainTasks() localrun.Stats {
 	if err != nil {
 		e.t.Fatalf("drain tasks: %v", err)
 	}
+	e.drained.tasks = st
 	return st
 }
 
@@ -188,6 +193,7 @@ func (e *env) drainCommits() localrun.Stats {
 	if err != nil {
 		e.t.Fatalf("drain commits: %v", err)
 	}
+	e.drained.commits = st
 	return st
 }
 
@@ -315,11 +321,33 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 func (e *env) requireCommitted(jobID string, want fingerprint.Fingerprint) {
 	e.t.Helper()
 	if j := e.job(jobID); j.State != jobs.Committed {
-		e.t.Fatalf("job %s (%s), want committed", j.State, j.Reason)
+		e.t.Fatalf("job %s (%s), want committed\n%s", j.State, j.Reason, e.diagnose(jobID))
 	}
 	if got := e.fingerprint(); got != want {
 		e.t.Fatalf("rows %s, want %s", got, want)
 	}
+}
+
+// diagnose says where a job that did not end stands: its groups, the
+// queues' messages and what the last drains did.
+func (e *env) diagnose(jobID string) string {
+	var b strings.Builder
+	groups, err := e.deps.Jobs.Groups(e.ctx, jobID)
+	fmt.Fprintf(&b, "groups (%v):", err)
+	for _, g := range groups {
+		fmt.Fprintf(&b, " [%d %s %q attempts=%d winner=%s]", g.Index, g.State, g.Reason, len(g.Attempts), g.Winner)
+	}
+	for _, q := range []struct{ name, url string }{{"tasks", e.cfg.TaskQueueURL}, {"commits", e.cfg.CommitQueueURL}} {
+		out, err := cloud.Clients.SQS.GetQueueAttributes(e.ctx, &sqs.GetQueueAttributesInput{QueueUrl: &q.url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			fmt.Fprintf(&b, "\n%s queue: %v", q.name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s queue: visible %s, in flight %s", q.name, out.Attributes["ApproximateNumberOfMessages"], out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	}
+	n, err := e.dlq(e.ctx)
+	fmt.Fprintf(&b, "\ntask dead-letter queue: %d (%v)\nlast task drain %+v, last commit drain %+v", n, err, e.drained.tasks, e.drained.commits)
+	return b.String()
 }
 
 // requireAborted fails the test unless the job ended aborted for a reason
