@@ -62,6 +62,7 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 		defer stop()
 		go profilePeakHeap(pctx, path)
 	}
+	defer profileCPU(mode)()
 	switch mode {
 	case "raw":
 		var a RawArgs
