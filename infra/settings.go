@@ -160,7 +160,13 @@ func DefaultSettings() Settings {
 		SweepSchedule:         "rate(1 hour)",
 		OrphanSchedule:        "rate(7 days)",
 		Planner:               FunctionSettings{MemoryMB: 1024, Timeout: 5 * time.Minute},
-		Rewriter:              FunctionSettings{MemoryMB: 3008, Timeout: 15 * time.Minute},
+		// 1769 MB is one vCPU's worth of CPU (AWS Lambda developer guide,
+		// "Configuring Lambda function memory"). A rewriter is mostly one
+		// core of zstd: more memory buys CPU it barely uses (two cores did
+		// 1.17x one) at a higher price per second, so this is the cheapest
+		// size per GB compacted that is not slower per core
+		// (docs/PERFORMANCE.md, "Choosing the rewriter's memory").
+		Rewriter:              FunctionSettings{MemoryMB: 1769, Timeout: 15 * time.Minute},
 		Committer:             FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
 		RewriterConcurrency:   10,
 		MaxTaskAttempts:       3,

@@ -401,11 +401,11 @@ func TestIcekeeperStack_FunctionsAreTracedArm64ProvidedAL2023(t *testing.T) {
 		}
 	}
 	_, rw := f.function(t, "Rewriter")
-	if rw["MemorySize"] != 3008.0 || rw["Timeout"] != 900.0 || rw["ReservedConcurrentExecutions"] != nil {
-		t.Errorf("rewriter memory %v timeout %v reserved %v, want 3008, 900, none (a new account's quota can be 10)", rw["MemorySize"], rw["Timeout"], rw["ReservedConcurrentExecutions"])
+	if rw["MemorySize"] != 1769.0 || rw["Timeout"] != 900.0 || rw["ReservedConcurrentExecutions"] != nil {
+		t.Errorf("rewriter memory %v timeout %v reserved %v, want 1769 (one vCPU), 900, none (a new account's quota can be 10)", rw["MemorySize"], rw["Timeout"], rw["ReservedConcurrentExecutions"])
 	}
 	for _, name := range []string{"Planner", "Committer"} {
-		if _, p := f.function(t, name); p["MemorySize"].(float64) >= 3008 || p["Timeout"].(float64) >= 900 || p["ReservedConcurrentExecutions"] != nil {
+		if _, p := f.function(t, name); p["MemorySize"].(float64) >= 1769 || p["Timeout"].(float64) >= 900 || p["ReservedConcurrentExecutions"] != nil {
 			t.Errorf("%s memory %v timeout %v reserved %v: want smaller than the rewriter, no reserved concurrency", name, p["MemorySize"], p["Timeout"], p["ReservedConcurrentExecutions"])
 		}
 	}
@@ -516,7 +516,7 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		envvars.TaskQueueURL:      queue("Tasks"), envvars.CommitQueueURL: queue("Commits"),
 		envvars.LeaseTable: table("Leases"), envvars.JobsTable: table("Jobs"), envvars.Bucket: bucket,
 		envvars.EventBus: "default", envvars.CommitTakeover: "16m0s", envvars.LeaseTTL: "45m0s", "ICEKEEPER_SWEEP_MAX_JOBS": "20",
-		envvars.RewriterMemoryMB: "3008", envvars.CoordinatorMemMB: "1024",
+		envvars.RewriterMemoryMB: "1769", envvars.CoordinatorMemMB: "1024",
 	}
 	for _, name := range functionIDs {
 		_, p := f.function(t, name)

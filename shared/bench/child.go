@@ -60,7 +60,7 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 	if path := os.Getenv(HeapProfileEnv); path != "" {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go profilePeakHeap(pctx, path)
+		go profilePeakHeap(pctx, fmt.Sprintf("%s.%s.%d", path, mode, os.Getpid()))
 	}
 	defer profileCPU(mode)()
 	switch mode {

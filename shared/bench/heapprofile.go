@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// HeapProfileEnv names a file a benchmark child writes a heap profile to,
-// taken when its live heap was largest (sampled every 200 ms): what held
+// HeapProfileEnv names a file prefix: every benchmark child writes a heap
+// profile to <prefix>.<mode>.<pid>, taken when its live heap was largest (sampled every 200 ms): what held
 // the memory at the peak, for `go tool pprof -sample_index=inuse_space`.
 const HeapProfileEnv = "ICEKEEPER_BENCH_HEAP_PROFILE"
 

@@ -168,7 +168,7 @@ func Defaults() Config {
 		CommitRetries:         DefaultCommitRetries,
 		RebaseDeletes:         true,
 		CommitTakeover:        DefaultCommitTakeover,
-		RewriterMemoryMB:      3008,
+		RewriterMemoryMB:      1769,
 		CoordinatorMemoryMB:   1024,
 	}
 }
