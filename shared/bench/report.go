@@ -155,7 +155,7 @@ func (r Report) coldStarts() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Cold start\n\nEach function binary, built as `make lambdas` builds it (static, stripped, `lambda.norpc`) for this machine, started in mode active with a deployed function's configuration (resources in the emulator, a sql catalog, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1769`) against a stand-in Runtime API on loopback: the time from exec to its first request for an event. %d starts each; on Lambda the sandbox's own start comes on top.\n\n", len(r.ColdStarts[0].Runs))
+	fmt.Fprintf(&b, "### Cold start\n\nEach function binary, built as `make lambdas` builds it (static, stripped, `lambda.norpc`) for this machine, started in mode active with a deployed function's configuration (resources in the emulator, the stack's default Glue catalog, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1769`) against a stand-in Runtime API on loopback: the time from exec to its first request for an event. %d starts each, interleaved across the functions; on Lambda the sandbox's own start comes on top.\n\n", len(r.ColdStarts[0].Runs))
 	b.WriteString("| function | binary MB | median ms | fastest ms | slowest ms | goal ms |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.ColdStarts {
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.1f | 150 |\n", c.Function, float64(c.BinaryBytes)/1e6, ms64(c.Median()), ms64(slices.Min(c.Runs)), ms64(slices.Max(c.Runs)))
