@@ -1,14 +1,17 @@
 package tests
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/wiring/planning"
 )
 
 // TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff: an
@@ -157,5 +160,31 @@ func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
 	e2.planner.SetMemoryBudget(estimate)
 	if r := e2.plan(); r.Outcome != plan.OutcomePlanned {
 		t.Fatalf("with the budget at the estimate: %s (%s), want planned", r.Outcome, r.Reason)
+	}
+}
+
+// TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse:
+// the planner function's health assessment of a table too large for its
+// memory skips the compaction plan (it would run out of memory the same
+// way), says why in the report, and marks compaction as possibly due, so
+// that in mode active the planner is asked and refuses it loud
+// (TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud) instead of the
+// table never being looked at.
+func TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	a, err := planning.HealthAssessor{MemoryBudget: 1}.Assess(e.ctx, e.name(), e.load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r health.Report
+	if err := json.Unmarshal(a.Report, &r); err != nil {
+		t.Fatal(err)
+	}
+	if a.CompactionBytes != 1 || !strings.Contains(r.CompactionPlanSkipped, "live data files") {
+		t.Fatalf("compaction bytes %d, skipped %q: want 1 and the reason", a.CompactionBytes, r.CompactionPlanSkipped)
+	}
+	if a, err = (planning.HealthAssessor{}).Assess(e.ctx, e.name(), e.load()); err != nil || a.CompactionBytes <= 1 {
+		t.Fatalf("without a budget: compaction bytes %d, %v", a.CompactionBytes, err)
 	}
 }

@@ -52,7 +52,11 @@ import (
 //     references); see FindOrphans and Report.AddOrphans.
 //
 // A table without a snapshot gets an empty, healthy report.
-func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds) (Report, error) {
+func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds, opts ...AssessOption) (Report, error) {
+	var o assessOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if tbl == nil {
 		return Report{}, errors.New("health: assess: no table")
 	}
@@ -102,8 +106,14 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds)
 		if err := r.measureLayout(ctx, fsys, snap, th, names); err != nil {
 			return r, err
 		}
-		if plan, err = r.planCompaction(ctx, tbl, snap, th, names); err != nil {
-			return r, err
+		skip, err := TooLargeToPlan(ctx, tbl, snap, o.memoryBudget)
+		if err != nil {
+			return r, fmt.Errorf("health: assess %s: %w", r.Table, err)
+		}
+		if r.CompactionPlanSkipped = skip; skip == "" {
+			if plan, err = r.planCompaction(ctx, tbl, snap, th, names); err != nil {
+				return r, err
+			}
 		}
 	}
 	for i := range r.Partitions {

@@ -744,3 +744,42 @@ func TestFindOrphansIn_ThePrefixesTogetherFindWhatTheWholeLocationDoes(t *testin
 		t.Fatal("a prefix above the table's location was listed")
 	}
 }
+
+// TestAssess_ATableTooLargeToPlanIsReportedNotPlanned: with a memory
+// budget below what scan planning of the table needs, Assess still
+// measures the layout but makes no compaction plan (so no compaction
+// recommendation) and says why; with the budget at the estimate it plans.
+func TestAssess_ATableTooLargeToPlanIsReportedNotPlanned(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	tbl := f.create(t, "too_large", sample(2))
+	snap := tbl.CurrentSnapshot()
+	files, need, known, err := ScanPlanningMemory(context.Background(), tbl, snap)
+	if err != nil || !known || files == 0 {
+		t.Fatalf("estimate: %d files, %d bytes, known %v, %v", files, need, known, err)
+	}
+	if want := files * (500 + 450*int64(len(tbl.Schema().Fields()))); need != want {
+		t.Fatalf("estimate %d bytes, want %d", need, want)
+	}
+	th, err := ThresholdsFor(tbl.Properties(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Assess(context.Background(), tbl, time.Now(), th, WithMemoryBudget(need-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.CompactionPlanSkipped, fmt.Sprintf("%d live data files", files)) || !strings.Contains(r.CompactionPlanSkipped, "plannerMemoryMb") {
+		t.Fatalf("skipped: %q", r.CompactionPlanSkipped)
+	}
+	if _, ok := r.Recommends(ActionCompaction); ok || r.DataFiles != int(files) {
+		t.Fatalf("recommendations %+v, data files %d (want no compaction and %d files measured)", r.Recommendations, r.DataFiles, files)
+	}
+	r, err = Assess(context.Background(), tbl, time.Now(), th, WithMemoryBudget(need))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Recommends(ActionCompaction); !ok || r.CompactionPlanSkipped != "" {
+		t.Fatalf("at the estimate: skipped %q, recommendations %+v", r.CompactionPlanSkipped, r.Recommendations)
+	}
+}

@@ -274,6 +274,11 @@ type Report struct {
 	// committed to within Thresholds.HotIdle, with what compaction does
 	// about them (see hot.go); none when the scoping is off.
 	HotPartitions []HotPartition `json:"hot_partitions,omitempty"`
+	// CompactionPlanSkipped says why the snapshot's compaction plan was not
+	// made (WithMemoryBudget): the report then has no compaction
+	// recommendation and no files over the delete ratio, whatever the
+	// table needs.
+	CompactionPlanSkipped string `json:"compaction_plan_skipped,omitempty"`
 }
 
 // Manifests is the number of manifests of the current snapshot.

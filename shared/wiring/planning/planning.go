@@ -50,13 +50,19 @@ func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
 	if err == nil {
 		p.SetTracer(d.Tracer)
-		// Go's soft memory limit, which the function sets from its memory
-		// size (lambdamain.SetMemoryLimit); none: no budget.
-		if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
-			p.SetMemoryBudget(limit)
-		}
+		p.SetMemoryBudget(memoryBudget())
 	}
 	return p, err
+}
+
+// memoryBudget is what scan planning may hold: Go's soft memory limit,
+// which the function sets from its memory size (lambdamain.SetMemoryLimit);
+// 0 (none) without one.
+func memoryBudget() int64 {
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		return limit
+	}
+	return 0
 }
 
 // Dispatcher builds the planner function's trigger dispatcher for the
@@ -80,7 +86,7 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 		return nil, err
 	}
 	deps.Reports = d.Blobs
-	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now}
+	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: memoryBudget()}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
 		if err != nil {
@@ -96,6 +102,8 @@ type HealthAssessor struct {
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
 	TargetFileSize int64
 	Now            func() time.Time
+	// MemoryBudget: see health.WithMemoryBudget (0: none).
+	MemoryBudget int64
 }
 
 // Assess reads the table's metadata and summarizes its health.
@@ -108,7 +116,7 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	if h.Now != nil {
 		now = h.Now
 	}
-	r, err := health.Assess(ctx, tbl, now(), th)
+	r, err := health.Assess(ctx, tbl, now(), th, health.WithMemoryBudget(h.MemoryBudget))
 	if err != nil {
 		return trigger.Assessment{}, err
 	}
@@ -120,6 +128,12 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	a := trigger.Assessment{Score: r.Score, Report: report, Gauges: r.Metrics()}
 	if rec, ok := r.Recommends(health.ActionCompaction); ok {
 		a.CompactionBytes = max(rec.EstimatedBytes, 1)
+	}
+	if r.CompactionPlanSkipped != "" {
+		// Too large to plan here: in mode active the planner then refuses
+		// it loud (plan.ErrTooLargeToPlan, backed off) rather than the
+		// table never being looked at; the report says why.
+		a.CompactionBytes = 1
 	}
 	_, a.ExpiryDue = r.Recommends(health.ActionExpireSnapshots)
 	_, a.ManifestsDue = r.Recommends(health.ActionRewriteManifests)
