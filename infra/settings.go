@@ -166,17 +166,17 @@ func DefaultSettings() Settings {
 		// 1.17x one) at a higher price per second, so this is the cheapest
 		// size per GB compacted that is not slower per core
 		// (docs/PERFORMANCE.md, "Choosing the rewriter's memory").
-		Rewriter:              FunctionSettings{MemoryMB: 1769, Timeout: 15 * time.Minute},
-		Committer:             FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
-		RewriterConcurrency:   10,
-		MaxTaskAttempts:       3,
-		CommitTakeover:        16 * time.Minute,
-		LeaseTTL:              30 * time.Minute,
-		JobsExpirationDays:    14,
-		HealthExpirationDays:  90,
-		MaintenanceLogDays:    400,
-		LogRetentionDays:      30,
-		Alarms:                true,
+		Rewriter:             FunctionSettings{MemoryMB: 1769, Timeout: 15 * time.Minute},
+		Committer:            FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
+		RewriterConcurrency:  10,
+		MaxTaskAttempts:      3,
+		CommitTakeover:       16 * time.Minute,
+		LeaseTTL:             30 * time.Minute,
+		JobsExpirationDays:   14,
+		HealthExpirationDays: 90,
+		MaintenanceLogDays:   400,
+		LogRetentionDays:     30,
+		Alarms:               true,
 		Thresholds: Thresholds{
 			JobsFailed: 1, JobsAborted: 5, CommitConflictsPerHour: 10, CommitRetriesPerHour: 20, DurationPercent: 80,
 		},
