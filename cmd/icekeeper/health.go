@@ -134,6 +134,24 @@ func printHealth(w io.Writer, r health.Report) {
 		}
 		_ = tw.Flush()
 	}
+	if len(r.Columns) > 0 {
+		// How well the files are clustered on each column, from the
+		// manifests' bounds: what min/max pruning can skip.
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "column\tfiles with bounds\toverlap depth\tfiles per point lookup\t")
+		for _, c := range r.Columns {
+			note := ""
+			if c.OneValue {
+				note = " (one value)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%s\t\n", c.Column, c.Files, c.OverlapDepth, c.PointLookupFiles, note)
+		}
+		_ = tw.Flush()
+	}
+	if r.CompactionPlanSkipped != "" {
+		fmt.Fprintf(w, "\ncompaction plan skipped: %s\n", r.CompactionPlanSkipped)
+	}
 
 	fmt.Fprintln(w)
 	if len(r.Recommendations) == 0 {

@@ -58,6 +58,19 @@ func TestHealth_JSONReportsTheTable(t *testing.T) {
 	if r.Orphans != nil {
 		t.Fatalf("orphans listed without --orphans: %+v", r.Orphans)
 	}
+	// Per column and partition: how well the files are clustered (each
+	// append wrote its own block of ids; region is the partition value).
+	if !strings.Contains(out, `"overlap_depth"`) {
+		t.Fatal("no overlap_depth in the JSON")
+	}
+	for _, c := range r.Partitions[0].Columns {
+		if c.Column == "id" && (c.OverlapDepth != 1 || c.Files != 6) || c.Column == "region" && (c.OverlapDepth != 6 || !c.OneValue) {
+			t.Fatalf("partition %s column %+v", r.Partitions[0].Partition, c)
+		}
+	}
+	if len(r.Columns) == 0 {
+		t.Fatal("no table-level columns")
+	}
 }
 
 func TestHealth_ReadableReportAndOrphans(t *testing.T) {
@@ -70,7 +83,7 @@ func TestHealth_ReadableReportAndOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatalf("health: %v\n%s", err, out)
 	}
-	for _, want := range []string{"table shop.orders at snapshot", "health score", "small files", "region=region-01", "recommendations:", "compaction:", "remove_orphans:", stray} {
+	for _, want := range []string{"table shop.orders at snapshot", "health score", "small files", "region=region-01", "files per point lookup", "recommendations:", "compaction:", "remove_orphans:", stray} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}

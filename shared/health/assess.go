@@ -103,13 +103,25 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 	names := newPartitionNamer(meta)
 	if snap := meta.CurrentSnapshot(); snap != nil {
 		r.SnapshotID = snap.SnapshotID
-		if err := r.measureLayout(ctx, fsys, snap, th, names); err != nil {
-			return r, err
-		}
 		skip, err := TooLargeToPlan(ctx, tbl, snap, o.memoryBudget)
 		if err != nil {
 			return r, fmt.Errorf("health: assess %s: %w", r.Table, err)
 		}
+		// The column overlaps hold every file's bounds of a few columns
+		// until the layout is measured: not for a table too large to plan.
+		var overlaps []int
+		if skip == "" {
+			overlaps = overlapColumns(meta)
+		}
+		if err := r.measureLayout(ctx, fsys, snap, tbl.Schema(), overlaps, th, names); err != nil {
+			return r, err
+		}
+		for i := range r.Partitions {
+			if p := &r.Partitions[i]; p.overlaps != nil {
+				p.Columns, p.overlaps = p.overlaps.results(), nil
+			}
+		}
+		r.Columns = tableOverlaps(r.Partitions)
 		if r.CompactionPlanSkipped = skip; skip == "" {
 			if plan, err = r.planCompaction(ctx, tbl, snap, th, names); err != nil {
 				return r, err
@@ -129,6 +141,9 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 	r.Score = r.Debt.Score()
 
 	if rec, ok := compactionRecommendation(plan, th, names); ok {
+		r.Recommendations = append(r.Recommendations, rec)
+	}
+	if rec, ok := sortRecommendation(r, meta); ok {
 		r.Recommendations = append(r.Recommendations, rec)
 	}
 	if len(expirable) > 0 && th.GCEnabled {
@@ -151,8 +166,8 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 }
 
 // measureLayout reads the snapshot's manifests into r's partitions and
-// manifest counts.
-func (r *Report) measureLayout(ctx context.Context, fsys icebergio.IO, snap *table.Snapshot, th Thresholds, names *partitionNamer) error {
+// manifest counts, and the bounds of the overlaps columns (field ids).
+func (r *Report) measureLayout(ctx context.Context, fsys icebergio.IO, snap *table.Snapshot, schema *iceberg.Schema, overlaps []int, th Thresholds, names *partitionNamer) error {
 	manifests, err := snap.Manifests(fsys)
 	if err != nil {
 		return fmt.Errorf("health: assess %s: read manifest list of snapshot %d: %w", r.Table, snap.SnapshotID, err)
@@ -174,7 +189,14 @@ func (r *Report) measureLayout(ctx context.Context, fsys icebergio.IO, snap *tab
 				return fmt.Errorf("health: assess %s: read manifest %s: %w", r.Table, m.FilePath(), err)
 			}
 			df := e.DataFile()
-			r.partition(index, names, df).add(df, th)
+			p := r.partition(index, names, df)
+			p.add(df, th)
+			if df.ContentType() == iceberg.EntryContentData && len(overlaps) > 0 {
+				if p.overlaps == nil {
+					p.overlaps = newOverlapCollector(schema, overlaps)
+				}
+				p.overlaps.add(df)
+			}
 		}
 	}
 	return nil
@@ -435,4 +457,65 @@ func (n *partitionNamer) sourceType(id int) (iceberg.Type, bool) {
 		}
 	}
 	return nil, false
+}
+
+// tableOverlaps sums the partitions' column overlaps per column, in the
+// order the columns first appear.
+func tableOverlaps(parts []PartitionHealth) []ColumnOverlap {
+	var out []ColumnOverlap
+	index := map[int]int{}
+	for _, p := range parts {
+		for _, c := range p.Columns {
+			i, ok := index[c.FieldID]
+			if !ok {
+				i = len(out)
+				index[c.FieldID] = i
+				out = append(out, ColumnOverlap{Column: c.Column, FieldID: c.FieldID, OneValue: true})
+			}
+			t := &out[i]
+			// Weighted by files: the mean over all the files' lower ends.
+			t.PointLookupFiles = (t.PointLookupFiles*float64(t.Files) + c.PointLookupFiles*float64(c.Files)) / float64(t.Files+c.Files)
+			t.Files += c.Files
+			t.OverlapDepth = max(t.OverlapDepth, c.OverlapDepth)
+			t.OneValue = t.OneValue && c.OneValue
+		}
+	}
+	return out
+}
+
+// sortRecommendation recommends a sort where a point lookup on the
+// table's first sort column opens more than DefaultMaxPointLookupFiles of
+// a partition's files on average. A table without a sort order gets none
+// (which order to choose is the query signals' job).
+func sortRecommendation(r Report, meta table.Metadata) (Recommendation, bool) {
+	var first int
+	for _, f := range meta.SortOrder().Fields() {
+		if len(f.SourceIDs) > 0 {
+			first = f.SourceIDs[0]
+		}
+		break
+	}
+	if first == 0 {
+		return Recommendation{}, false
+	}
+	var rec Recommendation
+	var parts []string
+	column := ""
+	for _, p := range r.Partitions {
+		for _, c := range p.Columns {
+			if c.FieldID == first && !c.OneValue && c.PointLookupFiles > DefaultMaxPointLookupFiles {
+				column = c.Column
+				rec.EstimatedFiles += p.DataFiles
+				rec.EstimatedBytes += p.DataBytes
+				parts = append(parts, p.Partition)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return Recommendation{}, false
+	}
+	rec.Action = ActionSort
+	rec.Why = fmt.Sprintf("a lookup of one %s value, the table's first sort column, opens more than %d files on average in %d partitions (%s): their files are not clustered on it, so min/max pruning skips few; a sort compaction would leave each value in few files (icekeeper's compaction does not sort yet)",
+		column, DefaultMaxPointLookupFiles, len(parts), listNames(parts))
+	return rec, true
 }

@@ -17,11 +17,15 @@ const (
 	ActionExpireSnapshots  = "expire_snapshots"
 	ActionRewriteManifests = "rewrite_manifests"
 	ActionRemoveOrphans    = "remove_orphans"
+	// ActionSort: the table's files are not clustered on its first sort
+	// column (ColumnOverlap). Advisory: icekeeper's compaction does not
+	// sort yet.
+	ActionSort = "sort"
 )
 
 // Actions lists every action, in the order recommendations are listed.
 func Actions() []string {
-	return []string{ActionCompaction, ActionExpireSnapshots, ActionRewriteManifests, ActionRemoveOrphans}
+	return []string{ActionCompaction, ActionExpireSnapshots, ActionRewriteManifests, ActionRemoveOrphans, ActionSort}
 }
 
 // Unpartitioned is the partition name of files written with an
@@ -188,6 +192,11 @@ type PartitionHealth struct {
 	Partition string `json:"partition"`
 	SpecID    int    `json:"spec_id"`
 	FileStats
+	// Columns say, per top-level column with bounds, how well the
+	// partition's data files are clustered on it.
+	Columns []ColumnOverlap `json:"columns,omitempty"`
+
+	overlaps *overlapCollector
 }
 
 // Debt is each component of the Score, each within [0,1].
@@ -279,6 +288,12 @@ type Report struct {
 	// recommendation and no files over the delete ratio, whatever the
 	// table needs.
 	CompactionPlanSkipped string `json:"compaction_plan_skipped,omitempty"`
+	// Columns sum the partitions' ColumnOverlap per column: their files,
+	// the deepest overlap of any partition, the point lookup's files
+	// averaged over the partitions' files (partition pruning comes first,
+	// so a partition is what a lookup searches), and OneValue when it holds
+	// in every partition.
+	Columns []ColumnOverlap `json:"columns,omitempty"`
 }
 
 // Manifests is the number of manifests of the current snapshot.
