@@ -150,4 +150,7 @@ func TestHealth_HTMLPageRendersItsCharts(t *testing.T) {
 	if !strings.Contains(html, `id="before-after"`) || strings.Contains(beforeHTML, `id="before-after"`) {
 		t.Error("the before-and-after table belongs to the page after compaction only")
 	}
+	if !strings.Contains(beforeHTML, "<h2>Pruning</h2>") || !strings.Contains(beforeHTML, "<td>region (one value)</td>") {
+		t.Error("the page lacks the pruning table (column overlap)")
+	}
 }

@@ -205,6 +205,13 @@ td:first-child,th:first-child{text-align:left}
 <h2>Recommendations</h2>
 {{if .R.Recommendations}}<ul>{{range .R.Recommendations}}<li><b>{{.Action}}</b>: {{.Why}}{{if .EstimatedFiles}} ({{.EstimatedFiles}} files, {{bytes .EstimatedBytes}}){{end}}</li>{{end}}</ul>
 {{else}}<p>None: the table is healthy.</p>{{end}}
+{{if .R.Columns}}
+<h2>Pruning</h2>
+<p class="muted">How well the files are clustered on each column, from the manifests' bounds (per partition, the deepest and the average over files): overlap depth 1 means sorted.</p>
+<table><tr><th>column</th><th>files with bounds</th><th>overlap depth</th><th>files per point lookup</th></tr>
+{{range .R.Columns}}<tr><td>{{.Column}}{{if .OneValue}} (one value){{end}}</td><td>{{.Files}}</td><td>{{.OverlapDepth}}</td><td>{{printf "%.1f" .PointLookupFiles}}</td></tr>
+{{end}}</table>
+{{end}}
 {{if .R.HotPartitions}}
 <h2>Hot partitions</h2>
 <p class="muted">Written within the idle time of {{.R.Thresholds.HotIdle}} (icekeeper.compaction.hot-partition.idle-time).</p>
