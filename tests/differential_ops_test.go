@@ -30,6 +30,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/icekeeper/icekeeper/shared/binpack"
 )
 
 // errSkip: the operation had nothing to act on (no live row, no dangling
@@ -591,6 +593,9 @@ func (w *world) opOtherRewrite() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A tool that replaces a file must read all of it: scan planning may
+	// have split it at its row groups (read.split.target-size).
+	tasks = binpack.WholeFiles(tasks)
 	if len(tasks) == 0 {
 		return "", errSkip
 	}

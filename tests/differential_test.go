@@ -69,6 +69,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
@@ -129,6 +130,7 @@ func diffSeeds(t *testing.T) []uint64 {
 // that jobs plan and end without failing, and that no file leaks.
 func TestDifferential_CompactionPreservesLiveRows(t *testing.T) {
 	var rebased, batches float64
+	splitJobs := 0
 	for _, seed := range diffSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := &diffRun{seed: seed, failures: map[string][]string{}}
@@ -139,9 +141,10 @@ func TestDifferential_CompactionPreservesLiveRows(t *testing.T) {
 				rebased += totals["DeletesRebased"]
 				batches += totals["BatchesCommitted"]
 			}
+			splitJobs += r.splitJobs
 		})
 	}
-	t.Logf("concurrent delete files rebased onto new files, all seeds: %.0f; batches of batched compactions committed: %.0f", rebased, batches)
+	t.Logf("concurrent delete files rebased onto new files, all seeds: %.0f; batches of batched compactions committed: %.0f; jobs planned on split files: %d", rebased, batches, splitJobs)
 	// The fixed seeds must reach the rebase (DESIGN section 20): position
 	// deletes committed between a job's stages on the files it rewrites.
 	if os.Getenv("ICEKEEPER_FUZZ_SEED") == "" && os.Getenv("ICEKEEPER_FUZZ_SEEDS") == "" && !testing.Short() && rebased == 0 {
@@ -149,6 +152,9 @@ func TestDifferential_CompactionPreservesLiveRows(t *testing.T) {
 	}
 	if os.Getenv("ICEKEEPER_FUZZ_SEED") == "" && os.Getenv("ICEKEEPER_FUZZ_SEEDS") == "" && !testing.Short() && batches == 0 {
 		t.Error("no fixed seed committed a batch of a batched compaction: the harness no longer exercises partial progress")
+	}
+	if os.Getenv("ICEKEEPER_FUZZ_SEED") == "" && os.Getenv("ICEKEEPER_FUZZ_SEEDS") == "" && !testing.Short() && splitJobs == 0 {
+		t.Error("no fixed seed planned a job on files that scan planning splits: the harness no longer exercises binpack.WholeFiles")
 	}
 }
 
@@ -193,6 +199,12 @@ type diffRun struct {
 	// progress); a generator of its own, so the histories the other
 	// choices make stay those of their seeds.
 	batching *mathrand.Rand
+	// splitting chooses which jobs plan with a read.split.target-size so
+	// small that scan planning splits every file of several row groups
+	// (binpack.WholeFiles joins them); its own source, as batching.
+	splitting *mathrand.Rand
+	// splitJobs counts jobs planned while scan planning split files.
+	splitJobs int
 }
 
 // diffJob is the progress of the job in flight.
@@ -252,6 +264,12 @@ func (r *diffRun) run(t *testing.T) {
 	r.e.setProperties(iceberg.Properties{optin.PropertyRewriteDeletesMinInputFiles: "2"})
 	r.leaked = map[string]bool{}
 	r.batching = mathrand.New(mathrand.NewPCG(r.seed, 0x6261746368))
+	r.splitting = mathrand.New(mathrand.NewPCG(r.seed, 0x73706c6974))
+	// Files written from now on have row groups of at most 20 rows in half
+	// the runs, so scan planning has row groups to split them at.
+	if r.splitting.IntN(2) == 0 {
+		r.e.setProperties(iceberg.Properties{table.ParquetRowGroupLimitKey: "20"})
+	}
 	w := r.w
 	// Enough small files per partition for the planner (at least 5 per
 	// partition), and a big one.
@@ -395,6 +413,7 @@ func (r *diffRun) advance(faults bool) (planned bool) {
 		e.setProperties(iceberg.Properties{
 			optin.PropertyPartialProgressEnabled:    strconv.FormatBool(maxCommits > 0),
 			optin.PropertyPartialProgressMaxCommits: strconv.Itoa(max(maxCommits, 1)),
+			table.ReadSplitTargetSizeKey:            []string{"134217728", "1024"}[r.splitting.IntN(2)],
 		})
 		res, err := planJob(e.ctx, e.name(), "fuzz")
 		if err != nil {
@@ -406,6 +425,16 @@ func (r *diffRun) advance(faults bool) (planned bool) {
 			return false
 		}
 		r.job = &diffJob{id: res.JobID, groups: res.Groups, redeliver: chance(3)}
+		if tasks, err := e.load().Scan(table.WithSnapshotID(res.SnapshotID)).PlanFiles(e.ctx); err == nil {
+			files := map[string]bool{}
+			for _, t := range tasks {
+				files[t.File.FilePath()] = true
+			}
+			if len(tasks) > len(files) {
+				r.splitJobs++
+				w.note("scan planning splits %d files into %d tasks", len(files), len(tasks))
+			}
+		}
 		if chance(3) {
 			r.job.crashClaim = []string{"before", "after"}[w.rng.IntN(2)]
 			r.crashed = append(r.crashed, res.JobID)
