@@ -2,21 +2,20 @@ package health
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
-func ints(pairs ...int64) []valueRange {
-	var out []valueRange
+func ints(pairs ...int64) []bounds.Range {
+	var out []bounds.Range
 	for i := 0; i+1 < len(pairs); i += 2 {
-		out = append(out, valueRange{intValue(pairs[i]), intValue(pairs[i+1])})
+		out = append(out, bounds.Range{Lo: bounds.IntValue(pairs[i]), Hi: bounds.IntValue(pairs[i+1])})
 	}
 	return out
 }
@@ -27,7 +26,7 @@ func ints(pairs ...int64) []valueRange {
 func TestOverlap_DepthAndPointLookupsFromRanges(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		ranges []valueRange
+		ranges []bounds.Range
 		depth  int
 		lookup float64
 	}{
@@ -37,7 +36,7 @@ func TestOverlap_DepthAndPointLookupsFromRanges(t *testing.T) {
 		{"one wide range over three narrow", ints(0, 100, 10, 20, 30, 40, 50, 60), 2, 1.75},
 		{"nested", ints(0, 100, 10, 90, 20, 80), 3, 2},
 	} {
-		depth, lookup := overlap(kindInt, tc.ranges)
+		depth, lookup := overlap(bounds.Int, tc.ranges)
 		if depth != tc.depth || lookup != tc.lookup {
 			t.Errorf("%s: depth %d, lookup %v; want %d, %v", tc.name, depth, lookup, tc.depth, tc.lookup)
 		}
@@ -47,36 +46,6 @@ func TestOverlap_DepthAndPointLookupsFromRanges(t *testing.T) {
 // TestDecodeBound_ReadsTheSpecsBinaryForms: little-endian ints and floats
 // by their length (a bound written before int→long or float→double still
 // reads), big-endian two's complement decimals, bytes as they are.
-func TestDecodeBound_ReadsTheSpecsBinaryForms(t *testing.T) {
-	le32 := binary.LittleEndian.AppendUint32(nil, uint32(0xFFFFFFFE)) // -2
-	le64 := binary.LittleEndian.AppendUint64(nil, uint64(1)<<40)
-	f32 := binary.LittleEndian.AppendUint32(nil, math.Float32bits(-1.5))
-	f64 := binary.LittleEndian.AppendUint64(nil, math.Float64bits(2.25))
-	for _, tc := range []struct {
-		name string
-		k    boundKind
-		t    iceberg.Type
-		b    []byte
-		want value
-	}{
-		{"int", kindInt, iceberg.PrimitiveTypes.Int32, le32, intValue(-2)},
-		{"long written as int", kindInt, iceberg.PrimitiveTypes.Int64, le32, intValue(-2)},
-		{"long", kindInt, iceberg.PrimitiveTypes.Int64, le64, intValue(1 << 40)},
-		{"float", kindFloat, iceberg.PrimitiveTypes.Float32, f32, floatValue(-1.5)},
-		{"double written as float", kindFloat, iceberg.PrimitiveTypes.Float64, f32, floatValue(-1.5)},
-		{"double", kindFloat, iceberg.PrimitiveTypes.Float64, f64, floatValue(2.25)},
-		{"negative decimal", kindFloat, iceberg.DecimalTypeOf(9, 2), []byte{0xFF, 0x38}, floatValue(-2)}, // -200 unscaled
-		{"string", kindBytes, iceberg.PrimitiveTypes.String, []byte("abc"), value{s: "abc"}},
-	} {
-		got, ok := decodeBound(tc.k, tc.t, tc.b)
-		if !ok || got != tc.want {
-			t.Errorf("%s: %+v %v, want %+v", tc.name, got, ok, tc.want)
-		}
-	}
-	if _, ok := decodeBound(kindInt, iceberg.PrimitiveTypes.Int64, []byte{1, 2, 3}); ok {
-		t.Error("a 3-byte long bound read")
-	}
-}
 
 // TestAssess_ColumnOverlapAndTheSortRecommendation: appends of disjoint id
 // blocks are clustered on id (depth 1 per partition), a partition column
