@@ -1,0 +1,216 @@
+package binpack
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/bounds"
+)
+
+// SortKey is the column a sort compaction groups files by: the source
+// column of the table's first sort field.
+type SortKey struct {
+	FieldID int
+	Type    iceberg.Type
+}
+
+// SortedPlan is a sort compaction's plan.
+type SortedPlan struct {
+	compaction.Plan
+	// Oversized counts the overlapping runs of files larger than one
+	// rewriter's group (maxGroupBytes): they are split into groups that
+	// are each sorted but overlap one another.
+	Oversized int
+}
+
+// PlanSorted plans a sort compaction of the whole files of tasks.
+//
+// Within each partition the files are cut, by their range on the key
+// column (manifest bounds), into runs: a run is a maximal set of files
+// whose ranges overlap, chained. Ranges that only touch ([1,5] and [5,9])
+// do not join a run, so the touching files a sorted rewrite leaves behind
+// are not rewritten again. A file without readable bounds overlaps
+// everything. A run is rewritten when it has two or more files or holds a
+// file iceberg-go's planner would compact (Candidate); a lone file that is
+// neither is left alone.
+//
+// Consecutive runs to rewrite, with no run left alone between them, are
+// packed into one group up to the target file size, so sorting them
+// together cannot produce a file that overlaps a file left alone; a run
+// larger than that is a group of its own, and a run larger than
+// maxGroupBytes is split (Oversized). A group of one file without deletes
+// would only be copied, and is dropped.
+//
+// Every group's files are disjoint from every other group's and from the
+// files left alone, so when each group is sorted as a whole the job's new
+// files do not overlap one another or the rest of the partition (the
+// rewriter sorts, package sortrows). Like Plan, PlanSorted reorders tasks
+// in place: the groups' tasks first, then the rest.
+func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, maxGroupBytes int64) (SortedPlan, error) {
+	if err := cfg.Validate(); err != nil {
+		return SortedPlan{}, fmt.Errorf("invalid compaction config: %w", err)
+	}
+	kind := bounds.KindOf(key.Type)
+	if kind == 0 {
+		return SortedPlan{}, fmt.Errorf("sort compaction: the first sort column (field %d, %s) has no order in the manifests' bounds", key.FieldID, key.Type)
+	}
+	if maxGroupBytes <= 0 {
+		return SortedPlan{}, fmt.Errorf("sort compaction: the group size limit must be positive, got %d", maxGroupBytes)
+	}
+	tasks = WholeFiles(tasks)
+	plan := SortedPlan{Plan: compaction.Plan{TotalInputFiles: len(tasks)}}
+	for i := range tasks {
+		plan.TotalInputBytes += tasks[i].File.FileSizeBytes()
+	}
+
+	type file struct {
+		idx       int32
+		r         bounds.Range
+		unbounded bool
+	}
+	index := map[string]int{}
+	var keys []string
+	var buckets [][]file
+	for i := range tasks {
+		k := bucketKey(tasks[i].File)
+		b, ok := index[k]
+		if !ok {
+			b = len(buckets)
+			index[k] = b
+			keys = append(keys, k)
+			buckets = append(buckets, nil)
+		}
+		r, ok := bounds.Of(tasks[i].File, key.FieldID, kind, key.Type)
+		buckets[b] = append(buckets[b], file{idx: int32(i), r: r, unbounded: !ok})
+	}
+
+	type span struct {
+		key     string
+		indices []int32
+	}
+	var chosen []span
+	for b, files := range buckets {
+		slices.SortStableFunc(files, func(x, y file) int {
+			switch {
+			case x.unbounded != y.unbounded:
+				if x.unbounded {
+					return -1
+				}
+				return 1
+			case x.unbounded:
+				return 0
+			}
+			return bounds.Compare(kind, x.r.Lo, y.r.Lo)
+		})
+		// Runs, in key order.
+		type run struct {
+			indices []int32
+			bytes   int64
+			rewrite bool
+		}
+		var runs []run
+		var hi bounds.Value
+		open := false // hi is +infinity
+		for _, f := range files {
+			joins := len(runs) > 0 && (open || f.unbounded || bounds.Compare(kind, f.r.Lo, hi) < 0)
+			if !joins {
+				runs = append(runs, run{})
+				hi, open = f.r.Hi, f.unbounded
+			} else if f.unbounded {
+				open = true
+			} else if !open && bounds.Compare(kind, f.r.Hi, hi) > 0 {
+				hi = f.r.Hi
+			}
+			r := &runs[len(runs)-1]
+			r.indices = append(r.indices, f.idx)
+			r.bytes += tasks[f.idx].File.FileSizeBytes()
+			r.rewrite = r.rewrite || len(r.indices) > 1 || Candidate(cfg, tasks[f.idx])
+		}
+		// Groups: consecutive runs to rewrite, packed.
+		var cur span
+		var curBytes int64
+		flush := func() {
+			if len(cur.indices) > 0 && worthSorting(cfg, tasks, cur.indices) {
+				chosen = append(chosen, cur)
+			} else {
+				plan.SkippedFiles += len(cur.indices)
+			}
+			cur, curBytes = span{key: keys[b]}, 0
+		}
+		cur.key = keys[b]
+		for _, r := range runs {
+			if !r.rewrite {
+				flush()
+				plan.SkippedFiles += len(r.indices)
+				continue
+			}
+			if curBytes > 0 && curBytes+r.bytes > cfg.TargetFileSizeBytes {
+				flush()
+			}
+			if r.bytes <= maxGroupBytes {
+				cur.indices = append(cur.indices, r.indices...)
+				curBytes += r.bytes
+				continue
+			}
+			// Larger than one rewriter: split, in key order.
+			flush()
+			plan.Oversized++
+			var part span
+			var partBytes int64
+			part.key = keys[b]
+			for _, i := range r.indices {
+				size := tasks[i].File.FileSizeBytes()
+				if len(part.indices) > 0 && partBytes+size > maxGroupBytes {
+					chosen = append(chosen, part)
+					part, partBytes = span{key: keys[b]}, 0
+				}
+				part.indices = append(part.indices, i)
+				partBytes += size
+			}
+			chosen = append(chosen, part)
+		}
+		flush()
+	}
+
+	order := make([]int32, 0, len(tasks))
+	taken := make([]bool, len(tasks))
+	for _, s := range chosen {
+		for _, i := range s.indices {
+			order = append(order, i)
+			taken[i] = true
+		}
+	}
+	for i := range tasks {
+		if !taken[i] {
+			order = append(order, int32(i))
+		}
+	}
+	permute(tasks, order)
+	at := 0
+	for _, s := range chosen {
+		g := compaction.Group{PartitionKey: s.key, Tasks: tasks[at : at+len(s.indices) : at+len(s.indices)]}
+		at += len(s.indices)
+		for _, t := range g.Tasks {
+			g.TotalSizeBytes += t.File.FileSizeBytes()
+			g.DeleteFileCount += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+		}
+		plan.EstOutputFiles += max(1, int((g.TotalSizeBytes+cfg.TargetFileSizeBytes-1)/cfg.TargetFileSizeBytes))
+		plan.EstOutputBytes += g.TotalSizeBytes
+		plan.Groups = append(plan.Groups, g)
+	}
+	return plan, nil
+}
+
+// worthSorting: a group of two or more files, or one file with deletes to
+// apply or too large to keep. One small clean file would only be copied.
+func worthSorting(cfg compaction.Config, tasks []table.FileScanTask, indices []int32) bool {
+	if len(indices) > 1 {
+		return true
+	}
+	t := tasks[indices[0]]
+	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 || t.File.FileSizeBytes() > cfg.MaxFileSizeBytes
+}

@@ -1,0 +1,186 @@
+package binpack
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+const idField = 1
+
+var idKey = SortKey{FieldID: idField, Type: iceberg.PrimitiveTypes.Int64}
+
+type fileSpec struct {
+	part    int32
+	lo, hi  int64
+	size    int64
+	noBound bool
+	deletes bool
+}
+
+func le64(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+
+func sortedTasks(t *testing.T, files []fileSpec) []table.FileScanTask {
+	t.Helper()
+	spec := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
+	var out []table.FileScanTask
+	for i, f := range files {
+		path := fmt.Sprintf("s3://b/t/data/%04d.parquet", i)
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, path, iceberg.ParquetFile, map[int]any{1000: f.part}, nil, nil, 100, f.size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !f.noBound {
+			b.LowerBoundValues(map[int][]byte{idField: le64(f.lo)}).UpperBoundValues(map[int][]byte{idField: le64(f.hi)})
+		}
+		task := table.FileScanTask{File: b.Build(), Start: 0, Length: f.size}
+		if f.deletes {
+			d, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentPosDeletes, path+".del", iceberg.ParquetFile, map[int]any{1000: f.part}, nil, nil, 1, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task.DeleteFiles = append(task.DeleteFiles, d.ReferencedDataFile(path).Build())
+		}
+		out = append(out, task)
+	}
+	return out
+}
+
+func sortCfg(target int64) compaction.Config {
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = target
+	cfg.MinFileSizeBytes = target * 3 / 4
+	cfg.MaxFileSizeBytes = target * 18 / 10
+	return cfg
+}
+
+// groupOf maps each file path to its group (-1: left alone).
+func groupOf(tasks []table.FileScanTask, p SortedPlan) map[string]int {
+	m := map[string]int{}
+	for _, t := range tasks {
+		m[t.File.FilePath()] = -1
+	}
+	for g, grp := range p.Groups {
+		for _, t := range grp.Tasks {
+			m[t.File.FilePath()] = g
+		}
+	}
+	return m
+}
+
+func TestPlanSorted_GroupsAreDisjointAndNoOverlapIsLeftBehind(t *testing.T) {
+	const target = 1000
+	r := rand.New(rand.NewPCG(11, 12))
+	for run := range 300 {
+		var files []fileSpec
+		for range 1 + r.IntN(30) {
+			lo := int64(r.IntN(200))
+			f := fileSpec{part: int32(r.IntN(3)), lo: lo, hi: lo + int64(r.IntN(30)), size: int64(50 + r.IntN(1200))}
+			f.noBound = r.IntN(40) == 0
+			f.deletes = r.IntN(10) == 0
+			files = append(files, f)
+		}
+		tasks := sortedTasks(t, files)
+		specs := map[string]fileSpec{}
+		byPath := map[string]table.FileScanTask{}
+		for i, task := range tasks {
+			specs[task.File.FilePath()] = files[i]
+			byPath[task.File.FilePath()] = task
+		}
+		cfg := sortCfg(target)
+		p, err := PlanSorted(cfg, idKey, tasks, 1<<40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Oversized != 0 {
+			t.Fatalf("run %d: oversized %d with no group limit", run, p.Oversized)
+		}
+		g := groupOf(tasks, p)
+		if len(g) != len(files) || len(tasks) != len(files) {
+			t.Fatalf("run %d: %d tasks, %d files, want %d", run, len(tasks), len(g), len(files))
+		}
+		overlap := func(a, b fileSpec) bool {
+			return a.part == b.part && (a.noBound || b.noBound || (a.lo < b.hi && b.lo < a.hi))
+		}
+		// A group's span: the union of its files' ranges.
+		for gi, grp := range p.Groups {
+			var span fileSpec
+			for k, task := range grp.Tasks {
+				f := specs[task.File.FilePath()]
+				if k == 0 {
+					span = f
+				}
+				span.noBound = span.noBound || f.noBound
+				span.lo, span.hi = min(span.lo, f.lo), max(span.hi, f.hi)
+			}
+			for path, other := range g {
+				if other != gi && overlap(span, specs[path]) {
+					t.Fatalf("run %d: group %d spans [%d,%d] (unbounded %v) of partition %d, and %s (group %d) overlaps it: %+v", run, gi, span.lo, span.hi, span.noBound, span.part, path, other, specs[path])
+				}
+			}
+		}
+		for a, ga := range g {
+			fa := specs[a]
+			if ga >= 0 {
+				continue
+			}
+			alone := true
+			for b, gb := range g {
+				if a != b && overlap(fa, specs[b]) {
+					alone = false
+					if gb < 0 {
+						t.Fatalf("run %d: overlapping files %s and %s both left alone", run, a, b)
+					}
+				}
+			}
+			if alone && Candidate(cfg, byPath[a]) && fa.deletes {
+				t.Fatalf("run %d: %s has deletes, is a candidate, and was left alone", run, a)
+			}
+		}
+	}
+}
+
+func TestPlanSorted_TouchingSortedFilesAreLeftAlone(t *testing.T) {
+	// What a sorted rewrite leaves: full files whose ranges touch where a
+	// key repeats across a file boundary, and a small remainder.
+	tasks := sortedTasks(t, []fileSpec{{lo: 0, hi: 100, size: 1000}, {lo: 100, hi: 200, size: 1000}, {lo: 200, hi: 250, size: 300}})
+	p, err := PlanSorted(sortCfg(1000), idKey, tasks, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 0 || p.SkippedFiles != 3 {
+		t.Fatalf("groups %d, skipped %d: a sorted partition was planned again", len(p.Groups), p.SkippedFiles)
+	}
+}
+
+func TestPlanSorted_ARunLargerThanOneRewriterIsSplitAndCounted(t *testing.T) {
+	var files []fileSpec
+	for i := range 10 {
+		files = append(files, fileSpec{lo: int64(i), hi: 1000, size: 400})
+	}
+	tasks := sortedTasks(t, files)
+	p, err := PlanSorted(sortCfg(1000), idKey, tasks, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Oversized != 1 || len(p.Groups) != 5 {
+		t.Fatalf("oversized %d, groups %d, want 1 and 5", p.Oversized, len(p.Groups))
+	}
+	for _, g := range p.Groups {
+		if g.TotalSizeBytes > 1000 {
+			t.Errorf("group of %d bytes, limit 1000", g.TotalSizeBytes)
+		}
+	}
+}
+
+func TestPlanSorted_AColumnWithoutAnOrderIsRefused(t *testing.T) {
+	_, err := PlanSorted(sortCfg(1000), SortKey{FieldID: 9, Type: &iceberg.ListType{ElementID: 10, Element: iceberg.PrimitiveTypes.Int32}}, nil, 1<<40)
+	if err == nil {
+		t.Fatal("a list column was accepted as a sort key")
+	}
+}
