@@ -64,7 +64,7 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 	if s.RemovalPolicy == "destroy" {
 		removal = awscdk.RemovalPolicy_DESTROY
 	}
-	newFn := func(name, id, description string, reserved int) awslambda.Function {
+	newFn := func(name, id, description string, reserved, ephemeralMB int) awslambda.Function {
 		fs := s.FunctionSettings(name)
 		logs := awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 			Retention:     retention(s.LogRetentionDays),
@@ -85,12 +85,15 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 		if reserved > 0 {
 			props.ReservedConcurrentExecutions = jsii.Number(float64(reserved))
 		}
+		if ephemeralMB > 512 {
+			props.EphemeralStorageSize = awscdk.Size_Mebibytes(jsii.Number(float64(ephemeralMB)))
+		}
 		return awslambda.NewFunction(scope, jsii.String(id), props)
 	}
 	l := Lambdas{
-		Planner:   newFn(Planner, "Planner", "icekeeper planner: EventBridge events in, health reports and compaction jobs out", 0),
-		Rewriter:  newFn(Rewriter, "Rewriter", "icekeeper rewriter: one file group per task", s.RewriterReserved),
-		Committer: newFn(Committer, "Committer", "icekeeper committer: one atomic commit per job", 0),
+		Planner:   newFn(Planner, "Planner", "icekeeper planner: EventBridge events in, health reports and compaction jobs out", 0, 0),
+		Rewriter:  newFn(Rewriter, "Rewriter", "icekeeper rewriter: one file group per task", s.RewriterReserved, s.RewriterEphemeralMB),
+		Committer: newFn(Committer, "Committer", "icekeeper committer: one atomic commit per job", 0, 0),
 	}
 	// The planner's asynchronous invocations (EventBridge events): two
 	// retries within two hours, then the event goes to the planner's

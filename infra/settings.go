@@ -103,6 +103,10 @@ type Settings struct {
 	// concurrency: how many groups are rewritten at once (the fan-out
 	// throttle).
 	RewriterConcurrency int
+	// RewriterEphemeralMB is the rewriter's /tmp size (Lambda: 512 to
+	// 10240 MB): a sort compaction group larger than the rewriter's sort
+	// window is sorted in runs spilled there (ICEKEEPER_SORT_WINDOW_BYTES).
+	RewriterEphemeralMB int
 	// RewriterReserved is the rewriter's reserved concurrency, 0 for none
 	// (the default: a new account's whole concurrency quota can be 10, and
 	// Lambda refuses a reservation that leaves less than 10 unreserved).
@@ -169,6 +173,7 @@ func DefaultSettings() Settings {
 		Rewriter:             FunctionSettings{MemoryMB: 1769, Timeout: 15 * time.Minute},
 		Committer:            FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
 		RewriterConcurrency:  10,
+		RewriterEphemeralMB:  4096,
 		MaxTaskAttempts:      3,
 		CommitTakeover:       16 * time.Minute,
 		LeaseTTL:             30 * time.Minute,
@@ -214,6 +219,7 @@ const (
 	CtxCommitterTimeout      = "committerTimeout"
 	CtxRewriterConcurrency   = "rewriterMaxConcurrency"
 	CtxRewriterReserved      = "rewriterReservedConcurrency"
+	CtxRewriterEphemeral     = "rewriterEphemeralStorageMb"
 	CtxMaxTaskAttempts       = "maxTaskAttempts"
 	CtxCommitTakeover        = "commitTakeover"
 	CtxLeaseTTL              = "leaseTtl"
@@ -245,7 +251,7 @@ func ContextKeys() []string {
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
 		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
-		CtxRewriterConcurrency, CtxRewriterReserved, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
+		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
 		CtxArchitecture, CtxKMSKeyARNs, CtxStackName,
@@ -284,6 +290,7 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.integer(CtxCommitterMemory, &s.Committer.MemoryMB)
 	r.duration(CtxCommitterTimeout, &s.Committer.Timeout)
 	r.integer(CtxRewriterConcurrency, &s.RewriterConcurrency)
+	r.integer(CtxRewriterEphemeral, &s.RewriterEphemeralMB)
 	r.integer(CtxRewriterReserved, &s.RewriterReserved)
 	r.integer(CtxMaxTaskAttempts, &s.MaxTaskAttempts)
 	r.duration(CtxCommitTakeover, &s.CommitTakeover)
@@ -411,6 +418,10 @@ func (s Settings) Validate() error {
 	}
 	if v := s.CommitVisibility(); v > 12*time.Hour {
 		bad(CtxCommitTakeover, "the commit queue's visibility timeout would be %s, beyond SQS's 12h", v)
+	}
+	if s.RewriterEphemeralMB < 512 || s.RewriterEphemeralMB > 10240 {
+		// docs.aws.amazon.com/lambda/latest/dg/API_EphemeralStorage.html
+		bad(CtxRewriterEphemeral, "%d: want 512 to 10240 MB (Lambda's ephemeral storage range)", s.RewriterEphemeralMB)
 	}
 	if s.RewriterConcurrency < 2 || s.RewriterConcurrency > 1000 {
 		bad(CtxRewriterConcurrency, "%d: want 2 to 1000 (the SQS event source's maximum concurrency)", s.RewriterConcurrency)

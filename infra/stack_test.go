@@ -404,7 +404,14 @@ func TestIcekeeperStack_FunctionsAreTracedArm64ProvidedAL2023(t *testing.T) {
 	if rw["MemorySize"] != 1769.0 || rw["Timeout"] != 900.0 || rw["ReservedConcurrentExecutions"] != nil {
 		t.Errorf("rewriter memory %v timeout %v reserved %v, want 1769 (one vCPU), 900, none (a new account's quota can be 10)", rw["MemorySize"], rw["Timeout"], rw["ReservedConcurrentExecutions"])
 	}
+	// Sort compaction spills sorted runs to the rewriter's /tmp.
+	if got := flat(rw["EphemeralStorage"]); got != `{"Size":4096}` {
+		t.Errorf("rewriter ephemeral storage %s, want 4096 MB", got)
+	}
 	for _, name := range []string{"Planner", "Committer"} {
+		if _, p := f.function(t, name); p["EphemeralStorage"] != nil {
+			t.Errorf("%s ephemeral storage %v: want Lambda's default", name, flat(p["EphemeralStorage"]))
+		}
 		if _, p := f.function(t, name); p["MemorySize"].(float64) >= 1769 || p["Timeout"].(float64) >= 900 || p["ReservedConcurrentExecutions"] != nil {
 			t.Errorf("%s memory %v timeout %v reserved %v: want smaller than the rewriter, no reserved concurrency", name, p["MemorySize"], p["Timeout"], p["ReservedConcurrentExecutions"])
 		}
@@ -826,6 +833,7 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		"lease shorter than task": {map[string]any{CtxLeaseTTL: "18m"}, "a job would lose its table while a task or its retry still runs"},
 		"lease within takeover":   {map[string]any{CtxLeaseTTL: "25m"}, "must find a crashed committer past its takeover window"},
 		"max concurrency of 1":    {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
+		"ephemeral over 10 GB":    {map[string]any{CtxRewriterEphemeral: 20480}, "want 512 to 10240 MB"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

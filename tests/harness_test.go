@@ -31,6 +31,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -314,6 +315,37 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 		}
 	}
 	return left
+}
+
+// descriptor reads the descriptor stored at key.
+func (e *env) descriptor(key string) messages.Descriptor {
+	e.t.Helper()
+	raw, err := e.deps.Blobs.Get(e.ctx, key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var d messages.Descriptor
+	if err := messages.Decode(raw, &d); err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// descriptors reads the winning descriptor of each of the job's settled
+// groups.
+func (e *env) descriptors(jobID string) []messages.Descriptor {
+	e.t.Helper()
+	groups, err := e.deps.Jobs.Groups(e.ctx, jobID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []messages.Descriptor
+	for _, g := range groups {
+		if g.DescriptorKey != "" {
+			out = append(out, e.descriptor(g.DescriptorKey))
+		}
+	}
+	return out
 }
 
 // requireCommitted fails the test unless the job committed and the table's

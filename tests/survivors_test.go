@@ -332,18 +332,7 @@ func TestCommitter_RefusesATamperedDescriptor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			read := func(key string) messages.Descriptor {
-				raw, err := e.deps.Blobs.Get(e.ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var d messages.Descriptor
-				if err := messages.Decode(raw, &d); err != nil {
-					t.Fatal(err)
-				}
-				return d
-			}
-			d, other := read(groups[0].DescriptorKey), read(groups[1].DescriptorKey)
+			d, other := e.descriptor(groups[0].DescriptorKey), e.descriptor(groups[1].DescriptorKey)
 			pinned, err := e.deps.Tables.Open(e.ctx, e.ident, messages.Pin{MetadataLocation: e.job(r.JobID).MetadataLocation, SnapshotID: r.SnapshotID, SequenceNumber: e.job(r.JobID).SequenceNumber})
 			if err != nil {
 				t.Fatal(err)

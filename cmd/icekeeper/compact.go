@@ -30,6 +30,10 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 	verbose := fs.Bool("v", false, "print the pipeline's JSON logs to stderr")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	cf := addCatalogFlags(fs)
+	var sorted *bool
+	if command == "compact" {
+		sorted = fs.Bool("sort", false, "sort the rewritten files by the table's sort order (strategy sort), whatever icekeeper.compaction.strategy says")
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -89,6 +93,9 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 			return fmt.Errorf("maintain %s: load table: %w", tableName, err)
 		}
 		return maintain(ctx, st, tableName, optin.OrphansEnabled(tbl.Properties()), *asJSON, stdout)
+	}
+	if sorted != nil && *sorted {
+		cycle = localrun.RunSortCycle
 	}
 	c, err := cycle(ctx, st, tableName, "cli")
 	if err != nil {
@@ -185,7 +192,14 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 		if p.Batches > 1 {
 			commits = fmt.Sprintf(" in %d commits (partial progress)", p.Batches)
 		}
-		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, commits, p.InputFiles, humanBytes(p.InputBytes))
+		sorted := ""
+		if p.Strategy == optin.StrategySort {
+			sorted = " (sorted)"
+		}
+		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, sorted, commits, p.InputFiles, humanBytes(p.InputBytes))
+		if p.OverlappingSortRuns > 0 {
+			fmt.Fprintf(w, "note: %d runs of overlapping files were larger than one rewriter's group (ICEKEEPER_MAX_GROUP_BYTES): each of their groups is sorted, but they overlap one another\n", p.OverlappingSortRuns)
+		}
 		fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
 	}
 	if c.Job != nil {

@@ -2,7 +2,7 @@
 // locally through the same handler code the Lambda functions run.
 //
 //	icekeeper demo                      the embedded default: compact sample tables end to end
-//	icekeeper compact TABLE [--local]   one complete cycle on a configured table
+//	icekeeper compact TABLE [--sort]    one complete cycle on a configured table
 //	icekeeper local-cloud               serve the AWS emulator on 127.0.0.1:4566
 //	icekeeper invoke planner|rewriter|committer
 //	                                    run one function's handler locally
@@ -33,8 +33,11 @@ Usage:
       Start the AWS emulator in-process, create sample merge-on-read tables,
       run the full pipeline and print a before/after report. Exits non-zero
       if any check fails.
-  icekeeper compact TABLE [--local] [--json] [catalog flags]
+  icekeeper compact TABLE [--sort] [--local] [--json] [catalog flags]
       Run one complete cycle (plan, rewrite, commit) on TABLE ("ns.table").
+      --sort sorts the rewritten files by the table's sort order, rewriting
+      together the files whose ranges on its first column overlap
+      (icekeeper.compaction.strategy=sort for this run).
       --local starts an in-process emulator for the pipeline's queues,
       tables and bucket; otherwise they come from ICEKEEPER_* variables and
       the AWS endpoint from the standard SDK configuration.

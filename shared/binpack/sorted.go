@@ -42,8 +42,7 @@ type SortedPlan struct {
 // packed into one group up to the target file size, so sorting them
 // together cannot produce a file that overlaps a file left alone; a run
 // larger than that is a group of its own, and a run larger than
-// maxGroupBytes is split (Oversized). A group of one file without deletes
-// would only be copied, and is dropped.
+// maxGroupBytes is split (Oversized).
 //
 // Every group's files are disjoint from every other group's and from the
 // files left alone, so when each group is sorted as a whole the job's new
@@ -91,6 +90,8 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 	type span struct {
 		key     string
 		indices []int32
+		// overlaps: the span holds a run of two or more files.
+		overlaps bool
 	}
 	var chosen []span
 	for b, files := range buckets {
@@ -134,7 +135,7 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 		var cur span
 		var curBytes int64
 		flush := func() {
-			if len(cur.indices) > 0 && worthSorting(cfg, tasks, cur.indices) {
+			if len(cur.indices) > 0 && (cur.overlaps || worthSorting(cfg, tasks, cur.indices)) {
 				chosen = append(chosen, cur)
 			} else {
 				plan.SkippedFiles += len(cur.indices)
@@ -153,6 +154,7 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 			}
 			if r.bytes <= maxGroupBytes {
 				cur.indices = append(cur.indices, r.indices...)
+				cur.overlaps = cur.overlaps || len(r.indices) > 1
 				curBytes += r.bytes
 				continue
 			}
@@ -205,12 +207,22 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 	return plan, nil
 }
 
-// worthSorting: a group of two or more files, or one file with deletes to
-// apply or too large to keep. One small clean file would only be copied.
+// worthSorting decides a group of files that overlap nothing (runs of
+// one file): rewriting them only packs them, so iceberg-go's bin-packing
+// rules apply. At least MinInputFiles of them, or one file that is too
+// large or whose deletes make it a candidate (Candidate's delete rules).
+// One small clean file, or one with a partition-wide delete file that
+// drops none of its rows, would only be copied.
 func worthSorting(cfg compaction.Config, tasks []table.FileScanTask, indices []int32) bool {
-	if len(indices) > 1 {
+	if len(indices) >= int(cfg.MinInputFiles) {
 		return true
 	}
-	t := tasks[indices[0]]
-	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 || t.File.FileSizeBytes() > cfg.MaxFileSizeBytes
+	for _, i := range indices {
+		t := tasks[i]
+		deletes := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+		if deletes >= cfg.DeleteFileThreshold || OverDeleteRatio(t, cfg.DeleteRatioThreshold) || t.File.FileSizeBytes() > cfg.MaxFileSizeBytes {
+			return true
+		}
+	}
+	return false
 }

@@ -40,7 +40,8 @@ func sortedTasks(t *testing.T, files []fileSpec) []table.FileScanTask {
 		}
 		task := table.FileScanTask{File: b.Build(), Start: 0, Length: f.size}
 		if f.deletes {
-			d, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentPosDeletes, path+".del", iceberg.ParquetFile, map[int]any{1000: f.part}, nil, nil, 1, 10)
+			// 40 of the file's 100 rows: over the delete ratio.
+			d, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentPosDeletes, path+".del", iceberg.ParquetFile, map[int]any{1000: f.part}, nil, nil, 40, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,10 +88,8 @@ func TestPlanSorted_GroupsAreDisjointAndNoOverlapIsLeftBehind(t *testing.T) {
 		}
 		tasks := sortedTasks(t, files)
 		specs := map[string]fileSpec{}
-		byPath := map[string]table.FileScanTask{}
 		for i, task := range tasks {
 			specs[task.File.FilePath()] = files[i]
-			byPath[task.File.FilePath()] = task
 		}
 		cfg := sortCfg(target)
 		p, err := PlanSorted(cfg, idKey, tasks, 1<<40)
@@ -138,10 +137,31 @@ func TestPlanSorted_GroupsAreDisjointAndNoOverlapIsLeftBehind(t *testing.T) {
 					}
 				}
 			}
-			if alone && Candidate(cfg, byPath[a]) && fa.deletes {
-				t.Fatalf("run %d: %s has deletes, is a candidate, and was left alone", run, a)
+			if alone && fa.deletes {
+				t.Fatalf("run %d: %s has deletes over the ratio and was left alone", run, a)
 			}
 		}
+	}
+}
+
+func TestPlanSorted_SmallFilesThatOverlapNothingArePackedByBinpacksRules(t *testing.T) {
+	var files []fileSpec
+	for i := range 4 {
+		files = append(files, fileSpec{lo: int64(i * 10), hi: int64(i*10 + 5), size: 100})
+	}
+	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 0 {
+		t.Fatalf("4 small disjoint files (fewer than min-input-files 5) were planned: %d groups", len(p.Groups))
+	}
+	files = append(files, fileSpec{lo: 50, hi: 55, size: 100})
+	if p, err = PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 1 || len(p.Groups[0].Tasks) != 5 {
+		t.Fatalf("5 small disjoint files: %d groups, want them packed in one", len(p.Groups))
 	}
 }
 

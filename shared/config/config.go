@@ -51,6 +51,7 @@ const (
 	EnvMaxTaskAttempts   = envvars.MaxTaskAttempts
 	EnvCommitRetries     = envvars.CommitRetries
 	EnvScanConcurrency   = envvars.ScanConcurrency
+	EnvSortWindowBytes   = envvars.SortWindowBytes
 	EnvTargetFileSize    = envvars.TargetFileSize
 	EnvS3PathStyle       = envvars.S3PathStyle
 	EnvCommitTakeover    = envvars.CommitTakeover
@@ -147,6 +148,10 @@ type Config struct {
 	CoordinatorMemoryMB int
 	// ScanConcurrency is the rewriter's read concurrency (0: GOMAXPROCS).
 	ScanConcurrency int
+	// SortWindowBytes bounds the rows a rewriter sorts in memory at once
+	// (sort compaction); a larger group is sorted in runs spilled to /tmp
+	// and merged. 0: a quarter of the function's memory limit.
+	SortWindowBytes int64
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
 	TargetFileSize int64
 }
@@ -279,6 +284,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
 	setI(&c.CommitRetries, EnvCommitRetries)
 	setI(&c.ScanConcurrency, EnvScanConcurrency)
+	setI64(&c.SortWindowBytes, EnvSortWindowBytes)
 	setI(&c.RewriterMemoryMB, EnvRewriterMemoryMB)
 	setI(&c.CoordinatorMemoryMB, EnvCoordinatorMemMB)
 	setI64(&c.TargetFileSize, EnvTargetFileSize)
@@ -361,6 +367,9 @@ func (c Config) Validate(need ...Need) error {
 	}
 	if c.MaxGroupBytes <= 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must be positive", ErrInvalid, EnvMaxGroupBytes))
+	}
+	if c.SortWindowBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvSortWindowBytes))
 	}
 	if c.Mode == ModeActive {
 		g, err := optin.ParseGrants(c.Grants)

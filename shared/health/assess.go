@@ -515,7 +515,7 @@ func sortRecommendation(r Report, meta table.Metadata) (Recommendation, bool) {
 		return Recommendation{}, false
 	}
 	rec.Action = ActionSort
-	rec.Why = fmt.Sprintf("a lookup of one %s value, the table's first sort column, opens more than %d files on average in %d partitions (%s): their files are not clustered on it, so min/max pruning skips few; a sort compaction would leave each value in few files (icekeeper's compaction does not sort yet)",
+	rec.Why = fmt.Sprintf("a lookup of one %s value, the table's first sort column, opens more than %d files on average in %d partitions (%s): their files are not clustered on it, so min/max pruning skips few; a sort compaction would leave each value in few files (set icekeeper.compaction.strategy=sort, or run icekeeper compact --sort)",
 		column, DefaultMaxPointLookupFiles, len(parts), listNames(parts))
 	return rec, true
 }

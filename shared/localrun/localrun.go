@@ -84,6 +84,7 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 // or a snapshot expiry.
 type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanSort(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanDeleteRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
@@ -174,6 +175,12 @@ type Cycle struct {
 // halfway would leave the job for a takeover instead.
 func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
 	return run(ctx, s, s.Plan.PlanTable, table, trigger)
+}
+
+// RunSortCycle is RunCycle for a sort compaction, whatever the table's
+// icekeeper.compaction.strategy says.
+func RunSortCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return run(ctx, s, s.Plan.PlanSort, table, trigger)
 }
 
 // RunExpiry is RunCycle for a snapshot expiry: plan it, then run the

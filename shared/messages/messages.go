@@ -75,6 +75,12 @@ type Task struct {
 	// table's default spec at S unless the owner asked otherwise. Absent
 	// (tasks of older planners): the default spec of the pinned metadata.
 	OutputSpecID *int `json:"output_spec_id,omitempty"`
+	// SortOrderID, when set, makes this a sort compaction's group: the
+	// rewriter sorts the group's rows by that sort order of the pinned
+	// metadata (package sortrows) before writing them. The planner chose
+	// the group so that its files overlap no file outside it
+	// (binpack.PlanSorted).
+	SortOrderID *int `json:"sort_order_id,omitempty"`
 	// Delete, when set, makes this a deletion task instead of a rewrite:
 	// delete one part of the job's deletions record (package deletions).
 	// Group and the rewrite fields are then unused.
@@ -212,6 +218,11 @@ type Counters struct {
 	BytesIn             int64 `json:"bytes_in"`
 	BytesOut            int64 `json:"bytes_out"`
 	DurationMillis      int64 `json:"duration_ms"`
+	// SortRuns (sort compaction) is the number of sorted runs the rows
+	// were merged from: 1 when the group fit in the rewriter's sort
+	// window; SpilledBytes is what the runs took on local disk.
+	SortRuns     int   `json:"sort_runs,omitempty"`
+	SpilledBytes int64 `json:"spilled_bytes,omitempty"`
 }
 
 // Descriptor records what one rewriter attempt wrote for one group.

@@ -88,6 +88,13 @@ const (
 	// compaction makes (default DefaultPartialProgressMaxCommits, as
 	// Spark's partial-progress.max-commits).
 	PropertyPartialProgressMaxCommits = "icekeeper.compaction.partial-progress.max-commits"
+	// PropertyCompactionStrategy chooses how compaction rewrites a
+	// partition (Spark's rewrite_data_files strategy): "binpack" (the
+	// default) packs small files and files with deletes into target-size
+	// files; "sort" also sorts them by the table's sort order, rewriting
+	// together the files whose ranges on the first sort column overlap,
+	// so the new files do not overlap (binpack.PlanSorted).
+	PropertyCompactionStrategy = "icekeeper.compaction.strategy"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -264,9 +271,34 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := ParseOutputSpec(v); err != nil {
 				errs = append(errs, err)
 			}
+		case PropertyCompactionStrategy:
+			if _, err := CompactionStrategy(props); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Strategy is a compaction strategy (PropertyCompactionStrategy).
+type Strategy string
+
+// Strategies.
+const (
+	StrategyBinpack Strategy = "binpack"
+	StrategySort    Strategy = "sort"
+)
+
+// CompactionStrategy reads PropertyCompactionStrategy (default binpack).
+func CompactionStrategy(props map[string]string) (Strategy, error) {
+	switch v := strings.ToLower(strings.TrimSpace(props[PropertyCompactionStrategy])); v {
+	case "", string(StrategyBinpack):
+		return StrategyBinpack, nil
+	case string(StrategySort):
+		return StrategySort, nil
+	default:
+		return "", fmt.Errorf("%w: %s=%q: want binpack or sort", ErrBadProperty, PropertyCompactionStrategy, props[PropertyCompactionStrategy])
+	}
 }
 
 // DefaultRewriteDeletesMinInputFiles is PropertyRewriteDeletesMinInputFiles'

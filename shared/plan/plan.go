@@ -31,10 +31,12 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icekeeper/icekeeper/shared/binpack"
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -127,6 +129,12 @@ type Result struct {
 	// committed to within the table's hot-partition idle time, and what
 	// the plan did about them (health.ScopeHot).
 	HotPartitions []health.HotPartition `json:"hot_partitions,omitempty"`
+	// Strategy is the compaction strategy planned (compaction jobs only).
+	Strategy optin.Strategy `json:"strategy,omitempty"`
+	// OverlappingSortRuns (sort strategy) counts runs of overlapping files
+	// too large for one rewriter: their groups are each sorted but
+	// overlap one another.
+	OverlappingSortRuns int `json:"overlapping_sort_runs,omitempty"`
 }
 
 // Planner plans compaction jobs.
@@ -178,9 +186,18 @@ func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Que
 	return &Planner{settings: s, catalog: cat, leases: leases, jobs: js, blobs: blobs, tasks: tasks, commits: commits, log: log, now: now}, nil
 }
 
-// PlanTable plans one compaction job for the named table ("ns.table").
+// PlanTable plans one compaction job for the named table ("ns.table"),
+// with the table's strategy (optin.PropertyCompactionStrategy).
 func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, error) {
 	return p.underLease(ctx, name, trigger, p.planLeased)
+}
+
+// PlanSort plans one sort compaction job for the named table, whatever
+// its strategy property says (icekeeper compact --sort).
+func (p *Planner) PlanSort(ctx context.Context, name, trigger string) (Result, error) {
+	return p.underLease(ctx, name, trigger, func(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (Result, bool, error) {
+		return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, optin.StrategySort)
+	})
 }
 
 // PlanExpiry plans one snapshot expiry job for the named table (see
@@ -280,6 +297,12 @@ func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeas
 // planLeased does the planning under the lease. started reports whether
 // any task may have been sent.
 func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
+	return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, "")
+}
+
+// planCompaction plans a compaction with the given strategy ("": the
+// table's).
+func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease, strategy optin.Strategy) (res Result, started bool, err error) {
 	res = Result{Table: name}
 	planStart := p.now()
 	tbl, err := p.loadLeased(ctx, log, ident, name, l, &res)
@@ -306,11 +329,32 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
+	if strategy == "" {
+		if strategy, err = optin.CompactionStrategy(tbl.Properties()); err != nil {
+			return res, false, fmt.Errorf("plan %s: %w", name, err)
+		}
+	}
+	res.Strategy = strategy
+	log = log.With("strategy", strategy)
 	// binpack.Plan decides as cfg.PlanCompaction would, without copying
 	// the tasks; the tasks no group holds are dropped at once (a million
 	// files: see docs/PERFORMANCE.md).
-	cp, err := binpack.Plan(cfg, scanTasks)
-	if err != nil {
+	var cp compaction.Plan
+	var sortOrderID *int
+	if strategy == optin.StrategySort {
+		key, orderID, kerr := sortKey(tbl)
+		if kerr != nil {
+			return res, false, fmt.Errorf("plan %s: %w", name, kerr)
+		}
+		sortOrderID = &orderID
+		sp, err := binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes)
+		if err != nil {
+			return res, false, fmt.Errorf("plan %s: sort compaction plan: %w", name, err)
+		}
+		if cp, res.OverlappingSortRuns = sp.Plan, sp.Oversized; sp.Oversized > 0 {
+			log.Warn("runs of overlapping files larger than one rewriter's group were split; their groups overlap", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
+		}
+	} else if cp, err = binpack.Plan(cfg, scanTasks); err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
 	}
 	clear(scanTasks[binpack.Grouped(cp):])
@@ -391,7 +435,38 @@ func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.
 	}
 	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, _ messages.PlanGroup) {
 		t.TargetFileSize = cfg.TargetFileSizeBytes
+		t.SortOrderID = sortOrderID
 	})
+}
+
+// sortKey is what a sort compaction of tbl sorts by: its default sort
+// order, grouped by the order's first column. A table without a sort
+// order, or whose first sort column has no usable bounds, is refused
+// (optin.ErrBadProperty: the owner asked for a sort the table cannot do).
+func sortKey(tbl *table.Table) (binpack.SortKey, int, error) {
+	order := tbl.SortOrder()
+	if order.IsUnsorted() {
+		return binpack.SortKey{}, 0, fmt.Errorf("%w: %s=%s: the table has no sort order; set one (Spark: ALTER TABLE ... WRITE ORDERED BY col) or use binpack", optin.ErrBadProperty, optin.PropertyCompactionStrategy, optin.StrategySort)
+	}
+	var key binpack.SortKey
+	for i, sf := range order.Fields() {
+		id := sf.SourceID()
+		var f iceberg.NestedField
+		top := false
+		for _, c := range tbl.Schema().Fields() {
+			if c.ID == id {
+				f, top = c, true
+				break
+			}
+		}
+		if !top || bounds.KindOf(f.Type) == 0 {
+			return key, 0, fmt.Errorf("%w: %s=%s: sort order %d sorts by field %d, which is not a top-level column of a primitive type in the current schema: icekeeper cannot sort by it", optin.ErrBadProperty, optin.PropertyCompactionStrategy, optin.StrategySort, order.OrderID(), id)
+		}
+		if i == 0 {
+			key = binpack.SortKey{FieldID: id, Type: f.Type}
+		}
+	}
+	return key, order.OrderID(), nil
 }
 
 // startJob records a job of rewriter groups (its plan in S3, the job and

@@ -46,6 +46,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/rowmap"
+	"github.com/icekeeper/icekeeper/shared/sortrows"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -116,6 +117,13 @@ type Settings struct {
 	// LeaseTTL is how long each task's renewal extends the job's lease
 	// (ICEKEEPER_LEASE_TTL; 0: 30 minutes).
 	LeaseTTL time.Duration
+	// SortWindowBytes bounds the rows a sort compaction's group holds in
+	// memory at once; a larger group is sorted in runs spilled to
+	// SpillDir and merged (0: sortrows.DefaultWindowBytes).
+	SortWindowBytes int64
+	// SpillDir is where sorted runs go ("": the system's temporary
+	// directory, /tmp on Lambda).
+	SpillDir string
 }
 
 // RetryDelay is how long a task that failed on its n-th delivery waits
@@ -609,8 +617,21 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		records = alignedTo(records, bounds)
 	}
 
+	records = counting(records, &m.RowsScanned)
+	var sorted sortrows.Stats
+	if task.SortOrderID != nil {
+		// A sort compaction's group: its rows are sorted as a whole
+		// before the writer sees them (package sortrows), so its files
+		// do not overlap one another.
+		keys, err := sortKeys(tbl.Metadata(), *task.SortOrderID, schema, arrowSchema)
+		if err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
+		}
+		records = sortrows.Sort(ctx, records, keys, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted})
+	}
+
 	var written []iceberg.DataFile
-	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, counting(records, &m.RowsScanned), attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
+	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
 		if err != nil {
 			return written, m, tbl, classify(fmt.Errorf("write group %d: %w", task.Group, err))
 		}
@@ -621,6 +642,12 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	}
 	if m.RowsWritten != m.RowsScanned {
 		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
+	}
+	if task.SortOrderID != nil {
+		if sorted.Rows != m.RowsScanned {
+			return written, m, tbl, fmt.Errorf("%w: group %d: sorted %d rows but the scan produced %d", ErrTerminal, task.Group, sorted.Rows, m.RowsScanned)
+		}
+		m.SortRuns, m.SpilledBytes = sorted.Runs, sorted.SpilledBytes
 	}
 	if mapped {
 		if len(bounds) == len(tasks) && bounds[len(bounds)-1] != m.RowsScanned {
@@ -638,6 +665,17 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	m.DeletedRowsEquality = max(0, deleted-m.DeletedRowsDV-m.DeletedRowsPosition)
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
 	return written, m, tbl, nil
+}
+
+// sortKeys resolves the sort order a task names against the schema the
+// rows are read with.
+func sortKeys(meta table.Metadata, orderID int, schema *iceberg.Schema, arrowSchema *arrow.Schema) ([]sortrows.Key, error) {
+	for _, o := range meta.SortOrders() {
+		if o.OrderID() == orderID {
+			return sortrows.KeysFor(o, schema, arrowSchema)
+		}
+	}
+	return nil, fmt.Errorf("sort order %d is not in the pinned metadata", orderID)
 }
 
 // openGroup opens the pinned table and decodes the group's scan tasks

@@ -56,8 +56,12 @@ func KeysFor(order table.SortOrder, schema *iceberg.Schema, arrowSchema *arrow.S
 	return keys, nil
 }
 
-// Orderable reports whether values of t can be sort keys.
+// Orderable reports whether values of t can be sort keys. An extension
+// type (iceberg-go's UUID) orders as its storage.
 func Orderable(t arrow.DataType) bool {
+	if ext, ok := t.(arrow.ExtensionType); ok {
+		t = ext.StorageType()
+	}
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
 		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION,
@@ -76,6 +80,15 @@ type valueCompare func(a arrow.Array, i int, b arrow.Array, j int) int
 // -Inf < ... < -0 < 0 < ... < Inf < NaN), strings and binary by bytes
 // (UTF-8 byte order is code point order), false before true.
 func compareFor(t arrow.DataType) (valueCompare, error) {
+	if ext, ok := t.(arrow.ExtensionType); ok {
+		inner, err := compareFor(ext.StorageType())
+		if err != nil {
+			return nil, err
+		}
+		return func(a arrow.Array, i int, b arrow.Array, j int) int {
+			return inner(a.(array.ExtensionArray).Storage(), i, b.(array.ExtensionArray).Storage(), j)
+		}, nil
+	}
 	switch t.ID() {
 	case arrow.INT8:
 		return ordered[*array.Int8], nil

@@ -13,7 +13,9 @@ package wiring
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -95,4 +97,14 @@ func New(cfg config.Config, clients *awsclients.Clients, log *slog.Logger, need 
 // Describe names the resources, for errors and logs.
 func (d *Deps) Describe() string {
 	return fmt.Sprintf("leases=%s jobs=%s bucket=%s tasks=%s commits=%s", d.Config.LeaseTable, d.Config.JobsTable, d.Config.Bucket, d.Config.TaskQueueURL, d.Config.CommitQueueURL)
+}
+
+// MemoryLimit is Go's soft memory limit, which a function sets from its
+// memory size (lambdamain.SetMemoryLimit); 0 without one. The planner
+// plans within it; the rewriter sizes its sort window from it.
+func MemoryLimit() int64 {
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		return limit
+	}
+	return 0
 }

@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"runtime/debug"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -50,19 +48,9 @@ func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
 	if err == nil {
 		p.SetTracer(d.Tracer)
-		p.SetMemoryBudget(memoryBudget())
+		p.SetMemoryBudget(wiring.MemoryLimit())
 	}
 	return p, err
-}
-
-// memoryBudget is what scan planning may hold: Go's soft memory limit,
-// which the function sets from its memory size (lambdamain.SetMemoryLimit);
-// 0 (none) without one.
-func memoryBudget() int64 {
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
-		return limit
-	}
-	return 0
 }
 
 // Dispatcher builds the planner function's trigger dispatcher for the
@@ -86,7 +74,7 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 		return nil, err
 	}
 	deps.Reports = d.Blobs
-	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: memoryBudget()}
+	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit()}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
 		if err != nil {

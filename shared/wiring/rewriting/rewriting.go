@@ -15,7 +15,14 @@ var Needs = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket,
 
 // Rewriter builds the rewriter.
 func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
-	r, err := rewrite.New(rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL},
+	s := rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL, SortWindowBytes: d.Config.SortWindowBytes}
+	if limit := wiring.MemoryLimit(); limit > 0 && s.SortWindowBytes == 0 {
+		// A sort window of a quarter of the memory limit: the reader's
+		// pages, the writer's open row group and the batches in flight
+		// fit beside it.
+		s.SortWindowBytes = limit / 4
+	}
+	r, err := rewrite.New(s,
 		d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now)
 	if err == nil {
 		r.SetMetrics(d.Metrics)

@@ -1,0 +1,236 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
+)
+
+// sortByID makes id (ascending, nulls first) the table's sort order.
+func (e *env) sortByID() {
+	e.t.Helper()
+	order, err := table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	txn := e.load().NewTransaction()
+	if err := txn.ReplaceSortOrder(order); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// appendIDs appends one file holding the ids, in the sample schema.
+// (iceberg-go's writer sorts each batch by the table's sort order, so a
+// file is sorted within itself; files still overlap one another.)
+func (e *env) appendIDs(ids []int64) {
+	e.t.Helper()
+	tbl := e.load()
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(sampletable.Region(0))
+		b.Field(2).(*array.Float64Builder).Append(float64(id) / 4)
+		b.Field(3).(*array.StringBuilder).Append("note-" + strconv.FormatInt(id*7919%1000, 10))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rdr.Release()
+	if _, err := tbl.Append(e.ctx, rdr, nil); err != nil {
+		e.t.Fatalf("append: %v", err)
+	}
+}
+
+// fileIDs reads a data file's ids in file order (deletes not applied).
+func (e *env) fileIDs(task table.FileScanTask) []int64 {
+	e.t.Helper()
+	task.DeleteFiles, task.EqualityDeleteFiles, task.DeletionVectorFiles = nil, nil, nil
+	_, recs, err := e.load().Scan(table.WithSelectedFields("id")).ReadTasks(e.ctx, []table.FileScanTask{task})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var ids []int64
+	for rec, err := range recs {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		col := rec.Column(0).(*array.Int64)
+		for i := range col.Len() {
+			ids = append(ids, col.Value(i))
+		}
+		rec.Release()
+	}
+	return ids
+}
+
+// sortedLayout checks every live file written by job is sorted by id, and
+// that no two of them overlap; it returns the job's files' [lo, hi].
+func (e *env) sortedLayout(jobID string) [][2]int64 {
+	e.t.Helper()
+	var spans [][2]int64
+	for _, task := range e.liveTasks() {
+		if !slices.Contains(e.jobFilesOnDisk(jobID), strings.TrimPrefix(task.File.FilePath(), "file://")) {
+			continue
+		}
+		ids := e.fileIDs(task)
+		if !slices.IsSorted(ids) {
+			e.t.Fatalf("%s is not sorted by id", task.File.FilePath())
+		}
+		spans = append(spans, [2]int64{ids[0], ids[len(ids)-1]})
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i][0] <= spans[i-1][1] {
+			e.t.Fatalf("the job's files overlap: %v then %v (all: %v)", spans[i-1], spans[i], spans)
+		}
+	}
+	return spans
+}
+
+// overlappingClusters appends clusters of files: cluster k's files each
+// hold a shuffled sample of ids k*1000 .. k*1000+999, so they overlap
+// one another and no file of another cluster. It returns the ids.
+func (e *env) overlappingClusters(r *rand.Rand, clusters, filesPer, rowsPer int) {
+	e.t.Helper()
+	for k := range clusters {
+		perm := r.Perm(1000)
+		for f := range filesPer {
+			ids := make([]int64, rowsPer)
+			for i := range ids {
+				ids[i] = int64(k*1000 + perm[f*rowsPer+i])
+			}
+			e.appendIDs(ids)
+		}
+	}
+}
+
+// TestSort_OverlappingFilesAreRewrittenSortedAndDisjoint: four clusters of
+// overlapping, unsorted files in one partition are planned as four
+// groups (four rewriters); each new file is sorted by id and no two new
+// files overlap; a lone file that overlaps nothing is left alone; rows,
+// including the deletes applied, are unchanged.
+func TestSort_OverlappingFilesAreRewrittenSortedAndDisjoint(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			e := setup(t)
+			e.createTable(sampletable.Options{FormatVersion: version, Properties: map[string]string{optin.PropertyCompactionStrategy: "sort"}})
+			e.sortByID()
+			r := rand.New(rand.NewPCG(uint64(version), 9))
+			e.overlappingClusters(r, 4, 3, 300)
+			e.appendIDs([]int64{9003, 9001, 9002}) // overlaps nothing
+			lone := e.liveTasks()
+			// Deletes on every cluster: position deletes (v2) or
+			// deletion vectors (v3), applied by the rewrite.
+			if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{5, 1007, 2500, 3999}); err != nil {
+				t.Fatal(err)
+			}
+			// Groups of about one cluster: the target is a little above a
+			// cluster's three files.
+			var clusterBytes int64
+			for _, task := range lone[:3] {
+				clusterBytes += task.File.FileSizeBytes()
+			}
+			e.setProperties(iceberg.Properties{table.WriteTargetFileSizeBytesKey: strconv.FormatInt(clusterBytes*4/3, 10)})
+			before := e.fingerprint()
+
+			res := e.plan()
+			if res.Outcome != plan.OutcomePlanned || res.Strategy != optin.StrategySort {
+				t.Fatalf("plan: %s %s (%s)", res.Outcome, res.Strategy, res.Reason)
+			}
+			if res.Groups != 4 || res.InputFiles != 12 {
+				t.Fatalf("%d groups of %d files, want 4 groups of the 12 clustered files", res.Groups, res.InputFiles)
+			}
+			e.drainTasks()
+			e.drainCommits()
+			e.requireCommitted(res.JobID, before)
+			spans := e.sortedLayout(res.JobID)
+			if len(spans) < 4 {
+				t.Fatalf("%d new files, want at least one per cluster", len(spans))
+			}
+			var loneLive bool
+			for _, task := range e.liveTasks() {
+				if ids := e.fileIDs(task); len(ids) == 3 && ids[0] == 9001 {
+					loneLive = true
+				}
+			}
+			if !loneLive {
+				t.Error("the lone file that overlapped nothing was rewritten")
+			}
+			// A second run finds the layout sorted: nothing to do.
+			if again := e.plan(); again.Outcome != plan.OutcomeNothingToDo {
+				t.Fatalf("second plan %s (%d groups): a sorted table was planned again", again.Outcome, again.Groups)
+			}
+		})
+	}
+}
+
+// TestSort_AGroupLargerThanTheSortWindowIsMergedFromSpilledRuns: with a
+// sort window far smaller than a group, the rewriter sorts runs, spills
+// them and merges them; the files are as sorted and the rows the same.
+func TestSort_AGroupLargerThanTheSortWindowIsMergedFromSpilledRuns(t *testing.T) {
+	e := setup(t, func(c *config.Config) { c.SortWindowBytes = 16 << 10 })
+	e.createTable(sampletable.Options{FormatVersion: 2})
+	e.sortByID()
+	e.overlappingClusters(rand.New(rand.NewPCG(5, 6)), 1, 4, 250)
+	before := e.fingerprint()
+
+	res, err := e.planner.PlanSort(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != plan.OutcomePlanned || res.Groups != 1 {
+		t.Fatalf("plan: %s, %d groups (%s)", res.Outcome, res.Groups, res.Reason)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(res.JobID, before)
+	e.sortedLayout(res.JobID)
+	if d := e.descriptors(res.JobID); len(d) != 1 || d[0].Counters.SortRuns < 2 || d[0].Counters.SpilledBytes == 0 {
+		t.Fatalf("descriptors %+v: want one group merged from spilled runs", d)
+	}
+}
+
+// TestSort_ATableWithoutASortOrderFailsLoud: strategy sort on a table
+// with no sort order is the owner's mistake: planning fails with a bad
+// property, which counts towards the backoff, and nothing is rewritten.
+func TestSort_ATableWithoutASortOrderFailsLoud(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2, Files: 6, RowsPerFile: 50, Properties: map[string]string{optin.PropertyCompactionStrategy: "sort"}})
+	before := e.fingerprint()
+	_, err := e.planner.PlanTable(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if !errors.Is(err, optin.ErrBadProperty) {
+		t.Fatalf("plan error %v, want a bad property", err)
+	}
+	if after := e.fingerprint(); after != before {
+		t.Fatal("rows changed")
+	}
+	if n := len(e.dataFilesOnDisk()); n != 6 {
+		t.Fatalf("%d data files on disk, want the 6 appended", n)
+	}
+}
