@@ -198,7 +198,7 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 		}
 		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, sorted, commits, p.InputFiles, humanBytes(p.InputBytes))
 		if p.OverlappingSortRuns > 0 {
-			fmt.Fprintf(w, "note: %d runs of overlapping files were larger than one rewriter's group (ICEKEEPER_MAX_GROUP_BYTES): each of their groups is sorted, but they overlap one another\n", p.OverlappingSortRuns)
+			fmt.Fprintf(w, "note: %d runs of overlapping files were larger than one rewriter's group (ICEKEEPER_MAX_GROUP_BYTES): only their small files and files with deletes were rewritten, and they stay overlapping\n", p.OverlappingSortRuns)
 		}
 		fmt.Fprintf(w, "rewrites: %d deliveries, %d failed\n", c.Rewrites.Delivered, c.Rewrites.Failed)
 	}

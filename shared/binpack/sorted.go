@@ -22,8 +22,8 @@ type SortKey struct {
 type SortedPlan struct {
 	compaction.Plan
 	// Oversized counts the overlapping runs of files larger than one
-	// rewriter's group (maxGroupBytes): they are split into groups that
-	// are each sorted but overlap one another.
+	// rewriter's group (maxGroupBytes): only their candidates are
+	// rewritten (each group sorted), and they stay overlapping.
 	Oversized int
 }
 
@@ -158,22 +158,37 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 				curBytes += r.bytes
 				continue
 			}
-			// Larger than one rewriter: split, in key order.
+			// Larger than one rewriter. Rewriting it whole in pieces
+			// would leave pieces that overlap, and the next plan would
+			// find the same run and rewrite it again, forever. So only
+			// its candidates are rewritten, in key order, packed as
+			// bin-packing would (each group sorted): the run stays
+			// overlapping, but no file is rewritten twice for nothing.
 			flush()
 			plan.Oversized++
-			var part span
+			part := span{key: keys[b]}
 			var partBytes int64
-			part.key = keys[b]
-			for _, i := range r.indices {
-				size := tasks[i].File.FileSizeBytes()
-				if len(part.indices) > 0 && partBytes+size > maxGroupBytes {
+			take := func() {
+				if len(part.indices) > 0 && worthSorting(cfg, tasks, part.indices) {
 					chosen = append(chosen, part)
-					part, partBytes = span{key: keys[b]}, 0
+				} else {
+					plan.SkippedFiles += len(part.indices)
+				}
+				part, partBytes = span{key: keys[b]}, 0
+			}
+			for _, i := range r.indices {
+				if !Candidate(cfg, tasks[i]) {
+					plan.SkippedFiles++
+					continue
+				}
+				size := tasks[i].File.FileSizeBytes()
+				if len(part.indices) > 0 && partBytes+size > min(maxGroupBytes, max(cfg.TargetFileSizeBytes, size)) {
+					take()
 				}
 				part.indices = append(part.indices, i)
 				partBytes += size
 			}
-			chosen = append(chosen, part)
+			take()
 		}
 		flush()
 	}

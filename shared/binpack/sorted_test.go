@@ -178,22 +178,48 @@ func TestPlanSorted_TouchingSortedFilesAreLeftAlone(t *testing.T) {
 	}
 }
 
-func TestPlanSorted_ARunLargerThanOneRewriterIsSplitAndCounted(t *testing.T) {
+// TestPlanSorted_ARunLargerThanOneRewriterOnlyHasItsCandidatesRewritten:
+// a run one rewriter cannot sort whole is not rewritten in overlapping
+// pieces (the next plan would find the same run, forever): its full-size
+// files are left alone and only its small files are packed, in key order.
+func TestPlanSorted_ARunLargerThanOneRewriterOnlyHasItsCandidatesRewritten(t *testing.T) {
 	var files []fileSpec
 	for i := range 10 {
-		files = append(files, fileSpec{lo: int64(i), hi: 1000, size: 400})
+		files = append(files, fileSpec{lo: int64(i), hi: 1000, size: 900}) // right-sized
 	}
-	tasks := sortedTasks(t, files)
-	p, err := PlanSorted(sortCfg(1000), idKey, tasks, 1000)
+	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 2000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Oversized != 1 || len(p.Groups) != 5 {
-		t.Fatalf("oversized %d, groups %d, want 1 and 5", p.Oversized, len(p.Groups))
+	if p.Oversized != 1 || len(p.Groups) != 0 || p.SkippedFiles != 10 {
+		t.Fatalf("oversized %d, groups %d, skipped %d: want the run left alone", p.Oversized, len(p.Groups), p.SkippedFiles)
 	}
-	for _, g := range p.Groups {
-		if g.TotalSizeBytes > 1000 {
-			t.Errorf("group of %d bytes, limit 1000", g.TotalSizeBytes)
+	for i := range 15 {
+		files = append(files, fileSpec{lo: int64(500 + i), hi: 600, size: 100}) // small
+	}
+	tasks := sortedTasks(t, files)
+	size := map[string]int64{}
+	for _, task := range tasks {
+		size[task.File.FilePath()] = task.File.FileSizeBytes()
+	}
+	if p, err = PlanSorted(sortCfg(1000), idKey, tasks, 2000); err != nil {
+		t.Fatal(err)
+	}
+	var grouped int
+	for path, g := range groupOf(tasks, p) {
+		if g >= 0 {
+			grouped++
+			if size[path] != 100 {
+				t.Errorf("a right-sized file of the oversized run was rewritten: %s", path)
+			}
+		}
+	}
+	if p.Oversized != 1 || grouped != 15 || len(p.Groups) != 2 {
+		t.Fatalf("oversized %d, %d files grouped in %d groups: want the 15 small ones, in groups up to the target", p.Oversized, grouped, len(p.Groups))
+	}
+	for _, grp := range p.Groups {
+		if grp.TotalSizeBytes > 1000 {
+			t.Errorf("group of %d bytes, over the target", grp.TotalSizeBytes)
 		}
 	}
 }

@@ -132,8 +132,8 @@ type Result struct {
 	// Strategy is the compaction strategy planned (compaction jobs only).
 	Strategy optin.Strategy `json:"strategy,omitempty"`
 	// OverlappingSortRuns (sort strategy) counts runs of overlapping files
-	// too large for one rewriter: their groups are each sorted but
-	// overlap one another.
+	// too large for one rewriter: only their candidates are rewritten, and
+	// they stay overlapping (binpack.PlanSorted).
 	OverlappingSortRuns int `json:"overlapping_sort_runs,omitempty"`
 }
 
@@ -352,7 +352,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			return res, false, fmt.Errorf("plan %s: sort compaction plan: %w", name, err)
 		}
 		if cp, res.OverlappingSortRuns = sp.Plan, sp.Oversized; sp.Oversized > 0 {
-			log.Warn("runs of overlapping files larger than one rewriter's group were split; their groups overlap", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
+			log.Warn("runs of overlapping files are larger than one rewriter's group: only their candidates are rewritten and they stay overlapping", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
 		}
 	} else if cp, err = binpack.Plan(cfg, scanTasks); err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
