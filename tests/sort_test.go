@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -200,7 +202,7 @@ func TestSort_AGroupLargerThanTheSortWindowIsMergedFromSpilledRuns(t *testing.T)
 	e.overlappingClusters(rand.New(rand.NewPCG(5, 6)), 1, 4, 250)
 	before := e.fingerprint()
 
-	res, err := e.planner.PlanSort(asFunction(e.ctx, "Planner"), e.name(), "test")
+	res, err := e.planner.PlanLayout(asFunction(e.ctx, "Planner"), e.name(), "test", plan.Layout{Strategy: optin.StrategySort})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +234,101 @@ func TestSort_ATableWithoutASortOrderFailsLoud(t *testing.T) {
 	}
 	if n := len(e.dataFilesOnDisk()); n != 6 {
 		t.Fatalf("%d data files on disk, want the 6 appended", n)
+	}
+}
+
+// appendPoints appends one file of (id, amount) points.
+func (e *env) appendPoints(xs, ys []int64) {
+	e.t.Helper()
+	tbl := e.load()
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range xs {
+		b.Field(0).(*array.Int64Builder).Append(xs[i])
+		b.Field(1).(*array.StringBuilder).Append(sampletable.Region(0))
+		b.Field(2).(*array.Float64Builder).Append(float64(ys[i]))
+		b.Field(3).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rdr.Release()
+	if _, err := tbl.Append(e.ctx, rdr, nil); err != nil {
+		e.t.Fatalf("append: %v", err)
+	}
+}
+
+// TestZOrder_NewFilesEachCoverABoxOfBothColumns: a 1024 x 1024 grid of
+// (id, amount) points, shuffled over four files that each span the whole
+// grid, z-ordered on both columns, comes out as files that each cover
+// about a quarter of the grid's area (where sorting on id alone would
+// give full-height strips); rows are unchanged; the table's own z-order
+// strategy then finds nothing to do (no file to compact), and a column
+// not in the table fails loud.
+func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2})
+	const side = 1024
+	perm := rand.New(rand.NewPCG(7, 8)).Perm(side * side)
+	quarter := len(perm) / 4
+	for f := range 4 {
+		var xs, ys []int64
+		for _, p := range perm[f*quarter : (f+1)*quarter] {
+			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
+		}
+		e.appendPoints(xs, ys)
+	}
+	var total int64
+	for _, task := range e.liveTasks() {
+		total += task.File.FileSizeBytes()
+	}
+	e.setProperties(iceberg.Properties{
+		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/64, 10), // z-ordered rows compress far better than shuffled ones: about a file per 64K-row batch
+		// Row groups small enough that the writer sees its file grow and
+		// rolls at the target.
+		table.ParquetRowGroupLimitKey:    "16384",
+		optin.PropertyCompactionStrategy: string(optin.StrategyZOrder),
+		optin.PropertyZOrderColumns:      "id,amount",
+	})
+	before := e.fingerprint()
+
+	res, err := e.planner.PlanLayout(asFunction(e.ctx, "Planner"), e.name(), "test", plan.Layout{Strategy: optin.StrategyZOrder, ZOrderColumns: []string{"id", "amount"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != plan.OutcomePlanned || res.InputFiles != 4 {
+		t.Fatalf("plan: %s, %d files (%s)", res.Outcome, res.InputFiles, res.Reason)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(res.JobID, before)
+	live := e.liveTasks()
+	if len(live) < 3 {
+		t.Fatalf("%d files after: the test needs several", len(live))
+	}
+	for _, task := range live {
+		lo, hi := task.File.LowerBoundValues(), task.File.UpperBoundValues()
+		idSpan := int64(binary.LittleEndian.Uint64(hi[1])) - int64(binary.LittleEndian.Uint64(lo[1])) + 1
+		amountSpan := math.Float64frombits(binary.LittleEndian.Uint64(hi[3])) - math.Float64frombits(binary.LittleEndian.Uint64(lo[3])) + 1
+		if area := float64(idSpan) * amountSpan / (side * side); area > 0.3 {
+			t.Errorf("%s covers id %d wide, amount %v wide: %.0f%% of the grid, want about a quarter", task.File.FilePath(), idSpan, amountSpan, area*100)
+		}
+	}
+	if again := e.plan(); again.Outcome != plan.OutcomeNothingToDo {
+		t.Fatalf("the table's z-order strategy planned %s (%d groups) on a clustered table with nothing to compact", again.Outcome, again.Groups)
+	}
+
+	// The owner's mistake fails loud (and backs the table off; the
+	// property's own parsing is optin's tests').
+	e.setProperties(iceberg.Properties{optin.PropertyZOrderColumns: "id,nope"})
+	if _, err := e.planner.PlanTable(asFunction(e.ctx, "Planner"), e.name(), "test"); !errors.Is(err, optin.ErrBadProperty) {
+		t.Errorf("z-order on a column not in the table: plan error %v, want a bad property", err)
 	}
 }

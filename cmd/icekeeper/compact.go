@@ -31,8 +31,10 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	cf := addCatalogFlags(fs)
 	var sorted *bool
+	var zOrder *string
 	if command == "compact" {
 		sorted = fs.Bool("sort", false, "sort the rewritten files by the table's sort order (strategy sort), whatever icekeeper.compaction.strategy says")
+		zOrder = fs.String("z-order", "", "cluster the rewritten files on these columns together (COL,COL: strategy z-order), rewriting every run of overlapping files")
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -45,6 +47,19 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 	if _, err := tableIdent(tableName); err != nil {
 		return err
 	}
+	switch {
+	case sorted != nil && *sorted && *zOrder != "":
+		return exitError{code: 2, err: fmt.Errorf("--sort and --z-order: choose one layout")}
+	case sorted != nil && *sorted:
+		cycle = localrun.RunLayoutCycle(plan.Layout{Strategy: optin.StrategySort})
+	case zOrder != nil && *zOrder != "":
+		cols, err := optin.ParseZOrderColumns(*zOrder)
+		if err != nil {
+			return exitError{code: 2, err: fmt.Errorf("--z-order: %w", err)}
+		}
+		cycle = localrun.RunLayoutCycle(plan.Layout{Strategy: optin.StrategyZOrder, ZOrderColumns: cols})
+	}
+
 	cfg, err := cf.envConfig()
 	if err != nil {
 		return err
@@ -93,9 +108,6 @@ func runJob(ctx context.Context, command string, args []string, stdout, stderr i
 			return fmt.Errorf("maintain %s: load table: %w", tableName, err)
 		}
 		return maintain(ctx, st, tableName, optin.OrphansEnabled(tbl.Properties()), *asJSON, stdout)
-	}
-	if sorted != nil && *sorted {
-		cycle = localrun.RunSortCycle
 	}
 	c, err := cycle(ctx, st, tableName, "cli")
 	if err != nil {
@@ -193,8 +205,11 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 			commits = fmt.Sprintf(" in %d commits (partial progress)", p.Batches)
 		}
 		sorted := ""
-		if p.Strategy == optin.StrategySort {
+		switch p.Strategy {
+		case optin.StrategySort:
 			sorted = " (sorted)"
+		case optin.StrategyZOrder:
+			sorted = " (z-ordered on " + strings.Join(p.ZOrderColumns, ", ") + ")"
 		}
 		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, sorted, commits, p.InputFiles, humanBytes(p.InputBytes))
 		if p.OverlappingSortRuns > 0 {

@@ -33,11 +33,12 @@ Usage:
       Start the AWS emulator in-process, create sample merge-on-read tables,
       run the full pipeline and print a before/after report. Exits non-zero
       if any check fails.
-  icekeeper compact TABLE [--sort] [--local] [--json] [catalog flags]
+  icekeeper compact TABLE [--sort | --z-order COL,COL] [--local] [--json] [catalog flags]
       Run one complete cycle (plan, rewrite, commit) on TABLE ("ns.table").
       --sort sorts the rewritten files by the table's sort order, rewriting
       together the files whose ranges on its first column overlap
-      (icekeeper.compaction.strategy=sort for this run).
+      (icekeeper.compaction.strategy=sort for this run); --z-order clusters
+      them on the columns together (strategy z-order).
       --local starts an in-process emulator for the pipeline's queues,
       tables and bucket; otherwise they come from ICEKEEPER_* variables and
       the AWS endpoint from the standard SDK configuration.

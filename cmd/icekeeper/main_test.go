@@ -211,6 +211,19 @@ func TestCompact_SortRewritesOverlappingFilesSorted(t *testing.T) {
 	}
 }
 
+// TestCompact_ALayoutThatCannotBeIsAUsageError: --sort with --z-order,
+// or a z-order of one column, is refused before anything runs.
+func TestCompact_ALayoutThatCannotBeIsAUsageError(t *testing.T) {
+	for want, args := range map[string][]string{
+		"choose one layout": {"compact", "shop.orders", "--sort", "--z-order", "id,amount", "--local"},
+		"want 2 to 8":       {"compact", "shop.orders", "--z-order", "id", "--local"},
+	} {
+		if _, err := runCLI(t, args...); exitCode(err) != 2 || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: exit %d (%v), want 2 and %q", args, exitCode(err), err, want)
+		}
+	}
+}
+
 // TestInvoke_EachStageByHandWithACommitBetween runs the planner on the
 // sample Glue event, the rewriters and the committer one by one against a
 // local cloud, and appends to the table between the rewriters and the

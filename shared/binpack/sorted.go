@@ -49,7 +49,12 @@ type SortedPlan struct {
 // files do not overlap one another or the rest of the partition (the
 // rewriter sorts, package sortrows). Like Plan, PlanSorted reorders tasks
 // in place: the groups' tasks first, then the rest.
-func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, maxGroupBytes int64) (SortedPlan, error) {
+//
+// With onlyCandidates, a run is rewritten only when it holds candidates
+// as bin-packing counts them (at least MinInputFiles, or one for its
+// deletes): for a z-order, whose files overlap on every column by design,
+// so that overlap alone is no reason to rewrite.
+func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, maxGroupBytes int64, onlyCandidates bool) (SortedPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return SortedPlan{}, fmt.Errorf("invalid compaction config: %w", err)
 	}
@@ -109,9 +114,12 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 		})
 		// Runs, in key order.
 		type run struct {
-			indices []int32
-			bytes   int64
-			rewrite bool
+			indices    []int32
+			bytes      int64
+			candidates int
+			// byDeletes: a file is a candidate for its deletes.
+			byDeletes bool
+			rewrite   bool
 		}
 		var runs []run
 		var hi bounds.Value
@@ -129,7 +137,19 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 			r := &runs[len(runs)-1]
 			r.indices = append(r.indices, f.idx)
 			r.bytes += tasks[f.idx].File.FileSizeBytes()
-			r.rewrite = r.rewrite || len(r.indices) > 1 || Candidate(cfg, tasks[f.idx])
+			if Candidate(cfg, tasks[f.idx]) {
+				r.candidates++
+				r.byDeletes = r.byDeletes || deleteCandidate(cfg, tasks[f.idx])
+			}
+			if onlyCandidates {
+				// As bin-packing counts them: enough candidates, or
+				// one for its deletes. (A z-order's own last, smaller
+				// file is a candidate; alone it must not make the
+				// partition's run rewritten again.)
+				r.rewrite = r.candidates >= int(cfg.MinInputFiles) || r.byDeletes
+			} else {
+				r.rewrite = len(r.indices) > 1 || r.candidates > 0
+			}
 		}
 		// Groups: consecutive runs to rewrite, packed.
 		var cur span
@@ -233,11 +253,15 @@ func worthSorting(cfg compaction.Config, tasks []table.FileScanTask, indices []i
 		return true
 	}
 	for _, i := range indices {
-		t := tasks[i]
-		deletes := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
-		if deletes >= cfg.DeleteFileThreshold || OverDeleteRatio(t, cfg.DeleteRatioThreshold) || t.File.FileSizeBytes() > cfg.MaxFileSizeBytes {
+		if deleteCandidate(cfg, tasks[i]) || tasks[i].File.FileSizeBytes() > cfg.MaxFileSizeBytes {
 			return true
 		}
 	}
 	return false
+}
+
+// deleteCandidate: Candidate's delete rules (enough delete files, or
+// file-scoped deletes over the ratio).
+func deleteCandidate(cfg compaction.Config, t table.FileScanTask) bool {
+	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) >= cfg.DeleteFileThreshold || OverDeleteRatio(t, cfg.DeleteRatioThreshold)
 }

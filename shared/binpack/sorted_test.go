@@ -92,7 +92,7 @@ func TestPlanSorted_GroupsAreDisjointAndNoOverlapIsLeftBehind(t *testing.T) {
 			specs[task.File.FilePath()] = files[i]
 		}
 		cfg := sortCfg(target)
-		p, err := PlanSorted(cfg, idKey, tasks, 1<<40)
+		p, err := PlanSorted(cfg, idKey, tasks, 1<<40, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestPlanSorted_SmallFilesThatOverlapNothingArePackedByBinpacksRules(t *test
 	for i := range 4 {
 		files = append(files, fileSpec{lo: int64(i * 10), hi: int64(i*10 + 5), size: 100})
 	}
-	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40)
+	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestPlanSorted_SmallFilesThatOverlapNothingArePackedByBinpacksRules(t *test
 		t.Fatalf("4 small disjoint files (fewer than min-input-files 5) were planned: %d groups", len(p.Groups))
 	}
 	files = append(files, fileSpec{lo: 50, hi: 55, size: 100})
-	if p, err = PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40); err != nil {
+	if p, err = PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40, false); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Groups) != 1 || len(p.Groups[0].Tasks) != 5 {
@@ -169,7 +169,7 @@ func TestPlanSorted_TouchingSortedFilesAreLeftAlone(t *testing.T) {
 	// What a sorted rewrite leaves: full files whose ranges touch where a
 	// key repeats across a file boundary, and a small remainder.
 	tasks := sortedTasks(t, []fileSpec{{lo: 0, hi: 100, size: 1000}, {lo: 100, hi: 200, size: 1000}, {lo: 200, hi: 250, size: 300}})
-	p, err := PlanSorted(sortCfg(1000), idKey, tasks, 1<<40)
+	p, err := PlanSorted(sortCfg(1000), idKey, tasks, 1<<40, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestPlanSorted_ARunLargerThanOneRewriterOnlyHasItsCandidatesRewritten(t *te
 	for i := range 10 {
 		files = append(files, fileSpec{lo: int64(i), hi: 1000, size: 900}) // right-sized
 	}
-	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 2000)
+	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 2000, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestPlanSorted_ARunLargerThanOneRewriterOnlyHasItsCandidatesRewritten(t *te
 	for _, task := range tasks {
 		size[task.File.FilePath()] = task.File.FileSizeBytes()
 	}
-	if p, err = PlanSorted(sortCfg(1000), idKey, tasks, 2000); err != nil {
+	if p, err = PlanSorted(sortCfg(1000), idKey, tasks, 2000, false); err != nil {
 		t.Fatal(err)
 	}
 	var grouped int
@@ -225,8 +225,40 @@ func TestPlanSorted_ARunLargerThanOneRewriterOnlyHasItsCandidatesRewritten(t *te
 }
 
 func TestPlanSorted_AColumnWithoutAnOrderIsRefused(t *testing.T) {
-	_, err := PlanSorted(sortCfg(1000), SortKey{FieldID: 9, Type: &iceberg.ListType{ElementID: 10, Element: iceberg.PrimitiveTypes.Int32}}, nil, 1<<40)
+	_, err := PlanSorted(sortCfg(1000), SortKey{FieldID: 9, Type: &iceberg.ListType{ElementID: 10, Element: iceberg.PrimitiveTypes.Int32}}, nil, 1<<40, false)
 	if err == nil {
 		t.Fatal("a list column was accepted as a sort key")
+	}
+}
+
+// TestPlanSorted_OnlyCandidatesNeedsWhatBinpackingNeeds: a z-order's run
+// (files overlapping by design) is rewritten for enough small files or
+// for deletes, not for its own last, smaller file.
+func TestPlanSorted_OnlyCandidatesNeedsWhatBinpackingNeeds(t *testing.T) {
+	var files []fileSpec
+	for i := range 6 {
+		files = append(files, fileSpec{lo: int64(i), hi: 100, size: 900})
+	}
+	files = append(files, fileSpec{lo: 50, hi: 60, size: 200}) // the last, smaller file
+	p, err := PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 0 {
+		t.Fatalf("%d groups: an overlapping run with one small file was rewritten", len(p.Groups))
+	}
+	if p, err = PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40, false); err != nil || len(p.Groups) != 1 {
+		t.Fatalf("without onlyCandidates: %d groups (%v), want the run", len(p.Groups), err)
+	}
+	withDeletes := append([]fileSpec(nil), files...)
+	withDeletes[0].deletes = true
+	if p, err = PlanSorted(sortCfg(1000), idKey, sortedTasks(t, withDeletes), 1<<40, true); err != nil || len(p.Groups) != 1 || len(p.Groups[0].Tasks) != 7 {
+		t.Fatalf("a file over the delete ratio: %+v (%v), want the whole run", p.Groups, err)
+	}
+	for range 4 {
+		files = append(files, fileSpec{lo: 70, hi: 80, size: 100})
+	}
+	if p, err = PlanSorted(sortCfg(1000), idKey, sortedTasks(t, files), 1<<40, true); err != nil || len(p.Groups) != 1 || len(p.Groups[0].Tasks) != 11 {
+		t.Fatalf("five small files: %+v (%v), want the whole run", p.Groups, err)
 	}
 }

@@ -84,7 +84,7 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 // or a snapshot expiry.
 type TablePlanner interface {
 	PlanTable(ctx context.Context, table, trigger string) (plan.Result, error)
-	PlanSort(ctx context.Context, table, trigger string) (plan.Result, error)
+	PlanLayout(ctx context.Context, table, trigger string, layout plan.Layout) (plan.Result, error)
 	PlanExpiry(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanDeleteRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
@@ -177,10 +177,15 @@ func RunCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, erro
 	return run(ctx, s, s.Plan.PlanTable, table, trigger)
 }
 
-// RunSortCycle is RunCycle for a sort compaction, whatever the table's
-// icekeeper.compaction.strategy says.
-func RunSortCycle(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
-	return run(ctx, s, s.Plan.PlanSort, table, trigger)
+// RunLayoutCycle is RunCycle for a compaction with the given layout
+// (sort or z-order), whatever the table's icekeeper.compaction.strategy
+// says.
+func RunLayoutCycle(layout plan.Layout) func(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+	return func(ctx context.Context, s Stages, table, trigger string) (Cycle, error) {
+		return run(ctx, s, func(ctx context.Context, table, trigger string) (plan.Result, error) {
+			return s.Plan.PlanLayout(ctx, table, trigger, layout)
+		}, table, trigger)
+	}
 }
 
 // RunExpiry is RunCycle for a snapshot expiry: plan it, then run the

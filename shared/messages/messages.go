@@ -81,6 +81,10 @@ type Task struct {
 	// the group so that its files overlap no file outside it
 	// (binpack.PlanSorted).
 	SortOrderID *int `json:"sort_order_id,omitempty"`
+	// ZOrderFieldIDs, when set, makes this a z-order compaction's group:
+	// the rewriter sorts the group's rows by the z-value of these columns
+	// (package zorder) before writing them.
+	ZOrderFieldIDs []int `json:"z_order_field_ids,omitempty"`
 	// Delete, when set, makes this a deletion task instead of a rewrite:
 	// delete one part of the job's deletions record (package deletions).
 	// Group and the rewrite fields are then unused.

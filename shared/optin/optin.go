@@ -19,6 +19,7 @@ package optin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,6 +96,11 @@ const (
 	// together the files whose ranges on the first sort column overlap,
 	// so the new files do not overlap (binpack.PlanSorted).
 	PropertyCompactionStrategy = "icekeeper.compaction.strategy"
+	// PropertyZOrderColumns are the columns a "z-order" strategy
+	// clusters on together (two to eight top-level column names,
+	// comma-separated): rows are sorted by the z-value of those columns
+	// (package zorder), so each file covers a small box of their space.
+	PropertyZOrderColumns = "icekeeper.compaction.z-order-columns"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -271,8 +277,10 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := ParseOutputSpec(v); err != nil {
 				errs = append(errs, err)
 			}
-		case PropertyCompactionStrategy:
+		case PropertyCompactionStrategy, PropertyZOrderColumns:
 			if _, err := CompactionStrategy(props); err != nil {
+				errs = append(errs, err)
+			} else if _, err := ZOrderColumns(props); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -287,6 +295,7 @@ type Strategy string
 const (
 	StrategyBinpack Strategy = "binpack"
 	StrategySort    Strategy = "sort"
+	StrategyZOrder  Strategy = "z-order"
 )
 
 // CompactionStrategy reads PropertyCompactionStrategy (default binpack).
@@ -296,9 +305,47 @@ func CompactionStrategy(props map[string]string) (Strategy, error) {
 		return StrategyBinpack, nil
 	case string(StrategySort):
 		return StrategySort, nil
+	case string(StrategyZOrder):
+		return StrategyZOrder, nil
 	default:
-		return "", fmt.Errorf("%w: %s=%q: want binpack or sort", ErrBadProperty, PropertyCompactionStrategy, props[PropertyCompactionStrategy])
+		return "", fmt.Errorf("%w: %s=%q: want binpack, sort or z-order", ErrBadProperty, PropertyCompactionStrategy, props[PropertyCompactionStrategy])
 	}
+}
+
+// MaxZOrderColumns bounds a z-order: each column gets 64/n bits of the
+// z-value's first 8 bytes, so more columns cluster each one less.
+const MaxZOrderColumns = 8
+
+// ZOrderColumns reads PropertyZOrderColumns: nil when unset; an error
+// when the strategy is z-order without columns, or the list is not two to
+// MaxZOrderColumns distinct names.
+func ZOrderColumns(props map[string]string) ([]string, error) {
+	v, set := props[PropertyZOrderColumns]
+	if strategy, _ := CompactionStrategy(props); !set && strategy == StrategyZOrder {
+		return nil, fmt.Errorf("%w: %s=%s needs %s (two or more columns, comma-separated)", ErrBadProperty, PropertyCompactionStrategy, StrategyZOrder, PropertyZOrderColumns)
+	}
+	if !set {
+		return nil, nil
+	}
+	return ParseZOrderColumns(v)
+}
+
+// ParseZOrderColumns parses a comma-separated list of two to
+// MaxZOrderColumns distinct column names (PropertyZOrderColumns, or the
+// CLI's --z-order).
+func ParseZOrderColumns(v string) ([]string, error) {
+	var cols []string
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		if c == "" || slices.Contains(cols, c) {
+			return nil, fmt.Errorf("%w: %s=%q: want distinct column names, comma-separated", ErrBadProperty, PropertyZOrderColumns, v)
+		}
+		cols = append(cols, c)
+	}
+	if len(cols) < 2 || len(cols) > MaxZOrderColumns {
+		return nil, fmt.Errorf("%w: %s=%q: want 2 to %d columns (one column is a sort: use strategy sort)", ErrBadProperty, PropertyZOrderColumns, v, MaxZOrderColumns)
+	}
+	return cols, nil
 }
 
 // DefaultRewriteDeletesMinInputFiles is PropertyRewriteDeletesMinInputFiles'

@@ -126,3 +126,27 @@ func TestPartialProgress_OffByDefaultMaxCommitsDefaultsToSparksAndBadValuesAreRe
 		t.Fatalf("ValidateProperties(max-commits -2): %v, want ErrBadProperty", err)
 	}
 }
+
+func TestCompactionStrategy_BinpackByDefaultAndBadLayoutsAreRefused(t *testing.T) {
+	for props, want := range map[string]Strategy{"": StrategyBinpack, "sort": StrategySort, " Z-Order ": StrategyZOrder} {
+		got, err := CompactionStrategy(map[string]string{PropertyCompactionStrategy: props})
+		if err != nil || got != want {
+			t.Errorf("%q: %s %v, want %s", props, got, err, want)
+		}
+	}
+	if cols, err := ZOrderColumns(map[string]string{PropertyCompactionStrategy: "z-order", PropertyZOrderColumns: " id , ts "}); err != nil || len(cols) != 2 || cols[0] != "id" || cols[1] != "ts" {
+		t.Errorf("z-order columns %q %v", cols, err)
+	}
+	for name, props := range map[string]map[string]string{
+		"unknown strategy":        {PropertyCompactionStrategy: "zorder"},
+		"z-order without columns": {PropertyCompactionStrategy: "z-order"},
+		"one column":              {PropertyZOrderColumns: "id"},
+		"empty name":              {PropertyZOrderColumns: "id,,ts"},
+		"repeated column":         {PropertyZOrderColumns: "id,id"},
+		"nine columns":            {PropertyZOrderColumns: "a,b,c,d,e,f,g,h,i"},
+	} {
+		if err := ValidateProperties(props); !errors.Is(err, ErrBadProperty) {
+			t.Errorf("%s: %v, want a bad property", name, err)
+		}
+	}
+}

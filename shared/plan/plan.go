@@ -129,8 +129,10 @@ type Result struct {
 	// committed to within the table's hot-partition idle time, and what
 	// the plan did about them (health.ScopeHot).
 	HotPartitions []health.HotPartition `json:"hot_partitions,omitempty"`
-	// Strategy is the compaction strategy planned (compaction jobs only).
-	Strategy optin.Strategy `json:"strategy,omitempty"`
+	// Strategy is the compaction strategy planned (compaction jobs only),
+	// and ZOrderColumns a z-order's columns.
+	Strategy      optin.Strategy `json:"strategy,omitempty"`
+	ZOrderColumns []string       `json:"z_order_columns,omitempty"`
 	// OverlappingSortRuns (sort strategy) counts runs of overlapping files
 	// too large for one rewriter: only their candidates are rewritten, and
 	// they stay overlapping (binpack.PlanSorted).
@@ -192,11 +194,23 @@ func (p *Planner) PlanTable(ctx context.Context, name, trigger string) (Result, 
 	return p.underLease(ctx, name, trigger, p.planLeased)
 }
 
-// PlanSort plans one sort compaction job for the named table, whatever
-// its strategy property says (icekeeper compact --sort).
-func (p *Planner) PlanSort(ctx context.Context, name, trigger string) (Result, error) {
+// Layout overrides a table's compaction strategy for one job: the CLI's
+// compact --sort and --z-order.
+type Layout struct {
+	Strategy optin.Strategy
+	// ZOrderColumns are the z-order's columns (strategy z-order; nil: the
+	// table's optin.PropertyZOrderColumns).
+	ZOrderColumns []string
+}
+
+// PlanLayout plans one compaction job for the named table with the given
+// strategy, whatever its strategy property says. An operator's z-order
+// rewrites every run of overlapping files, where the table's own z-order
+// strategy only rewrites runs that hold files to compact (see
+// planCompaction).
+func (p *Planner) PlanLayout(ctx context.Context, name, trigger string, layout Layout) (Result, error) {
 	return p.underLease(ctx, name, trigger, func(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (Result, bool, error) {
-		return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, optin.StrategySort)
+		return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, layout, true)
 	})
 }
 
@@ -297,12 +311,21 @@ func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeas
 // planLeased does the planning under the lease. started reports whether
 // any task may have been sent.
 func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
-	return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, "")
+	return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, Layout{}, false)
 }
 
-// planCompaction plans a compaction with the given strategy ("": the
-// table's).
-func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease, strategy optin.Strategy) (res Result, started bool, err error) {
+// planCompaction plans a compaction with the given layout (a zero Layout:
+// the table's strategy). operator is true when an operator asked for the
+// layout (PlanLayout).
+//
+// A z-order's files overlap one another on each of its columns (that is
+// what interleaving does), so its runs (binpack.PlanSorted, on the first
+// column) would never come out disjoint: the table's own z-order strategy
+// only rewrites runs that hold a file to compact, which brings new files
+// into the clustering without rewriting a clustered partition again for
+// nothing; an operator's z-order rewrites every run of two or more files.
+func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease, layout Layout, operator bool) (res Result, started bool, err error) {
+	strategy := layout.Strategy
 	res = Result{Table: name}
 	planStart := p.now()
 	tbl, err := p.loadLeased(ctx, log, ident, name, l, &res)
@@ -341,15 +364,31 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	// files: see docs/PERFORMANCE.md).
 	var cp compaction.Plan
 	var sortOrderID *int
-	if strategy == optin.StrategySort {
-		key, orderID, kerr := sortKey(tbl)
+	var zOrderIDs []int
+	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
+		var key binpack.SortKey
+		var kerr error
+		if strategy == optin.StrategySort {
+			var orderID int
+			key, orderID, kerr = sortKey(tbl)
+			sortOrderID = &orderID
+		} else {
+			cols := layout.ZOrderColumns
+			if cols == nil {
+				cols, kerr = optin.ZOrderColumns(tbl.Properties())
+			}
+			if kerr == nil {
+				key, zOrderIDs, kerr = zOrderKey(tbl, cols)
+			}
+			res.ZOrderColumns = cols
+		}
 		if kerr != nil {
 			return res, false, fmt.Errorf("plan %s: %w", name, kerr)
 		}
-		sortOrderID = &orderID
-		sp, err := binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes)
+		onlyCandidates := strategy == optin.StrategyZOrder && !operator
+		sp, err := binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes, onlyCandidates)
 		if err != nil {
-			return res, false, fmt.Errorf("plan %s: sort compaction plan: %w", name, err)
+			return res, false, fmt.Errorf("plan %s: %s compaction plan: %w", name, strategy, err)
 		}
 		if cp, res.OverlappingSortRuns = sp.Plan, sp.Oversized; sp.Oversized > 0 {
 			log.Warn("runs of overlapping files are larger than one rewriter's group: only their candidates are rewritten and they stay overlapping", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
@@ -436,7 +475,46 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, _ messages.PlanGroup) {
 		t.TargetFileSize = cfg.TargetFileSizeBytes
 		t.SortOrderID = sortOrderID
+		t.ZOrderFieldIDs = zOrderIDs
 	})
+}
+
+// zOrderKey resolves a z-order's columns in tbl's current schema: their
+// field ids, and the first column's key for grouping files into runs.
+// Each must be a top-level column of a type zorder keys, and not the
+// source of an identity partition field (one value per partition: it
+// would only dilute the others' bits). Anything else is the owner's
+// mistake (optin.ErrBadProperty).
+func zOrderKey(tbl *table.Table, cols []string) (binpack.SortKey, []int, error) {
+	var key binpack.SortKey
+	var ids []int
+	spec := tbl.Spec()
+	for i, name := range cols {
+		var f iceberg.NestedField
+		found := false
+		for _, c := range tbl.Schema().Fields() {
+			if c.Name == name {
+				f, found = c, true
+				break
+			}
+		}
+		if !found || bounds.KindOf(f.Type) == 0 {
+			return key, nil, fmt.Errorf("%w: %s: %q is not a top-level column of a primitive type in the current schema", optin.ErrBadProperty, optin.PropertyZOrderColumns, name)
+		}
+		if _, decimal := f.Type.(iceberg.DecimalType); decimal {
+			return key, nil, fmt.Errorf("%w: %s: %q is a decimal, which icekeeper cannot z-order yet", optin.ErrBadProperty, optin.PropertyZOrderColumns, name)
+		}
+		for _, pf := range spec.Fields() {
+			if pf.SourceID() == f.ID && pf.Transform.Equals(iceberg.IdentityTransform{}) {
+				return key, nil, fmt.Errorf("%w: %s: %q is the source of partition field %q, so it holds one value per partition: z-order the other columns", optin.ErrBadProperty, optin.PropertyZOrderColumns, name, pf.Name)
+			}
+		}
+		if i == 0 {
+			key = binpack.SortKey{FieldID: f.ID, Type: f.Type}
+		}
+		ids = append(ids, f.ID)
+	}
+	return key, ids, nil
 }
 
 // sortKey is what a sort compaction of tbl sorts by: its default sort

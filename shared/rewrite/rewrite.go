@@ -30,9 +30,11 @@ import (
 	iofs "io/fs"
 	"iter"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
@@ -47,6 +49,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/rowmap"
 	"github.com/icekeeper/icekeeper/shared/sortrows"
+	"github.com/icekeeper/icekeeper/shared/zorder"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -629,6 +632,22 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		}
 		records = sortrows.Sort(ctx, records, keys, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted})
 	}
+	if len(task.ZOrderFieldIDs) > 0 {
+		// A z-order compaction's group: its rows are sorted by the
+		// z-value of its columns (package zorder), carried as an extra
+		// last column from before the sort to after it. The writer would
+		// sort each batch by the table's own sort order: it gets a view
+		// of the table without one.
+		cols, err := topLevelColumns(schema, task.ZOrderFieldIDs)
+		if err == nil {
+			out.tbl, err = withoutSortOrder(out.tbl)
+		}
+		if err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: z-order: %w", ErrTerminal, task.Group, err)
+		}
+		z := sortrows.Key{Column: arrowSchema.NumFields()}
+		records = zorder.Drop(sortrows.Sort(ctx, zorder.Append(records, cols, memory.DefaultAllocator), []sortrows.Key{z}, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted}))
+	}
 
 	var written []iceberg.DataFile
 	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
@@ -643,7 +662,7 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	if m.RowsWritten != m.RowsScanned {
 		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
 	}
-	if task.SortOrderID != nil {
+	if task.SortOrderID != nil || len(task.ZOrderFieldIDs) > 0 {
 		if sorted.Rows != m.RowsScanned {
 			return written, m, tbl, fmt.Errorf("%w: group %d: sorted %d rows but the scan produced %d", ErrTerminal, task.Group, sorted.Rows, m.RowsScanned)
 		}
@@ -676,6 +695,20 @@ func sortKeys(meta table.Metadata, orderID int, schema *iceberg.Schema, arrowSch
 		}
 	}
 	return nil, fmt.Errorf("sort order %d is not in the pinned metadata", orderID)
+}
+
+// topLevelColumns returns the indices of the fields with the given ids
+// among schema's top-level columns.
+func topLevelColumns(schema *iceberg.Schema, ids []int) ([]int, error) {
+	var cols []int
+	for _, id := range ids {
+		idx := slices.IndexFunc(schema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id })
+		if idx < 0 {
+			return nil, fmt.Errorf("field %d is not a top-level column of schema %d", id, schema.ID)
+		}
+		cols = append(cols, idx)
+	}
+	return cols, nil
 }
 
 // openGroup opens the pinned table and decodes the group's scan tasks

@@ -58,6 +58,36 @@ func writeTable(tbl *table.Table, outSpec, inSpec int) (output, error) {
 	return out, nil
 }
 
+// withoutSortOrder returns tbl, or, when it has a default sort order, a
+// view of it (in memory only, like writeTable's) whose default order is
+// unsorted: iceberg-go's writer sorts each batch by the table's default
+// order, which would undo an order the rewriter chose (a z-order).
+func withoutSortOrder(tbl *table.Table) (*table.Table, error) {
+	meta := tbl.Metadata()
+	if meta.DefaultSortOrder() == table.UnsortedSortOrderID {
+		return tbl, nil
+	}
+	b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
+	if err != nil {
+		return nil, err
+	}
+	if err := b.SetDefaultSortOrderID(table.UnsortedSortOrderID); err != nil {
+		// No unsorted order in the metadata yet: add one.
+		unsorted := table.UnsortedSortOrder
+		if err := b.AddSortOrder(&unsorted); err != nil {
+			return nil, err
+		}
+		if err := b.SetDefaultSortOrderID(-1); err != nil {
+			return nil, err
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), m, tbl.MetadataLocation(), tbl.FS, nil), nil
+}
+
 // writeGroup writes the group's rows into data files of out's default spec,
 // named with the attempt id.
 //
