@@ -49,8 +49,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/rowmap"
 	"github.com/icekeeper/icekeeper/shared/sortrows"
-	"github.com/icekeeper/icekeeper/shared/zorder"
 	"github.com/icekeeper/icekeeper/shared/tracing"
+	"github.com/icekeeper/icekeeper/shared/zorder"
 )
 
 // Sentinel errors.
