@@ -1,0 +1,293 @@
+// Package signals turns query observations into layout advice. Engines
+// report what their queries filtered on (the "Icekeeper Query Observed"
+// event, or Athena's own query events through the adapter in athena.go);
+// the planner records each observation into per-table, per-day counters;
+// Aggregate weighs the days with exponential decay into one signal per
+// column, and Recommend chooses the layout those signals ask for: a sort
+// on the column that matters most, or a z-order when several matter about
+// equally, with a guard against changing an order for noise.
+//
+// Invariants:
+//   - Recording only adds to counters (DynamoDB ADD): redelivered events
+//     count twice (at-least-once delivery), which the decayed ranking
+//     tolerates; nothing is ever read back and rewritten, so concurrent
+//     planners cannot lose each other's counts.
+//   - Recommend never proposes a partition source column (one value per
+//     partition: sorting by it changes nothing) and never changes an
+//     order unless the new one beats the current one by Margin with at
+//     least MinQueries decayed queries behind it.
+package signals
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Predicate is the kind of a filter on one column.
+type Predicate string
+
+// Predicates.
+const (
+	PredicateEq     Predicate = "eq"
+	PredicateIn     Predicate = "in"
+	PredicateRange  Predicate = "range"
+	PredicateIsNull Predicate = "is_null"
+	PredicatePrefix Predicate = "prefix"
+	PredicateOther  Predicate = "other"
+)
+
+// Valid reports whether p is a known predicate kind.
+func (p Predicate) Valid() bool {
+	switch p {
+	case PredicateEq, PredicateIn, PredicateRange, PredicateIsNull, PredicatePrefix, PredicateOther:
+		return true
+	}
+	return false
+}
+
+// point reports whether the predicate selects single values (what a sort
+// turns into one file per lookup).
+func (p Predicate) point() bool {
+	return p == PredicateEq || p == PredicateIn || p == PredicateIsNull
+}
+
+// Filter is one column a query filtered on.
+type Filter struct {
+	Column    string    `json:"column"`
+	Predicate Predicate `json:"predicate"`
+}
+
+// Observation is one query on one table.
+type Observation struct {
+	// Table is the dotted table name ("ns.table").
+	Table        string    `json:"table"`
+	Filters      []Filter  `json:"columns"`
+	BytesScanned int64     `json:"bytes_scanned"`
+	RowsReturned int64     `json:"rows_returned"`
+	Engine       string    `json:"engine,omitempty"`
+	QueryID      string    `json:"query_id,omitempty"`
+	At           time.Time `json:"-"`
+}
+
+// Validate checks an observation before it is recorded.
+func (o Observation) Validate() error {
+	if strings.Count(o.Table, ".") < 1 || strings.HasPrefix(o.Table, ".") || strings.HasSuffix(o.Table, ".") {
+		return fmt.Errorf("signals: table %q: want namespace.table", o.Table)
+	}
+	if o.BytesScanned < 0 || o.RowsReturned < 0 {
+		return fmt.Errorf("signals: %s: negative bytes scanned or rows returned", o.Table)
+	}
+	for _, f := range o.Filters {
+		if strings.TrimSpace(f.Column) == "" {
+			return fmt.Errorf("signals: %s: a filter without a column", o.Table)
+		}
+		if !f.Predicate.Valid() {
+			return fmt.Errorf("signals: %s: column %s: unknown predicate %q (want eq, in, range, is_null, prefix or other)", o.Table, f.Column, f.Predicate)
+		}
+	}
+	return nil
+}
+
+// ColumnDay is one column's counters of one day.
+type ColumnDay struct {
+	// Filters counts the queries that filtered on the column, Point those
+	// of them with a point predicate (eq, in, is_null).
+	Filters int64 `json:"filters"`
+	Point   int64 `json:"point"`
+	// BytesScanned sums the bytes those queries scanned.
+	BytesScanned int64 `json:"bytes_scanned"`
+}
+
+// Day is one table's counters of one UTC day.
+type Day struct {
+	Date         string               `json:"date"` // 2006-01-02
+	Queries      int64                `json:"queries"`
+	BytesScanned int64                `json:"bytes_scanned"`
+	Columns      map[string]ColumnDay `json:"columns"`
+}
+
+// DateOf is the UTC day an observation counts in.
+func DateOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// ColumnSignal is one column's decayed signal.
+type ColumnSignal struct {
+	Column string `json:"column"`
+	// Queries is the decayed number of queries that filtered on it, and
+	// PointShare the share of them with a point predicate.
+	Queries    float64 `json:"queries"`
+	PointShare float64 `json:"point_share"`
+	// BytesScanned is the decayed bytes those queries scanned: what
+	// pruning on the column can save, and the ranking's weight.
+	BytesScanned float64 `json:"bytes_scanned"`
+}
+
+// Score ranks columns: the bytes their queries scanned, then how often.
+func (c ColumnSignal) Score() float64 { return c.BytesScanned + c.Queries }
+
+// DefaultHalfLife is how fast old queries stop counting: a day's
+// counters weigh half after a week.
+const DefaultHalfLife = 7 * 24 * time.Hour
+
+// Aggregate sums days into one signal per column, each day weighed
+// 2^(-age/halfLife) (age from the day's noon to now), ranked by Score,
+// highest first (ties by name). It also returns the decayed number of
+// queries.
+func Aggregate(days []Day, now time.Time, halfLife time.Duration) ([]ColumnSignal, float64) {
+	if halfLife <= 0 {
+		halfLife = DefaultHalfLife
+	}
+	by := map[string]*ColumnSignal{}
+	points := map[string]float64{}
+	var queries float64
+	for _, d := range days {
+		day, err := time.Parse(time.DateOnly, d.Date)
+		if err != nil {
+			continue
+		}
+		age := max(0, now.Sub(day.Add(12*time.Hour)))
+		w := math.Exp2(-float64(age) / float64(halfLife))
+		queries += w * float64(d.Queries)
+		for name, c := range d.Columns {
+			s := by[name]
+			if s == nil {
+				s = &ColumnSignal{Column: name}
+				by[name] = s
+			}
+			s.Queries += w * float64(c.Filters)
+			s.BytesScanned += w * float64(c.BytesScanned)
+			points[name] += w * float64(c.Point)
+		}
+	}
+	out := make([]ColumnSignal, 0, len(by))
+	for name, s := range by {
+		if s.Queries > 0 {
+			s.PointShare = points[name] / s.Queries
+		}
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b ColumnSignal) int {
+		if c := cmp.Compare(b.Score(), a.Score()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Column, b.Column)
+	})
+	return out, queries
+}
+
+// Layout kinds a recommendation proposes.
+const (
+	LayoutNone   = "none"
+	LayoutSort   = "sort"
+	LayoutZOrder = "z-order"
+)
+
+// Guard tunes Recommend.
+type Guard struct {
+	// MinQueries is the decayed queries needed before anything is
+	// recommended.
+	MinQueries float64
+	// Margin: a new layout's leading column must score this many times
+	// the current order's first column.
+	Margin float64
+	// ZOrderShare: columns scoring at least this share of the top one
+	// matter "about equally" and are z-ordered together.
+	ZOrderShare float64
+	// MaxZOrderColumns bounds a z-order.
+	MaxZOrderColumns int
+}
+
+// DefaultGuard is Recommend's default.
+var DefaultGuard = Guard{MinQueries: 20, Margin: 1.5, ZOrderShare: 0.8, MaxZOrderColumns: 4}
+
+// Recommendation is the layout the signals ask for.
+type Recommendation struct {
+	Layout  string   `json:"layout"`
+	Columns []string `json:"columns,omitempty"`
+	// Change is true when the layout differs from the table's current
+	// order and beats it by the guard's margin.
+	Change bool   `json:"change"`
+	Why    string `json:"why"`
+	// ExpectedBytesSaved estimates the decayed bytes the layout would
+	// have saved: the leading column's bytes scanned times the share of
+	// files a point lookup on it opens that a sorted layout would not
+	// (1 - 1/files per lookup, from the health report; 0 when unknown).
+	ExpectedBytesSaved float64 `json:"expected_bytes_saved"`
+}
+
+// Table is what Recommend needs to know about a table.
+type Table struct {
+	// SortColumns is the current sort order's columns ("" none).
+	SortColumns []string
+	// PartitionSources are the columns identity partition fields come
+	// from: never recommended.
+	PartitionSources []string
+	// LookupFiles is, per column, the files a point lookup opens on
+	// average (health's ColumnOverlap.PointLookupFiles), when known.
+	LookupFiles map[string]float64
+}
+
+// Recommend chooses a layout from ranked signals (Aggregate's) and the
+// decayed query count.
+func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recommendation {
+	var cands []ColumnSignal
+	for _, c := range ranked {
+		if !slices.Contains(t.PartitionSources, c.Column) {
+			cands = append(cands, c)
+		}
+	}
+	if len(cands) == 0 || queries < g.MinQueries {
+		return Recommendation{Layout: LayoutNone, Why: fmt.Sprintf("%.1f decayed queries with filters on non-partition columns; %.0f needed before recommending a layout", queries, g.MinQueries)}
+	}
+	top := cands[0]
+	rec := Recommendation{Layout: LayoutSort, Columns: []string{top.Column}}
+	for _, c := range cands[1:] {
+		if len(rec.Columns) < g.MaxZOrderColumns && c.Score() >= g.ZOrderShare*top.Score() {
+			rec.Columns = append(rec.Columns, c.Column)
+		}
+	}
+	if len(rec.Columns) > 1 {
+		rec.Layout = LayoutZOrder
+	}
+	if l := t.LookupFiles[top.Column]; l > 1 {
+		rec.ExpectedBytesSaved = top.BytesScanned * (1 - 1/l)
+	}
+	current := ""
+	if len(t.SortColumns) > 0 {
+		current = t.SortColumns[0]
+	}
+	switch {
+	case current == top.Column && rec.Layout == LayoutSort:
+		rec.Why = fmt.Sprintf("queries filter most on %s, the table's sort column already", top.Column)
+	case current == "":
+		rec.Change = true
+		rec.Why = fmt.Sprintf("queries filter most on %s (%.1f decayed queries, %s scanned)", strings.Join(rec.Columns, ", "), top.Queries, humanBytes(top.BytesScanned))
+	default:
+		var cur float64
+		for _, c := range ranked {
+			if c.Column == current {
+				cur = c.Score()
+			}
+		}
+		if top.Score() >= g.Margin*cur {
+			rec.Change = true
+			rec.Why = fmt.Sprintf("queries filter on %s %.1fx as much as on the current sort column %s (the margin is %.1fx)", top.Column, top.Score()/math.Max(cur, 1), current, g.Margin)
+		} else {
+			rec.Why = fmt.Sprintf("%s leads, but not by the %.1fx margin over the current sort column %s: the order stays", top.Column, g.Margin, current)
+		}
+	}
+	return rec
+}
+
+func humanBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", b, units[i])
+}

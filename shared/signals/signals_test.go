@@ -1,0 +1,183 @@
+package signals
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/shared/localcloud"
+)
+
+var noon = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func TestAggregate_OldDaysWeighLessByHalfLife(t *testing.T) {
+	days := []Day{
+		{Date: "2026-12-01", Queries: 10, Columns: map[string]ColumnDay{"id": {Filters: 10, Point: 10, BytesScanned: 1000}}},
+		{Date: "2026-11-24", Queries: 40, Columns: map[string]ColumnDay{"ts": {Filters: 40, BytesScanned: 4000}, "id": {Filters: 8, Point: 0, BytesScanned: 800}}},
+	}
+	got, queries := Aggregate(days, noon, 7*24*time.Hour)
+	// A week old weighs a half.
+	if math.Abs(queries-(10+20)) > 1e-9 {
+		t.Fatalf("decayed queries %v, want 30", queries)
+	}
+	if len(got) != 2 || got[0].Column != "ts" || math.Abs(got[0].BytesScanned-2000) > 1e-6 || math.Abs(got[0].Queries-20) > 1e-9 {
+		t.Fatalf("ranking %+v, want ts first with 20 queries and 2000 bytes", got)
+	}
+	id := got[1]
+	if math.Abs(id.Queries-14) > 1e-9 || math.Abs(id.BytesScanned-1400) > 1e-6 || math.Abs(id.PointShare-10.0/14) > 1e-9 {
+		t.Fatalf("id %+v, want 14 queries, 1400 bytes, 10/14 point", id)
+	}
+	// Two weeks later the same days weigh a quarter as much.
+	later, q2 := Aggregate(days, noon.Add(14*24*time.Hour), 7*24*time.Hour)
+	if math.Abs(q2-queries/4) > 1e-9 || math.Abs(later[0].BytesScanned-got[0].BytesScanned/4) > 1e-6 {
+		t.Fatalf("after two half-lives: %v queries, %+v", q2, later[0])
+	}
+}
+
+func TestRecommend_SortZOrderAndNothing(t *testing.T) {
+	sig := func(col string, score float64) ColumnSignal {
+		return ColumnSignal{Column: col, Queries: 10, BytesScanned: score}
+	}
+	cases := map[string]struct {
+		ranked  []ColumnSignal
+		queries float64
+		table   Table
+		layout  string
+		columns []string
+		change  bool
+	}{
+		"too few queries":      {[]ColumnSignal{sig("id", 100)}, 5, Table{}, LayoutNone, nil, false},
+		"one column leads":     {[]ColumnSignal{sig("id", 100), sig("ts", 10)}, 50, Table{}, LayoutSort, []string{"id"}, true},
+		"two about equal":      {[]ColumnSignal{sig("id", 100), sig("ts", 90), sig("x", 10)}, 50, Table{}, LayoutZOrder, []string{"id", "ts"}, true},
+		"partition source out": {[]ColumnSignal{sig("region", 500), sig("id", 100)}, 50, Table{PartitionSources: []string{"region"}}, LayoutSort, []string{"id"}, true},
+		"already sorted":       {[]ColumnSignal{sig("id", 100), sig("ts", 10)}, 50, Table{SortColumns: []string{"id"}}, LayoutSort, []string{"id"}, false},
+		"within the margin":    {[]ColumnSignal{sig("ts", 130), sig("id", 100)}, 50, Table{SortColumns: []string{"id"}}, LayoutSort, []string{"ts"}, false},
+		"beyond the margin":    {[]ColumnSignal{sig("ts", 200), sig("id", 100)}, 50, Table{SortColumns: []string{"id"}}, LayoutSort, []string{"ts"}, true},
+	}
+	for name, c := range cases {
+		r := Recommend(c.ranked, c.queries, c.table, DefaultGuard)
+		if r.Layout != c.layout || r.Change != c.change || len(r.Columns) != len(c.columns) {
+			t.Errorf("%s: %+v, want %s %v change %v", name, r, c.layout, c.columns, c.change)
+			continue
+		}
+		for i := range c.columns {
+			if r.Columns[i] != c.columns[i] {
+				t.Errorf("%s: columns %v, want %v", name, r.Columns, c.columns)
+			}
+		}
+	}
+	r := Recommend([]ColumnSignal{{Column: "id", Queries: 30, BytesScanned: 1000}}, 30, Table{LookupFiles: map[string]float64{"id": 4}}, DefaultGuard)
+	if r.ExpectedBytesSaved != 750 {
+		t.Errorf("expected bytes saved %v, want 1000 x (1 - 1/4)", r.ExpectedBytesSaved)
+	}
+}
+
+// TestRecommend_StableUnderNoisySignals: a table whose queries filter on
+// id three times as often as on ts, observed day by day with random
+// noise, keeps recommending id once the evidence is in; a table sorted by
+// id whose queries favour ts only slightly never changes order.
+func TestRecommend_StableUnderNoisySignals(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	var days []Day
+	changes, sortedChanges := 0, 0
+	for d := range 60 {
+		date := noon.AddDate(0, 0, d)
+		day := Day{Date: DateOf(date), Columns: map[string]ColumnDay{}}
+		for range 20 + r.IntN(20) {
+			day.Queries++
+			bytes := int64(1000 + r.IntN(1000))
+			col := "ts"
+			if r.Float64() < 0.75 {
+				col = "id"
+			}
+			c := day.Columns[col]
+			c.Filters++
+			c.BytesScanned += bytes
+			day.Columns[col] = c
+		}
+		days = append(days, day)
+		ranked, q := Aggregate(days, date, DefaultHalfLife)
+		rec := Recommend(ranked, q, Table{}, DefaultGuard)
+		if d >= 3 && (rec.Layout != LayoutSort || rec.Columns[0] != "id") {
+			changes++
+		}
+		// Sorted by ts, queries favour id 3:1 -> a change is due; sorted
+		// by id with ts only a little behind -> never.
+		near := Recommend([]ColumnSignal{{Column: "ts", Queries: 10, BytesScanned: 1100 + float64(r.IntN(200))}, {Column: "id", Queries: 10, BytesScanned: 1000}}, q, Table{SortColumns: []string{"id"}}, DefaultGuard)
+		if near.Change {
+			sortedChanges++
+		}
+	}
+	if changes != 0 || sortedChanges != 0 {
+		t.Fatalf("recommendation flipped %d times, the sorted table's order %d times", changes, sortedChanges)
+	}
+}
+
+func TestObservation_ValidateRefusesMalformedSignals(t *testing.T) {
+	for name, o := range map[string]Observation{
+		"no namespace":      {Table: "orders"},
+		"negative bytes":    {Table: "a.b", BytesScanned: -1},
+		"unknown predicate": {Table: "a.b", Filters: []Filter{{Column: "id", Predicate: "between"}}},
+		"no column":         {Table: "a.b", Filters: []Filter{{Predicate: PredicateEq}}},
+	} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestStore_RecordsAndReadsDaysConcurrently: observations recorded from
+// several goroutines (several planners) all count; a column filtered twice
+// in one query counts once; days outside the window are not read.
+func TestStore_RecordsAndReadsDaysConcurrently(t *testing.T) {
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	res, err := cloud.Provision(context.Background(), "signals", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Store{DB: cloud.Clients.DynamoDB, TableName: res.JobsTable}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := Observation{Table: "shop.orders", BytesScanned: 100, At: noon,
+				Filters: []Filter{{Column: "id", Predicate: PredicateEq}, {Column: "id", Predicate: PredicateRange}, {Column: "order:date", Predicate: PredicateRange}}}
+			if i%2 == 1 {
+				o.Filters = o.Filters[2:]
+			}
+			if err := s.Record(ctx, o); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Record(ctx, Observation{Table: "shop.orders", At: noon.AddDate(0, 0, -40), Filters: []Filter{{Column: "old", Predicate: PredicateEq}}}); err != nil {
+		t.Fatal(err)
+	}
+	days, err := s.Days(ctx, "shop.orders", noon.AddDate(0, 0, -28), noon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != 1 {
+		t.Fatalf("%d days, want the one in the window: %+v", len(days), days)
+	}
+	d := days[0]
+	if d.Date != "2026-12-01" || d.Queries != 20 || d.BytesScanned != 2000 {
+		t.Fatalf("day %+v, want 20 queries and 2000 bytes on 2026-12-01", d)
+	}
+	if id := d.Columns["id"]; id.Filters != 10 || id.Point != 10 || id.BytesScanned != 1000 {
+		t.Errorf("id %+v, want 10 filters, all point, 1000 bytes", id)
+	}
+	if od := d.Columns["order:date"]; od.Filters != 20 || od.Point != 0 || od.BytesScanned != 2000 {
+		t.Errorf("order:date %+v, want 20 range filters, 2000 bytes", od)
+	}
+	if err := s.Record(ctx, Observation{Table: "orders"}); err == nil {
+		t.Error("an observation without a namespace was recorded")
+	}
+}

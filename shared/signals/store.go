@@ -1,0 +1,168 @@
+package signals
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+)
+
+// DynamoDB is the part of the DynamoDB API the store uses.
+type DynamoDB interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// DefaultRetention is how long a day's counters are kept (DynamoDB TTL):
+// at the default half-life a day that old weighs under 1/256.
+const DefaultRetention = 60 * 24 * time.Hour
+
+// Store keeps the counters in the jobs table (ICEKEEPER_JOBS_TABLE): one
+// item per table and day, job_id "signals#<table>", item_key
+// "day#<date>", purged by the table's TTL after Retention. Per column it
+// holds three numbers, named "col:<column>:f" (filters), ":p" (point
+// filters) and ":b" (bytes scanned).
+type Store struct {
+	DB        DynamoDB
+	TableName string
+	// Retention: DefaultRetention when 0.
+	Retention time.Duration
+}
+
+const (
+	keyPrefix = "signals#"
+	dayPrefix = "day#"
+	colPrefix = "col:"
+)
+
+func itemKey(table, date string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"job_id":   &types.AttributeValueMemberS{Value: keyPrefix + table},
+		"item_key": &types.AttributeValueMemberS{Value: dayPrefix + date},
+	}
+}
+
+// Record adds one observation to its table's day. A column filtered more
+// than once in one query counts once (as a point filter if any was).
+func (s Store) Record(ctx context.Context, o Observation) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.At.IsZero() {
+		o.At = time.Now()
+	}
+	retention := s.Retention
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	point := map[string]bool{}
+	var cols []string
+	for _, f := range o.Filters {
+		if _, ok := point[f.Column]; !ok {
+			cols = append(cols, f.Column)
+		}
+		point[f.Column] = point[f.Column] || f.Predicate.point()
+	}
+	slices.Sort(cols)
+	// Placeholders are zero-padded (#a000, #a001, ...): none is a prefix
+	// of another, which the emulator's DynamoDB mishandles.
+	names := map[string]string{"#q": "queries", "#b": "bytes_scanned", "#purge": jobs.PurgeAttribute}
+	values := map[string]types.AttributeValue{
+		":one":   &types.AttributeValueMemberN{Value: "1"},
+		":zero":  &types.AttributeValueMemberN{Value: "0"},
+		":bytes": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.BytesScanned, 10)},
+		":purge": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.At.Add(retention).Unix(), 10)},
+	}
+	adds := []string{"#q :one", "#b :bytes"}
+	for i, c := range cols {
+		f, p, b := fmt.Sprintf("#a%03d", 3*i), fmt.Sprintf("#a%03d", 3*i+1), fmt.Sprintf("#a%03d", 3*i+2)
+		names[f], names[p], names[b] = colPrefix+c+":f", colPrefix+c+":p", colPrefix+c+":b"
+		pv := ":zero"
+		if point[c] {
+			pv = ":one"
+		}
+		adds = append(adds, f+" :one", p+" "+pv, b+" :bytes")
+	}
+	_, err := s.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.TableName),
+		Key:                       itemKey(o.Table, DateOf(o.At)),
+		UpdateExpression:          aws.String("SET #purge = if_not_exists(#purge, :purge) ADD " + strings.Join(adds, ", ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		return fmt.Errorf("signals: record a query on %s: %w", o.Table, err)
+	}
+	return nil
+}
+
+// Days reads a table's days from since to now, oldest first.
+func (s Store) Days(ctx context.Context, table string, since, now time.Time) ([]Day, error) {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.TableName),
+		KeyConditionExpression: aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": "job_id", "#sk": "item_key",
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk":   &types.AttributeValueMemberS{Value: keyPrefix + table},
+			":from": &types.AttributeValueMemberS{Value: dayPrefix + DateOf(since)},
+			":to":   &types.AttributeValueMemberS{Value: dayPrefix + DateOf(now)},
+		},
+	}
+	var days []Day
+	for {
+		out, err := s.DB.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("signals: read %s's days: %w", table, err)
+		}
+		for _, it := range out.Items {
+			days = append(days, dayOf(it))
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return days, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func dayOf(it map[string]types.AttributeValue) Day {
+	d := Day{Columns: map[string]ColumnDay{}}
+	if v, ok := it["item_key"].(*types.AttributeValueMemberS); ok {
+		d.Date = strings.TrimPrefix(v.Value, dayPrefix)
+	}
+	num := func(v types.AttributeValue) int64 {
+		n, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		i, _ := strconv.ParseInt(n.Value, 10, 64)
+		return i
+	}
+	d.Queries, d.BytesScanned = num(it["queries"]), num(it["bytes_scanned"])
+	for name, v := range it {
+		if !strings.HasPrefix(name, colPrefix) || len(name) < len(colPrefix)+3 || name[len(name)-2] != ':' {
+			continue
+		}
+		col := name[len(colPrefix) : len(name)-2]
+		c := d.Columns[col]
+		switch name[len(name)-1] {
+		case 'f':
+			c.Filters = num(v)
+		case 'p':
+			c.Point = num(v)
+		case 'b':
+			c.BytesScanned = num(v)
+		}
+		d.Columns[col] = c
+	}
+	return d
+}
