@@ -30,6 +30,17 @@
 //   - "Iceberg Table Committed" from icekeeper (the custom commit event other
 //     catalogs or writers can put on the bus): detail.namespace (a string,
 //     dotted for nested namespaces, or a list of levels) and detail.table.
+//   - "Icekeeper Query Observed" from icekeeper (the query signal any
+//     engine can put on the bus, docs/FORMATS.md): detail.namespace and
+//     detail.table as the commit event's, detail.columns (the filtered
+//     columns, each {"column", "predicate"}), detail.bytes_scanned,
+//     detail.rows_returned, detail.engine. It wakes no planning: the
+//     planner records it (package signals).
+//   - "Athena Query State Change" from aws.athena: detail.queryExecutionId,
+//     detail.currentState, detail.statementType (Amazon Athena User Guide,
+//     "Monitor Athena query events with EventBridge"). A SUCCEEDED DML
+//     query is looked up and turned into query signals (signals.Athena);
+//     any other state or statement is ignored.
 //
 // A well-formed event that needs no work (a Glue partition change, a
 // dropped table) decodes to a Trigger with no table and Ignored saying why.
@@ -63,6 +74,9 @@ const (
 	KindCommit   = "icekeeper_commit"
 	// KindOrphanSchedule is the orphan cleanup sweep.
 	KindOrphanSchedule = "orphan_schedule"
+	// KindQuery is a query signal, KindAthena an Athena query to look up.
+	KindQuery  = "icekeeper_query_observed"
+	KindAthena = "athena_query_state_change"
 )
 
 // ActionOrphans is the detail.icekeeper_action of the orphan schedule's
@@ -80,6 +94,9 @@ const (
 	SourceS3           = "aws.s3"
 	DetailTypeCommit   = "Iceberg Table Committed"
 	SourceCommit       = "icekeeper"
+	DetailTypeQuery    = "Icekeeper Query Observed"
+	DetailTypeAthena   = "Athena Query State Change"
+	SourceAthena       = "aws.athena"
 )
 
 // Trigger is a decoded event.
@@ -98,6 +115,28 @@ type Trigger struct {
 	// Ignored says why a well-formed event names no table to visit (for
 	// example a Glue partition change); empty otherwise.
 	Ignored string `json:"ignored,omitempty"`
+	// Query is a query signal's observation (KindQuery): Tables holds its
+	// one table.
+	Query *Query `json:"query,omitempty"`
+	// AthenaQueryID is the Athena query to look up (KindAthena).
+	AthenaQueryID string `json:"athena_query_id,omitempty"`
+}
+
+// Query is the detail of an "Icekeeper Query Observed" event, less the
+// table's name.
+type Query struct {
+	Columns      []QueryColumn `json:"columns"`
+	BytesScanned int64         `json:"bytes_scanned"`
+	RowsReturned int64         `json:"rows_returned"`
+	Engine       string        `json:"engine,omitempty"`
+	QueryID      string        `json:"query_id,omitempty"`
+}
+
+// QueryColumn is one filtered column: its name and the kind of predicate
+// (eq, in, range, is_null, prefix, other).
+type QueryColumn struct {
+	Column    string `json:"column"`
+	Predicate string `json:"predicate"`
 }
 
 // glueDetail is the detail of both Glue Data Catalog state change events:
@@ -146,6 +185,10 @@ func Decode(raw []byte) (Trigger, error) {
 		return decodeS3(ev)
 	case ev.DetailType == DetailTypeCommit && ev.Source == SourceCommit:
 		return decodeCommit(ev)
+	case ev.DetailType == DetailTypeQuery && ev.Source == SourceCommit:
+		return decodeQuery(ev)
+	case ev.DetailType == DetailTypeAthena && ev.Source == SourceAthena:
+		return decodeAthena(ev)
 	case ev.DetailType == "" && ev.Source == "":
 		return Trigger{}, fmt.Errorf("%w: event has no source or detail-type", ErrRejected)
 	default:
@@ -234,11 +277,9 @@ type commitDetail struct {
 	Table     string          `json:"table"`
 }
 
-func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
-	var d commitDetail
-	if err := json.Unmarshal(ev.Detail, &d); err != nil {
-		return Trigger{}, fmt.Errorf("%w: commit event %s: bad detail: %v", ErrRejected, ev.ID, err)
-	}
+// tableOf reads detail.namespace (a string, dotted for nested
+// namespaces, or a list of levels) and detail.table into a dotted name.
+func tableOf(what, id string, d commitDetail) (string, error) {
 	var levels []string
 	var single string
 	switch {
@@ -247,15 +288,72 @@ func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 		levels = strings.Split(single, ".")
 	case json.Unmarshal(d.Namespace, &levels) == nil:
 	default:
-		return Trigger{}, fmt.Errorf("%w: commit event %s: detail.namespace must be a string or a list of strings", ErrRejected, ev.ID)
+		return "", fmt.Errorf("%w: %s %s: detail.namespace must be a string or a list of strings", ErrRejected, what, id)
 	}
 	if len(levels) == 0 || strings.TrimSpace(d.Table) == "" {
-		return Trigger{}, fmt.Errorf("%w: commit event %s: detail.namespace and detail.table are required", ErrRejected, ev.ID)
+		return "", fmt.Errorf("%w: %s %s: detail.namespace and detail.table are required", ErrRejected, what, id)
 	}
 	for _, l := range append(levels, d.Table) {
 		if strings.TrimSpace(l) == "" || strings.Contains(l, ".") {
-			return Trigger{}, fmt.Errorf("%w: commit event %s: bad name %q (names and namespace levels cannot be empty or contain dots)", ErrRejected, ev.ID, l)
+			return "", fmt.Errorf("%w: %s %s: bad name %q (names and namespace levels cannot be empty or contain dots)", ErrRejected, what, id, l)
 		}
 	}
-	return Trigger{Kind: KindCommit, Tables: []string{strings.Join(levels, ".") + "." + d.Table}, ID: ev.ID}, nil
+	return strings.Join(levels, ".") + "." + d.Table, nil
+}
+
+func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	var d commitDetail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: commit event %s: bad detail: %v", ErrRejected, ev.ID, err)
+	}
+	name, err := tableOf("commit event", ev.ID, d)
+	if err != nil {
+		return Trigger{}, err
+	}
+	return Trigger{Kind: KindCommit, Tables: []string{name}, ID: ev.ID}, nil
+}
+
+// predicates are the predicate kinds a query signal may name.
+var predicates = map[string]bool{"eq": true, "in": true, "range": true, "is_null": true, "prefix": true, "other": true}
+
+func decodeQuery(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	var d struct {
+		commitDetail
+		Query
+	}
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: query event %s: bad detail: %v", ErrRejected, ev.ID, err)
+	}
+	name, err := tableOf("query event", ev.ID, d.commitDetail)
+	if err != nil {
+		return Trigger{}, err
+	}
+	if d.BytesScanned < 0 || d.RowsReturned < 0 {
+		return Trigger{}, fmt.Errorf("%w: query event %s: bytes_scanned and rows_returned cannot be negative", ErrRejected, ev.ID)
+	}
+	for _, c := range d.Columns {
+		if strings.TrimSpace(c.Column) == "" || !predicates[c.Predicate] {
+			return Trigger{}, fmt.Errorf("%w: query event %s: column %q with predicate %q: want a column and one of eq, in, range, is_null, prefix, other", ErrRejected, ev.ID, c.Column, c.Predicate)
+		}
+	}
+	q := d.Query
+	return Trigger{Kind: KindQuery, Tables: []string{name}, ID: ev.ID, Query: &q}, nil
+}
+
+func decodeAthena(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	var d struct {
+		CurrentState     string `json:"currentState"`
+		StatementType    string `json:"statementType"`
+		QueryExecutionID string `json:"queryExecutionId"`
+	}
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: athena event %s: bad detail: %v", ErrRejected, ev.ID, err)
+	}
+	if strings.TrimSpace(d.QueryExecutionID) == "" {
+		return Trigger{}, fmt.Errorf("%w: athena event %s: detail.queryExecutionId is empty", ErrRejected, ev.ID)
+	}
+	if d.CurrentState != "SUCCEEDED" || d.StatementType != "DML" {
+		return Trigger{Kind: KindAthena, ID: ev.ID, Ignored: fmt.Sprintf("athena query %s is %s (%s): only succeeded DML queries are signals", d.QueryExecutionID, d.CurrentState, d.StatementType)}, nil
+	}
+	return Trigger{Kind: KindAthena, ID: ev.ID, AthenaQueryID: d.QueryExecutionID}, nil
 }

@@ -19,6 +19,11 @@ func TestDecode_SampleEvents(t *testing.T) {
 		{"glue-database-state-change.json", Trigger{Kind: KindGlueDB, Tables: []string{"demo.events"}, ID: "5089ddb8-2ab5-4739-7323-8519741f53d7"}},
 		{"s3-metadata-object-created.json", Trigger{Kind: KindS3, Locations: []string{"s3://lakehouse/warehouse/demo.db/events"}, ID: "17793124-05d4-b198-2fde-7ededc63b103"}},
 		{"icekeeper-commit.json", Trigger{Kind: KindCommit, Tables: []string{"demo.events"}, ID: "6a7e8feb-b491-4cf7-a9f1-bf3703467718"}},
+		{"icekeeper-query.json", Trigger{Kind: KindQuery, Tables: []string{"demo.events"}, ID: "0b4c2f7e-2d2b-4a6b-9a61-3b8e4c6a1f20", Query: &Query{
+			Columns:      []QueryColumn{{Column: "id", Predicate: "eq"}, {Column: "amount", Predicate: "range"}},
+			BytesScanned: 73400320, RowsReturned: 12, Engine: "trino", QueryID: "20261201_091500_00042_abcde",
+		}}},
+		{"athena-query-state-change.json", Trigger{Kind: KindAthena, ID: "abcdef00-1234-5678-9abc-def012345678", AthenaQueryID: "01234567-0123-0123-0123-012345678901"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -95,6 +100,12 @@ func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 		"glue bad detail":     `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":[1]}`,
 		"glue dotted":         `{"detail-type":"Glue Data Catalog Table State Change","source":"aws.glue","detail":{"databaseName":"d","tableName":"a.b","typeOfChange":"UpdateTable"}}`,
 		"glue db no tables":   `{"detail-type":"Glue Data Catalog Database State Change","source":"aws.glue","detail":{"databaseName":"d","typeOfChange":"CreateTable"}}`,
+		"query no table":      `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","columns":[]}}`,
+		"query bad predicate": `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","columns":[{"column":"id","predicate":"between"}]}}`,
+		"query no column":     `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","columns":[{"predicate":"eq"}]}}`,
+		"query negative":      `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","bytes_scanned":-1}}`,
+		"query spoofed":       `{"detail-type":"Icekeeper Query Observed","source":"aws.athena","detail":{"namespace":"db","table":"t"}}`,
+		"athena no id":        `{"detail-type":"Athena Query State Change","source":"aws.athena","detail":{"currentState":"SUCCEEDED","statementType":"DML"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Decode([]byte(raw))
@@ -102,6 +113,20 @@ func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 				t.Fatalf("err = %v, want ErrRejected", err)
 			}
 		})
+	}
+}
+
+func TestDecode_AthenaQueriesThatAreNotSignalsWakeNothing(t *testing.T) {
+	t.Parallel()
+	for name, detail := range map[string]string{
+		"failed":  `{"currentState":"FAILED","statementType":"DML","queryExecutionId":"q"}`,
+		"running": `{"currentState":"RUNNING","statementType":"DML","queryExecutionId":"q"}`,
+		"ddl":     `{"currentState":"SUCCEEDED","statementType":"DDL","queryExecutionId":"q"}`,
+	} {
+		got, err := Decode([]byte(`{"detail-type":"Athena Query State Change","source":"aws.athena","id":"e","detail":` + detail + `}`))
+		if err != nil || got.Ignored == "" || got.AthenaQueryID != "" {
+			t.Errorf("%s: %+v %v, want ignored", name, got, err)
+		}
 	}
 }
 

@@ -17,6 +17,12 @@
 //     (advisory and active modes): EMF metric lines and a JSON report in S3;
 //  4. in active mode, starts a compaction job (package plan).
 //
+// A query signal (an "Icekeeper Query Observed" event, or a succeeded
+// Athena query looked up through QueryLookup) wakes no planning: in
+// advisory and active modes it is recorded for a granted table (package
+// signals) and counted; a signal for a table outside the grants is
+// dropped and counted.
+//
 // A sweep visits every granted table, ranks the opted-in ones by health
 // score and starts jobs in that order within a budget (jobs and bytes per
 // sweep); what it skips, and why, is logged and counted. Events are
@@ -47,6 +53,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/signals"
 )
 
 // Catalog loads and lists tables.
@@ -69,6 +76,17 @@ type Planner interface {
 type Cooldowns interface {
 	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error)
 	SetNext(ctx context.Context, table string, next time.Time) error
+}
+
+// Signals records query observations (package signals).
+type Signals interface {
+	Record(ctx context.Context, o signals.Observation) error
+}
+
+// QueryLookup turns an Athena query execution into observations
+// (signals.Athena).
+type QueryLookup interface {
+	Observations(ctx context.Context, queryExecutionID string) ([]signals.Observation, error)
 }
 
 // Auditor publishes audit events.
@@ -139,6 +157,8 @@ const (
 	ActionPlanned  Action = "planned"
 	ActionAssessed Action = "assessed" // advisory mode, or active with nothing to plan
 	ActionSkipped  Action = "skipped"
+	// ActionObserved: a query signal was recorded.
+	ActionObserved Action = "observed"
 )
 
 // Skip reasons (also the Reason metric dimension).
@@ -157,6 +177,8 @@ const (
 	SkipBackoff           = "backoff"
 	SkipNoTableChange     = "no_table_change"
 	SkipOrphansNotEnabled = "orphans_not_enabled"
+	SkipNoSignalStore     = "no_signal_store"
+	SkipInvalidSignal     = "invalid_signal"
 )
 
 // TableOutcome reports one table.
@@ -187,6 +209,8 @@ type Dispatcher struct {
 	reports   Reports
 	assessor  Assessor
 	metrics   Metrics
+	signals   Signals
+	queries   QueryLookup
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -201,8 +225,12 @@ type Deps struct {
 	Reports   Reports
 	Assessor  Assessor
 	Metrics   Metrics
-	Log       *slog.Logger
-	Now       func() time.Time
+	// Signals and Queries record query signals; without Signals they are
+	// dropped (counted), without Queries Athena's are.
+	Signals Signals
+	Queries QueryLookup
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // New validates the settings against the mode and returns a Dispatcher.
@@ -237,7 +265,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
-		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, log: d.Log, now: d.Now}, nil
+		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, log: d.Log, now: d.Now}, nil
 }
 
 // Dispatch handles one decoded trigger. The error joins the retryable
@@ -266,6 +294,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		log.Info("trigger changes no table's data", "reason", trig.Ignored)
 		out.Tables = append(out.Tables, TableOutcome{Action: ActionSkipped, Skip: SkipNoTableChange, Reason: trig.Ignored})
 		return out, nil
+	}
+	if trig.Kind == events.KindQuery || trig.Kind == events.KindAthena {
+		outs, err := d.observe(ctx, log, trig)
+		out.Tables = append(out.Tables, outs...)
+		if err != nil {
+			record(TableOutcome{}, err)
+		}
+		return out, errors.Join(errs...)
 	}
 	if trig.Sweep {
 		sweep := d.sweep
@@ -298,6 +334,56 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		record(d.visit(ctx, log.With("table", name), name, trig.Kind))
 	}
 	return out, errors.Join(errs...)
+}
+
+// observe records a query signal's observations for the granted tables
+// they name. A failed lookup or write is returned (retryable: EventBridge
+// invokes the planner again).
+func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
+	if d.signals == nil || (trig.Kind == events.KindAthena && d.queries == nil) {
+		return []TableOutcome{d.skip(log, TableOutcome{Table: strings.Join(trig.Tables, ",")}, SkipNoSignalStore, "query signals are not recorded here")}, nil
+	}
+	var obs []signals.Observation
+	if trig.Kind == events.KindAthena {
+		var err error
+		obs, err = d.queries.Observations(ctx, trig.AthenaQueryID)
+		if errors.Is(err, signals.ErrUnparsable) {
+			return []TableOutcome{d.skip(log.With("athena_query_id", trig.AthenaQueryID), TableOutcome{}, SkipInvalidSignal, err.Error())}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("athena query %s: %w", trig.AthenaQueryID, err)
+		}
+	} else if trig.Query != nil && len(trig.Tables) == 1 {
+		o := signals.Observation{Table: trig.Tables[0], BytesScanned: trig.Query.BytesScanned, RowsReturned: trig.Query.RowsReturned, Engine: trig.Query.Engine, QueryID: trig.Query.QueryID, At: d.now()}
+		for _, c := range trig.Query.Columns {
+			o.Filters = append(o.Filters, signals.Filter{Column: c.Column, Predicate: signals.Predicate(c.Predicate)})
+		}
+		obs = append(obs, o)
+	}
+	var outs []TableOutcome
+	var errs []error
+	for _, o := range obs {
+		tl := log.With("table", o.Table, "query_id", o.QueryID)
+		if !d.s.Grants.Granted(o.Table) {
+			outs = append(outs, d.skip(tl, TableOutcome{Table: o.Table}, SkipNotGranted, "query signals are recorded for granted tables only"))
+			continue
+		}
+		if o.At.IsZero() {
+			o.At = d.now()
+		}
+		if err := o.Validate(); err != nil {
+			outs = append(outs, d.skip(tl, TableOutcome{Table: o.Table}, SkipInvalidSignal, err.Error()))
+			continue
+		}
+		if err := d.signals.Record(ctx, o); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.count(o.Table, "QuerySignals", "")
+		tl.Info("query signal recorded", "columns", len(o.Filters), "bytes_scanned", o.BytesScanned, "engine", o.Engine)
+		outs = append(outs, TableOutcome{Table: o.Table, Action: ActionObserved})
+	}
+	return outs, errors.Join(errs...)
 }
 
 // visit handles one table named by an event.

@@ -13,12 +13,14 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/service/athena"
 
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 	"github.com/icekeeper/icekeeper/shared/wiring"
 )
@@ -74,6 +76,10 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 		return nil, err
 	}
 	deps.Reports = d.Blobs
+	// Query signals: counters in the jobs table; Athena's queries read
+	// back with athena:GetQueryExecution.
+	deps.Signals = signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
+	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now}
 	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit()}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
