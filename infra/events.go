@@ -20,6 +20,9 @@ const (
 	DetailTypeS3       = "Object Created"
 	SourceCommit       = "icekeeper"
 	DetailTypeCommit   = "Iceberg Table Committed"
+	DetailTypeQuery    = "Icekeeper Query Observed"
+	SourceAthena       = "aws.athena"
+	DetailTypeAthena   = "Athena Query State Change"
 	// ActionOrphans is the detail.icekeeper_action of the orphan
 	// schedule's events.
 	ActionOrphans = "orphans"
@@ -28,7 +31,7 @@ const (
 // Rules are the EventBridge rules that wake the planner. Glue and S3 are
 // nil when they would match nothing (see newRules).
 type Rules struct {
-	Sweep, Orphans, Glue, S3, Commit awsevents.Rule
+	Sweep, Orphans, Glue, S3, Commit, Queries, Athena awsevents.Rule
 }
 
 // newRules creates the rules that target the planner:
@@ -47,7 +50,13 @@ type Rules struct {
 //     must send events to EventBridge (a bucket setting this stack does not
 //     own; see infra/README.md);
 //   - the custom commit event (source icekeeper, detail-type "Iceberg Table
-//     Committed") on ICEKEEPER_EVENT_BUS, always.
+//     Committed") on ICEKEEPER_EVENT_BUS, always;
+//   - query signals, when querySignals is on and not in mode off: the
+//     custom query event (detail-type "Icekeeper Query Observed") on
+//     ICEKEEPER_EVENT_BUS, and Athena's "Athena Query State Change" for
+//     succeeded DML queries on the default bus, where AWS services send
+//     their events (Amazon Athena User Guide, "Monitor Athena query events
+//     with EventBridge").
 //
 // Mode off keeps the schedule and the commit rule so the wiring is visible
 // (the planner counts each trigger as TriggersIgnored) without waking it on
@@ -90,6 +99,26 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 	})
 	if !s.TableAccess() {
 		return r, nil
+	}
+	if s.QuerySignals {
+		r.Queries = awsevents.NewRule(scope, jsii.String("QuerySignals"), &awsevents.RuleProps{
+			Description: jsii.String("icekeeper: an engine observed a query (what it filtered on, what it scanned)"),
+			EventBus:    bus,
+			EventPattern: &awsevents.EventPattern{
+				Source:     jsii.Strings(SourceCommit),
+				DetailType: jsii.Strings(DetailTypeQuery),
+			},
+			Targets: &[]awsevents.IRuleTarget{target},
+		})
+		r.Athena = awsevents.NewRule(scope, jsii.String("AthenaQueries"), &awsevents.RuleProps{
+			Description: jsii.String("icekeeper: an Athena query succeeded (read back as a query signal)"),
+			EventPattern: &awsevents.EventPattern{
+				Source:     jsii.Strings(SourceAthena),
+				DetailType: jsii.Strings(DetailTypeAthena),
+				Detail:     &map[string]any{"currentState": []string{"SUCCEEDED"}, "statementType": []string{"DML"}},
+			},
+			Targets: &[]awsevents.IRuleTarget{target},
+		})
 	}
 	if dbs := s.Grants.Databases(); s.GlueCatalog() && len(dbs) > 0 {
 		r.Glue = awsevents.NewRule(scope, jsii.String("GlueTableChanges"), &awsevents.RuleProps{

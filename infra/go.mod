@@ -1,6 +1,6 @@
 module github.com/icekeeper/icekeeper/infra
 
-go 1.26.0
+go 1.26.8
 
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0

@@ -33,8 +33,11 @@ import (
 //   - with an S3 table bucket as warehouse the same, through s3tables:
 //     actions scoped by namespace and table name, and without any delete
 //     (s3tables.go).
-//   - nobody gets a query service (Athena, Redshift Data), a resource "*"
-//     for Glue or S3, or a wildcard action.
+//   - nobody can run a query (Athena, Redshift Data): with query signals
+//     on, the planner may only read an Athena query's execution
+//     (athena:GetQueryExecution, on the account's workgroups) to learn
+//     what it filtered on. Nobody gets a resource "*" for Glue or S3, or a
+//     wildcard action.
 
 // Actions.
 var (
@@ -77,6 +80,10 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Planner, a.tableListing("TableList")...)
 	add(fns.Planner, a.kms("WarehouseKeyRead", "kms:Decrypt")...)
+	if s.QuerySignals {
+		add(fns.Planner, statement("AthenaQueryRead", []string{"athena:GetQueryExecution"},
+			[]string{fmt.Sprintf("arn:%s:athena:%s:%s:workgroup/*", a.partition, *stack.Region(), *stack.Account())}))
+	}
 	if s.Mode != ModeActive {
 		return nil
 	}

@@ -103,6 +103,10 @@ type Settings struct {
 	// concurrency: how many groups are rewritten at once (the fan-out
 	// throttle).
 	RewriterConcurrency int
+	// QuerySignals routes query signals to the planner (the custom query
+	// event and Athena's query state changes), which records them for
+	// the layout recommendation; on by default.
+	QuerySignals bool
 	// RewriterEphemeralMB is the rewriter's /tmp size (Lambda: 512 to
 	// 10240 MB): a sort compaction group larger than the rewriter's sort
 	// window is sorted in runs spilled there (ICEKEEPER_SORT_WINDOW_BYTES).
@@ -174,6 +178,7 @@ func DefaultSettings() Settings {
 		Committer:            FunctionSettings{MemoryMB: 1024, Timeout: 10 * time.Minute},
 		RewriterConcurrency:  10,
 		RewriterEphemeralMB:  4096,
+		QuerySignals:         true,
 		MaxTaskAttempts:      3,
 		CommitTakeover:       16 * time.Minute,
 		LeaseTTL:             30 * time.Minute,
@@ -220,6 +225,7 @@ const (
 	CtxRewriterConcurrency   = "rewriterMaxConcurrency"
 	CtxRewriterReserved      = "rewriterReservedConcurrency"
 	CtxRewriterEphemeral     = "rewriterEphemeralStorageMb"
+	CtxQuerySignals          = "querySignals"
 	CtxMaxTaskAttempts       = "maxTaskAttempts"
 	CtxCommitTakeover        = "commitTakeover"
 	CtxLeaseTTL              = "leaseTtl"
@@ -251,7 +257,7 @@ func ContextKeys() []string {
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
 		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
-		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
+		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxQuerySignals, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
 		CtxArchitecture, CtxKMSKeyARNs, CtxStackName,
@@ -291,6 +297,7 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.duration(CtxCommitterTimeout, &s.Committer.Timeout)
 	r.integer(CtxRewriterConcurrency, &s.RewriterConcurrency)
 	r.integer(CtxRewriterEphemeral, &s.RewriterEphemeralMB)
+	r.boolean(CtxQuerySignals, &s.QuerySignals)
 	r.integer(CtxRewriterReserved, &s.RewriterReserved)
 	r.integer(CtxMaxTaskAttempts, &s.MaxTaskAttempts)
 	r.duration(CtxCommitTakeover, &s.CommitTakeover)

@@ -287,7 +287,7 @@ var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 5,
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 7, // schedule, orphans, commit, Glue, S3, query signals, Athena
 		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
 		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
 	} {
@@ -691,6 +691,14 @@ func TestIcekeeperStack_NoWildcardTableResourcesAndNoQueryServices(t *testing.T)
 		for _, name := range functionIDs {
 			for _, s := range f.statements(t, name) {
 				for _, a := range s.Actions {
+					// Query signals read an Athena query's execution;
+					// nothing may start, stop or read the results of one.
+					if a == "athena:GetQueryExecution" && name == "Planner" {
+						if len(s.Resources) != 1 || !strings.HasSuffix(s.Resources[0], ":workgroup/*") {
+							t.Errorf("%s planner reads Athena executions on %v, want the account's workgroups", mode, s.Resources)
+						}
+						continue
+					}
 					if a == "*" || strings.HasPrefix(a, "athena:") || strings.HasPrefix(a, "redshift") || strings.HasPrefix(a, "s3:*") || strings.HasPrefix(a, "glue:*") {
 						t.Errorf("%s %s has %s", mode, name, a)
 					}
@@ -699,6 +707,36 @@ func TestIcekeeperStack_NoWildcardTableResourcesAndNoQueryServices(t *testing.T)
 					t.Errorf("%s %s: %v on resource *", mode, name, s.Actions)
 				}
 			}
+		}
+	}
+}
+
+// TestIcekeeperStack_QuerySignalRulesTargetThePlanner: with query signals
+// on (the default) the custom query event on icekeeper's bus and Athena's
+// succeeded DML queries on the default bus reach the planner, which may
+// read Athena executions; with them off neither rule nor the permission
+// exists.
+func TestIcekeeperStack_QuerySignalRulesTargetThePlanner(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	f.tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"EventPattern": map[string]any{"source": []any{"icekeeper"}, "detail-type": []any{"Icekeeper Query Observed"}},
+	})
+	f.tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"EventPattern": map[string]any{"source": []any{"aws.athena"}, "detail-type": []any{"Athena Query State Change"},
+			"detail": map[string]any{"currentState": []any{"SUCCEEDED"}, "statementType": []any{"DML"}}},
+	})
+	if !f.actions(t, "Planner")["athena:GetQueryExecution"] {
+		t.Error("the planner cannot read Athena executions")
+	}
+	ctx := activeContext()
+	ctx[CtxQuerySignals] = false
+	off := mustSynth(t, ctx)
+	if off.actions(t, "Planner")["athena:GetQueryExecution"] {
+		t.Error("querySignals=false still grants athena:GetQueryExecution")
+	}
+	for id, r := range off.resources {
+		if r["Type"] == "AWS::Events::Rule" && (strings.Contains(flat(r), "Athena Query State Change") || strings.Contains(flat(r), "Icekeeper Query Observed")) {
+			t.Errorf("querySignals=false still has the query signal rule %s", id)
 		}
 	}
 }
@@ -869,7 +907,8 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 	if !contains(reads, partition+":s3:::wh/demo/*/*") {
 		t.Errorf("explicit namespace location not used: %v", reads)
 	}
-	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(4)) })
+	// Sweep, orphans, commit, S3 metadata and the two query signal rules.
+	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(6)) })
 }
 
 // matches is EventBridge's matching for the pattern features the stack
