@@ -83,6 +83,11 @@ Usage:
       Serve the emulator, create the pipeline's resources in it and print
       the environment to use with it (including ICEKEEPER_MODE and
       ICEKEEPER_GRANTS, so invoke works at once). Runs until interrupted.
+  icekeeper signals TABLE [--json] [--days N] [catalog flags]
+      The query signals recorded for TABLE (what its queries filter on, how
+      often and with how many bytes scanned, decayed with a half-life of a
+      week) and the layout they recommend: a sort, a z-order, or none, with
+      the guard that keeps an order against noise. Reads ICEKEEPER_JOBS_TABLE.
   icekeeper log TABLE [--json] [--limit N]
       The table's maintenance log: one record per job (trigger, pinned and
       committed snapshots, files, bytes and rows in and out, durations,
@@ -177,6 +182,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runInvoke(ctx, args[1:], stdout, stderr)
 	case "log":
 		return runLog(ctx, args[1:], stdout, stderr)
+	case "signals":
+		return runSignals(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}

@@ -297,6 +297,8 @@ func TestCLI_BadInputGetsAClearErrorAndUsageCode(t *testing.T) {
 		{"invoke"},
 		{"invoke", "planner"},
 		{"invoke", "janitor"},
+		{"signals"},
+		{"signals", "shop.orders", "--days", "0"},
 		{"demo", "--no-such-flag"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -316,7 +318,7 @@ func TestCLI_BadInputGetsAClearErrorAndUsageCode(t *testing.T) {
 // only their own flags.
 func TestCLI_HelpExitsZeroAndListsOnlyTheCommandsFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"demo", "--help"}, {"compact", "--help"}, {"health", "-h"}, {"log", "--help"},
+		{"demo", "--help"}, {"compact", "--help"}, {"health", "-h"}, {"log", "--help"}, {"signals", "--help"},
 		{"local-cloud", "--help"}, {"invoke", "--help"}, {"invoke", "planner", "--help"},
 	} {
 		var out, errOut bytes.Buffer

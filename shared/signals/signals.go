@@ -25,6 +25,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 )
 
 // Predicate is the kind of a filter on one column.
@@ -290,4 +293,27 @@ func humanBytes(b float64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %s", b, units[i])
+}
+
+// TableFor describes tbl for Recommend: its sort order's source columns
+// and its default spec's identity partition sources (by current name),
+// with lookupFiles from the health report (nil: unknown).
+func TableFor(tbl *table.Table, lookupFiles map[string]float64) Table {
+	t := Table{LookupFiles: lookupFiles}
+	schema := tbl.Schema()
+	for _, f := range tbl.SortOrder().Fields() {
+		if col, ok := schema.FindColumnName(f.SourceID()); ok {
+			t.SortColumns = append(t.SortColumns, col)
+		}
+	}
+	spec := tbl.Spec()
+	for _, pf := range spec.Fields() {
+		if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
+			continue
+		}
+		if col, ok := schema.FindColumnName(pf.SourceID()); ok {
+			t.PartitionSources = append(t.PartitionSources, col)
+		}
+	}
+	return t
 }
