@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 	athenatypes "github.com/aws/aws-sdk-go-v2/service/athena/types"
 
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
@@ -67,5 +71,116 @@ func TestSignals_QueryEventsAreRecordedForGrantedTables(t *testing.T) {
 	}
 	if amount := days[0].Columns["amount"]; amount.Filters != 2 || amount.Point != 0 {
 		t.Errorf("amount %+v, want two range filters", amount)
+	}
+}
+
+// TestSignals_TheAdvisoryReportCarriesTheRecommendedLayout: with enough
+// query signals recorded on one column, the health report the planner
+// publishes for the table recommends sorting by it, and the gauges say a
+// change is recommended.
+func TestSignals_TheAdvisoryReportCarriesTheRecommendedLayout(t *testing.T) {
+	d := setupDispatch(t, config.ModeAdvisory, "demo")
+	d.createNamed("demo.events", withProps(smallTable, optedIn))
+	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
+	for range 30 {
+		if err := store.Record(d.ctx, signals.Observation{Table: "demo.events", BytesScanned: 1 << 20, At: time.Now(),
+			Filters: []signals.Filter{{Column: "amount", Predicate: signals.PredicateRange}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionAssessed || o.ReportKey == "" {
+		t.Fatalf("outcome %+v", o)
+	}
+	raw, err := d.deps.Blobs.Get(d.ctx, o.ReportKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Recommendations []any                   `json:"recommendations"`
+		Layout          *signals.Recommendation `json:"layout"`
+	}
+	if err := json.Unmarshal(raw, &report); err != nil {
+		t.Fatal(err)
+	}
+	if l := report.Layout; l == nil || l.Layout != signals.LayoutSort || len(l.Columns) != 1 || l.Columns[0] != "amount" || !l.Change {
+		t.Fatalf("layout %+v in %s", report.Layout, raw)
+	}
+	if m := d.metrics.metricTotals(t); m["LayoutChangeRecommended/demo.events"] != 1 {
+		t.Fatalf("gauges %v, want a layout change recommended", m)
+	}
+}
+
+// TestSignals_LayoutAutoChangesTheSortOrderThenCompactionSortsByIt: in
+// active mode, for an owner who set icekeeper.layout.auto, the signals'
+// recommendation becomes one visible commit that makes amount the sort
+// order (and the strategy sort); the next visit compacts with a sort by
+// it. Without the property, nothing changes the order.
+func TestSignals_LayoutAutoChangesTheSortOrderThenCompactionSortsByIt(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = 0 })
+	props := map[string]string{optin.PropertyEnabled: "true", optin.PropertyLayoutAuto: "true"}
+	d.createNamed("demo.events", withProps(smallTable, props))
+	d.createNamed("demo.manual", withProps(smallTable, optedIn))
+	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
+	for _, table := range []string{"demo.events", "demo.manual"} {
+		for range 30 {
+			if err := store.Record(d.ctx, signals.Observation{Table: table, BytesScanned: 1 << 20, At: time.Now(),
+				Filters: []signals.Filter{{Column: "amount", Predicate: signals.PredicateRange}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := d.fingerprint()
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || o.Plan == nil {
+		t.Fatalf("outcome %+v", o)
+	}
+	if j := d.job(o.Plan.JobID); j.Kind != jobs.KindChangeLayout {
+		t.Fatalf("job %s is a %s, want a layout change", j.ID, j.Kind)
+	}
+	d.drainCommits()
+	if j := d.job(o.Plan.JobID); j.State != jobs.Committed {
+		t.Fatalf("layout change %s (%s)", j.State, j.Reason)
+	}
+	tbl := d.load()
+	order := tbl.SortOrder()
+	if order.Len() != 1 || order.Field(0).SourceID() != 3 || tbl.Properties()[optin.PropertyCompactionStrategy] != "sort" {
+		t.Fatalf("sort order %s, strategy %q: want amount (field 3) and sort", order, tbl.Properties()[optin.PropertyCompactionStrategy])
+	}
+	if got := d.fingerprint(); got != before {
+		t.Fatalf("the layout change changed rows: %s -> %s", before, got)
+	}
+	o = outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Plan == nil || o.Plan.Strategy != optin.StrategySort || d.job(o.Plan.JobID).Kind != jobs.KindCompaction {
+		t.Fatalf("second visit %+v, want a sort compaction", o.Plan)
+	}
+
+	o = outcomeOf(t, d.handle(commitEvent("demo.manual")), "demo.manual")
+	if o.Plan != nil && d.job(o.Plan.JobID).Kind == jobs.KindChangeLayout {
+		t.Fatal("a layout change was planned for a table whose owner did not set icekeeper.layout.auto")
+	}
+}
+
+// TestSignals_AnOwnersOrderChangeBeforeTheCommitWins: the owner sets a
+// sort order after icekeeper planned a layout change: the committer finds
+// the order changed since planning and leaves it.
+func TestSignals_AnOwnersOrderChangeBeforeTheCommitWins(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	r, err := e.planner.PlanLayoutChange(asFunction(e.ctx, "Planner"), e.name(), "test", plan.LayoutChange{Layout: "sort", Columns: []string{"amount"}, Why: "test"})
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.sortByID() // the owner's choice, meanwhile
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Committed || !strings.Contains(j.Reason, "owner's order stands") {
+		t.Fatalf("job %s (%s)", j.State, j.Reason)
+	}
+	if order := e.load().SortOrder(); order.Len() != 1 || order.Field(0).SourceID() != 1 {
+		t.Fatalf("sort order %s, want the owner's (id)", order)
+	}
+	if s := e.load().Properties()[optin.PropertyCompactionStrategy]; s != "" {
+		t.Fatalf("strategy %q set though the change was dropped", s)
 	}
 }

@@ -473,6 +473,8 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		res, err = c.rewriteManifests(ctx, log, job, ident, term, me)
 	case jobs.KindRemoveOrphans:
 		res, err = c.removeOrphans(ctx, log, job, ident, term, false)
+	case jobs.KindChangeLayout:
+		res, err = c.changeLayout(ctx, log, job, ident, term, me)
 	default:
 		res, err = c.commit(ctx, log, job, ident, term, me, job.State == jobs.Committing)
 	}

@@ -122,6 +122,10 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 			}
 		}
 		r.Columns = tableOverlaps(r.Partitions)
+		for _, f := range tbl.SortOrder().Fields() {
+			r.SortColumn, _ = tbl.Schema().FindColumnName(f.SourceID())
+			break
+		}
 		if r.CompactionPlanSkipped = skip; skip == "" {
 			if plan, err = r.planCompaction(ctx, tbl, snap, th, names); err != nil {
 				return r, err

@@ -116,4 +116,18 @@ func TestAssess_ColumnOverlapAndTheSortRecommendation(t *testing.T) {
 	if !ok || rec.EstimatedFiles != 6 {
 		t.Fatalf("no sort recommended for 6 files overlapping on the sort column: %+v", r.Recommendations)
 	}
+	// The sort column's layout is published as gauges.
+	gauges := map[string]float64{}
+	for _, m := range r.Metrics() {
+		gauges[m.Name] = m.Value
+	}
+	if r.SortColumn != "id" || gauges[MetricSortColumnOverlapDepth] != 6 || gauges[MetricSortColumnLookupFiles] != 6 {
+		t.Errorf("sort column %q, gauges %v: want id's depth and lookups of 6", r.SortColumn, gauges)
+	}
+	unsorted := assess(t, f.create(t, "overlap_unsorted", sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 2, RowsPerFile: 10}), time.Now())
+	for _, m := range unsorted.Metrics() {
+		if m.Name == MetricSortColumnOverlapDepth || m.Name == MetricSortColumnLookupFiles {
+			t.Errorf("a table without a sort order published %s", m.Name)
+		}
+	}
 }

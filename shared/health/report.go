@@ -294,6 +294,9 @@ type Report struct {
 	// so a partition is what a lookup searches), and OneValue when it holds
 	// in every partition.
 	Columns []ColumnOverlap `json:"columns,omitempty"`
+	// SortColumn is the table's first sort column, "" without a sort
+	// order.
+	SortColumn string `json:"sort_column,omitempty"`
 }
 
 // Manifests is the number of manifests of the current snapshot.

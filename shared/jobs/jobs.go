@@ -160,6 +160,10 @@ const (
 	// KindRewriteDeletes rewrites a partition's delete files into fewer
 	// (package plan, PlanDeleteRewrite).
 	KindRewriteDeletes Kind = "rewrite-deletes"
+	// KindChangeLayout changes a table's layout (its sort order, or its
+	// z-order columns) to what its query signals recommend, for an owner
+	// who set icekeeper.layout.auto (package plan, PlanLayoutChange).
+	KindChangeLayout Kind = "change-layout"
 )
 
 // Group is the record of one file group.

@@ -186,3 +186,19 @@ type DeleteTask struct {
 	Kept             []ID   `json:"kept_snapshot_ids,omitempty"`
 	Orphans          bool   `json:"orphans,omitempty"`
 }
+
+// LayoutPlan is a layout change job's plan: the table's sort order (or
+// z-order columns) becomes Layout on Columns, if the table's default sort
+// order is still FromOrderID when the committer commits (an owner's change
+// meanwhile wins).
+type LayoutPlan struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Table   string `json:"table"`
+	Pin     Pin    `json:"pin"`
+	// Layout is "sort" or "z-order".
+	Layout      string   `json:"layout"`
+	Columns     []string `json:"columns"`
+	FromOrderID int      `json:"from_order_id"`
+	Why         string   `json:"why"`
+}

@@ -101,6 +101,12 @@ const (
 	// comma-separated): rows are sorted by the z-value of those columns
 	// (package zorder), so each file covers a small box of their space.
 	PropertyZOrderColumns = "icekeeper.compaction.z-order-columns"
+	// PropertyLayoutAuto ("true") lets icekeeper, in active mode, change
+	// the table's layout to what its query signals recommend: its sort
+	// order (and strategy sort), or strategy z-order on the recommended
+	// columns, as one visible commit; compactions then rewrite the table
+	// into it. Off by default: the recommendation is only reported.
+	PropertyLayoutAuto = "icekeeper.layout.auto"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -249,7 +255,7 @@ func ValidateProperties(props map[string]string) error {
 		}
 		v := props[k]
 		switch k {
-		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled, PropertyRewriteDeletesEnabled, PropertyPartialProgressEnabled:
+		case PropertyEnabled, PropertyExpireEnabled, PropertyOrphansEnabled, PropertyCompactionEnabled, PropertyRewriteManifestsEnabled, PropertyRewriteDeletesEnabled, PropertyPartialProgressEnabled, PropertyLayoutAuto:
 			if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want true or false", ErrBadProperty, k, v))
 			}
@@ -310,6 +316,13 @@ func CompactionStrategy(props map[string]string) (Strategy, error) {
 	default:
 		return "", fmt.Errorf("%w: %s=%q: want binpack, sort or z-order", ErrBadProperty, PropertyCompactionStrategy, props[PropertyCompactionStrategy])
 	}
+}
+
+// LayoutAuto reports whether the owner let icekeeper change the table's
+// layout (PropertyLayoutAuto).
+func LayoutAuto(props map[string]string) bool {
+	on, err := strconv.ParseBool(strings.TrimSpace(props[PropertyLayoutAuto]))
+	return err == nil && on
 }
 
 // MaxZOrderColumns bounds a z-order: each column gets 64/n bits of the

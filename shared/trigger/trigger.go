@@ -69,6 +69,7 @@ type Planner interface {
 	PlanManifestRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanDeleteRewrite(ctx context.Context, table, trigger string) (plan.Result, error)
 	PlanOrphanCleanup(ctx context.Context, table, trigger string, olderThan time.Duration) (plan.Result, error)
+	PlanLayoutChange(ctx context.Context, table, trigger string, change plan.LayoutChange) (plan.Result, error)
 }
 
 // Cooldowns claims per-table slots (planning in active mode, assessing in
@@ -120,6 +121,9 @@ type Assessment struct {
 	Report []byte
 	// Gauges are the health metrics published per table.
 	Gauges []metrics.Metric
+	// Layout is a layout change the table's query signals recommend
+	// (nil: none); made only for an owner who set icekeeper.layout.auto.
+	Layout *plan.LayoutChange
 }
 
 // ErrTableProperties is what an Assessor wraps when the table's own
@@ -451,14 +455,14 @@ func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o Table
 			log.Warn("set table cooldown", "err", err.Error())
 		}
 	}
-	_, o, err = d.assess(ctx, log, o, tbl)
+	a, o, err := d.assess(ctx, log, o, tbl)
 	if errors.Is(err, errSkipped) {
 		return o, nil
 	}
 	if err != nil || d.s.Mode != config.ModeActive {
 		return o, err
 	}
-	return d.plan(ctx, log, o, tbl.Properties(), kind)
+	return d.plan(ctx, log, o, tbl.Properties(), kind, a.Layout)
 }
 
 // decide applies the double key and the property rules.
@@ -524,20 +528,26 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 }
 
 // plan starts a job for an eligible table, the first that is due of the
-// maintenance chain: compaction, then a delete-file rewrite (of the
+// maintenance chain: a layout change (when the owner set
+// icekeeper.layout.auto and the query signals recommend one), compaction,
+// then a delete-file rewrite (of the
 // partitions whose data files were not worth rewriting but whose position
 // deletes pile up), then a manifest rewrite (after compaction
 // replaced many files' entries), then a snapshot expiry (which frees what
 // both replaced; off when the owner set icekeeper.expire.enabled=false).
 // Each later action runs on a later visit, after the earlier one ended.
-func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string) (TableOutcome, error) {
+func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string, layout *plan.LayoutChange) (TableOutcome, error) {
 	start := d.now()
+	changeLayout := func(ctx context.Context, table, trigger string) (plan.Result, error) {
+		return d.planner.PlanLayoutChange(ctx, table, trigger, *layout)
+	}
 	chain := []struct {
 		name, action string
 		on           bool
 		cooldown     string // the action's own cooldown property, if any
 		plan         func(ctx context.Context, table, trigger string) (plan.Result, error)
 	}{
+		{"layout change", "change-layout", layout != nil && optin.LayoutAuto(props), "", changeLayout},
 		{"compaction", "compaction", optin.OnUnlessFalse(props, optin.PropertyCompactionEnabled), "", d.planner.PlanTable},
 		{"delete-file rewrite", "rewrite-deletes", optin.OnUnlessFalse(props, optin.PropertyRewriteDeletesEnabled), optin.PropertyRewriteDeletesMinInterval, d.planner.PlanDeleteRewrite},
 		{"manifest rewrite", "rewrite-manifests", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), optin.PropertyRewriteManifestsMinInterval, d.planner.PlanManifestRewrite},
@@ -794,7 +804,7 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
 			continue
 		}
-		o, err := d.plan(ctx, tlog, c.out, c.tbl.Properties(), trig.Kind)
+		o, err := d.plan(ctx, tlog, c.out, c.tbl.Properties(), trig.Kind, c.a.Layout)
 		d.settleSlot(ctx, tlog, c.name, o, err)
 		if err != nil {
 			errs = append(errs, err)

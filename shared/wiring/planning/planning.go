@@ -18,6 +18,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
@@ -78,9 +79,10 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 	deps.Reports = d.Blobs
 	// Query signals: counters in the jobs table; Athena's queries read
 	// back with athena:GetQueryExecution.
-	deps.Signals = signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
+	store := signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
+	deps.Signals = store
 	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now}
-	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit()}
+	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit(), Signals: store}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
 		if err != nil {
@@ -98,6 +100,28 @@ type HealthAssessor struct {
 	Now            func() time.Time
 	// MemoryBudget: see health.WithMemoryBudget (0: none).
 	MemoryBudget int64
+	// Signals, when set, adds the layout the table's query signals
+	// recommend to the report (package signals).
+	Signals SignalDays
+}
+
+// SignalDays reads a table's recorded query signals.
+type SignalDays interface {
+	Days(ctx context.Context, table string, since, now time.Time) ([]signals.Day, error)
+}
+
+// Metric names of the layout recommendation's gauges.
+const (
+	MetricLayoutChangeRecommended = "LayoutChangeRecommended"
+	MetricLayoutBytesSaved        = "LayoutExpectedBytesSaved"
+)
+
+// reportWithLayout is the published report: the health report and the
+// layout the query signals recommend.
+type reportWithLayout struct {
+	health.Report
+	Layout      *signals.Recommendation `json:"layout,omitempty"`
+	LayoutError string                  `json:"layout_error,omitempty"`
 }
 
 // Assess reads the table's metadata and summarizes its health.
@@ -115,11 +139,39 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 		return trigger.Assessment{}, err
 	}
 	r.Table = name
-	report, err := json.Marshal(r)
+	out := reportWithLayout{Report: r}
+	gauges := r.Metrics()
+	if h.Signals != nil {
+		// The layout the last four weeks of query signals recommend
+		// (advisory: the owner or icekeeper.layout.auto acts on it).
+		days, err := h.Signals.Days(ctx, name, now().AddDate(0, 0, -28), now())
+		if err != nil {
+			out.LayoutError = err.Error()
+		} else {
+			ranked, queries := signals.Aggregate(days, now(), signals.DefaultHalfLife)
+			lookups := map[string]float64{}
+			for _, c := range r.Columns {
+				lookups[c.Column] = c.PointLookupFiles
+			}
+			rec := signals.Recommend(ranked, queries, signals.TableFor(tbl, lookups), signals.DefaultGuard)
+			out.Layout = &rec
+			change := 0.0
+			if rec.Change {
+				change = 1
+			}
+			gauges = append(gauges,
+				metrics.Metric{Name: MetricLayoutChangeRecommended, Value: change, Unit: metrics.None},
+				metrics.Metric{Name: MetricLayoutBytesSaved, Value: rec.ExpectedBytesSaved, Unit: metrics.Bytes})
+		}
+	}
+	report, err := json.Marshal(out)
 	if err != nil {
 		return trigger.Assessment{}, fmt.Errorf("encode health report: %w", err)
 	}
-	a := trigger.Assessment{Score: r.Score, Report: report, Gauges: r.Metrics()}
+	a := trigger.Assessment{Score: r.Score, Report: report, Gauges: gauges}
+	if l := out.Layout; l != nil && l.Change && (l.Layout == signals.LayoutSort || l.Layout == signals.LayoutZOrder) {
+		a.Layout = &plan.LayoutChange{Layout: l.Layout, Columns: l.Columns, Why: l.Why}
+	}
 	if rec, ok := r.Recommends(health.ActionCompaction); ok {
 		a.CompactionBytes = max(rec.EstimatedBytes, 1)
 	}

@@ -1,0 +1,133 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/lease"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
+)
+
+// changeLayout runs a layout change job (jobs.KindChangeLayout) in the
+// committing state, under the table's lease: one visible commit that
+// changes no file. For a sort, the table's default sort order becomes the
+// plan's columns (ascending, nulls first) and its strategy sort; for a
+// z-order, the strategy becomes z-order on the plan's columns. Later
+// compactions then rewrite the table into it, run by run.
+//
+// The owner's word wins: when the table's default sort order is no longer
+// the one the plan started from, the job ends without a change. A commit
+// that lands meanwhile makes the catalog refuse the stale base: reload,
+// check again, retry. The change is idempotent: a table already in the
+// layout is left as it is.
+func (c *Committer) changeLayout(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table}
+	data, err := c.blobs.Get(ctx, job.PlanKey)
+	if err != nil {
+		return res, fmt.Errorf("read layout plan: %w", err)
+	}
+	var p messages.LayoutPlan
+	if err := messages.Decode(data, &p); err != nil || (p.Layout != "sort" && p.Layout != "z-order") || len(p.Columns) == 0 {
+		return res, fmt.Errorf("%w: layout plan of job %s: %v (layout %q, %d columns)", ErrInvariant, job.ID, err, p.Layout, len(p.Columns))
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := c.catalog.LoadTable(ctx, ident)
+		if err != nil {
+			return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
+		}
+		if got := cur.Metadata().DefaultSortOrder(); got != p.FromOrderID {
+			done, ferr := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("the table's sort order changed since planning (%d, was %d): the owner's order stands", got, p.FromOrderID))
+			return done, ferr
+		}
+		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+			if errors.Is(err, lease.ErrLost) {
+				return res, fmt.Errorf("%w before commit", errLeaseLost)
+			}
+			return res, err
+		}
+		txn := cur.NewTransaction()
+		changed, err := stageLayout(txn, cur, p)
+		if err != nil {
+			return res, fmt.Errorf("%w: %w", ErrInvariant, err)
+		}
+		if !changed {
+			return c.finish(ctx, log, job, term, currentID(cur), "the table is already in that layout")
+		}
+		if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
+			if errors.Is(err, jobs.ErrStateConflict) {
+				return res, fmt.Errorf("%w: lost the committing job before the catalog commit: %v", ErrBusy, err)
+			}
+			return res, fmt.Errorf("fence before the catalog commit: %w", err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
+		committed, err := txn.Commit(cctx)
+		cancel()
+		if err == nil {
+			done, ferr := c.finish(ctx, log, job, term, currentID(committed), fmt.Sprintf("layout changed to %s on %s: %s", p.Layout, strings.Join(p.Columns, ", "), p.Why))
+			done.Retries, done.Conflicts = res.Retries, res.Conflicts
+			return done, ferr
+		}
+		if !IsConflict(err) {
+			return res, fmt.Errorf("commit: %w", classify(err))
+		}
+		res.Conflicts++
+		if attempt >= c.settings.MaxRetries {
+			return res, fmt.Errorf("%w: %w: %d commit conflicts, retries exhausted: %w", ErrAborted, ErrConcurrent, attempt+1, err)
+		}
+		log.Warn("layout change conflict; reloading", "attempt", attempt+1, "err", err.Error())
+		res.Retries = attempt + 1
+		if err := sleep(ctx, backoff(c.settings.Backoff, attempt)); err != nil {
+			return res, err
+		}
+	}
+}
+
+// stageLayout stages the plan's layout on txn; false when tbl is in it
+// already.
+func stageLayout(txn *table.Transaction, tbl *table.Table, p messages.LayoutPlan) (bool, error) {
+	props := iceberg.Properties{optin.PropertyCompactionStrategy: p.Layout}
+	if p.Layout == "z-order" {
+		props[optin.PropertyZOrderColumns] = strings.Join(p.Columns, ",")
+		same := tbl.Properties()[optin.PropertyCompactionStrategy] == p.Layout && tbl.Properties()[optin.PropertyZOrderColumns] == props[optin.PropertyZOrderColumns]
+		if same {
+			return false, nil
+		}
+		return true, txn.SetProperties(props)
+	}
+	var fields []table.SortField
+	var current []string
+	schema := tbl.Schema()
+	for _, f := range tbl.SortOrder().Fields() {
+		name, _ := schema.FindColumnName(f.SourceID())
+		current = append(current, name)
+	}
+	for _, col := range p.Columns {
+		f, ok := schema.FindFieldByName(col)
+		if !ok {
+			return false, fmt.Errorf("column %q is not in the table's schema", col)
+		}
+		fields = append(fields, table.SortField{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst})
+	}
+	if slices.Equal(current, p.Columns) && tbl.Properties()[optin.PropertyCompactionStrategy] == p.Layout {
+		return false, nil
+	}
+	order, err := table.NewSortOrder(table.InitialSortOrderID, fields)
+	if err != nil {
+		return false, err
+	}
+	if !slices.Equal(current, p.Columns) {
+		if err := txn.ReplaceSortOrder(order); err != nil {
+			return false, err
+		}
+	}
+	return true, txn.SetProperties(props)
+}
