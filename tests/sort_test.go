@@ -44,6 +44,15 @@ func (e *env) sortByID() {
 // file is sorted within itself; files still overlap one another.)
 func (e *env) appendIDs(ids []int64) {
 	e.t.Helper()
+	e.appendSampleRows(ids, func(i int) float64 { return float64(ids[i]) / 4 }, func(i int) string {
+		return "note-" + strconv.FormatInt(ids[i]*7919%1000, 10)
+	})
+}
+
+// appendSampleRows appends one file of sample rows: the ids, amount(i)
+// and note(i) (nil: null notes), all in region 0.
+func (e *env) appendSampleRows(ids []int64, amount func(int) float64, note func(int) string) {
+	e.t.Helper()
 	tbl := e.load()
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
@@ -51,11 +60,15 @@ func (e *env) appendIDs(ids []int64) {
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
-	for _, id := range ids {
+	for i, id := range ids {
 		b.Field(0).(*array.Int64Builder).Append(id)
 		b.Field(1).(*array.StringBuilder).Append(sampletable.Region(0))
-		b.Field(2).(*array.Float64Builder).Append(float64(id) / 4)
-		b.Field(3).(*array.StringBuilder).Append("note-" + strconv.FormatInt(id*7919%1000, 10))
+		b.Field(2).(*array.Float64Builder).Append(amount(i))
+		if note == nil {
+			b.Field(3).AppendNull()
+		} else {
+			b.Field(3).(*array.StringBuilder).Append(note(i))
+		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -237,34 +250,6 @@ func TestSort_ATableWithoutASortOrderFailsLoud(t *testing.T) {
 	}
 }
 
-// appendPoints appends one file of (id, amount) points.
-func (e *env) appendPoints(xs, ys []int64) {
-	e.t.Helper()
-	tbl := e.load()
-	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for i := range xs {
-		b.Field(0).(*array.Int64Builder).Append(xs[i])
-		b.Field(1).(*array.StringBuilder).Append(sampletable.Region(0))
-		b.Field(2).(*array.Float64Builder).Append(float64(ys[i]))
-		b.Field(3).AppendNull()
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rdr.Release()
-	if _, err := tbl.Append(e.ctx, rdr, nil); err != nil {
-		e.t.Fatalf("append: %v", err)
-	}
-}
-
 // TestZOrder_NewFilesEachCoverABoxOfBothColumns: a 1024 x 1024 grid of
 // (id, amount) points, shuffled over four files that each span the whole
 // grid, z-ordered on both columns, comes out as files that each cover
@@ -283,7 +268,7 @@ func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
 		for _, p := range perm[f*quarter : (f+1)*quarter] {
 			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
 		}
-		e.appendPoints(xs, ys)
+		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
 	}
 	var total int64
 	for _, task := range e.liveTasks() {

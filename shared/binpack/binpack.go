@@ -79,10 +79,6 @@ func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, e
 	}
 
 	weight := func(i int32) int64 { return tasks[i].File.FileSizeBytes() }
-	type span struct {
-		key     string
-		indices []int32
-	}
 	var chosen []span
 	for _, b := range buckets {
 		if len(b.candidates) < int(cfg.MinInputFiles) {
@@ -98,8 +94,22 @@ func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, e
 		}
 	}
 
-	// Reorder: the chosen tasks, group by group, then the rest in their
-	// original order.
+	groupChosen(cfg, tasks, chosen, &plan)
+	return plan, nil
+}
+
+// span is a group being chosen: its partition key and task indices.
+type span struct {
+	key     string
+	indices []int32
+	// overlaps (PlanSorted): the span holds a run of two or more files.
+	overlaps bool
+}
+
+// groupChosen reorders tasks in place, the chosen spans' tasks first,
+// group by group, then the rest in their original order, and appends the
+// groups (sub-slices of tasks) and their estimates to plan.
+func groupChosen(cfg compaction.Config, tasks []table.FileScanTask, chosen []span, plan *compaction.Plan) {
 	order := make([]int32, 0, len(tasks))
 	taken := make([]bool, len(tasks))
 	for _, s := range chosen {
@@ -114,7 +124,6 @@ func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, e
 		}
 	}
 	permute(tasks, order)
-
 	at := 0
 	for _, s := range chosen {
 		g := compaction.Group{PartitionKey: s.key, Tasks: tasks[at : at+len(s.indices) : at+len(s.indices)]}
@@ -127,7 +136,6 @@ func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, e
 		plan.EstOutputBytes += g.TotalSizeBytes
 		plan.Groups = append(plan.Groups, g)
 	}
-	return plan, nil
 }
 
 // WholeFiles joins, in place, the split scan tasks of each file into one

@@ -92,12 +92,6 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 		buckets[b] = append(buckets[b], file{idx: int32(i), r: r, unbounded: !ok})
 	}
 
-	type span struct {
-		key     string
-		indices []int32
-		// overlaps: the span holds a run of two or more files.
-		overlaps bool
-	}
 	var chosen []span
 	for b, files := range buckets {
 		slices.SortStableFunc(files, func(x, y file) int {
@@ -213,32 +207,7 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 		flush()
 	}
 
-	order := make([]int32, 0, len(tasks))
-	taken := make([]bool, len(tasks))
-	for _, s := range chosen {
-		for _, i := range s.indices {
-			order = append(order, i)
-			taken[i] = true
-		}
-	}
-	for i := range tasks {
-		if !taken[i] {
-			order = append(order, int32(i))
-		}
-	}
-	permute(tasks, order)
-	at := 0
-	for _, s := range chosen {
-		g := compaction.Group{PartitionKey: s.key, Tasks: tasks[at : at+len(s.indices) : at+len(s.indices)]}
-		at += len(s.indices)
-		for _, t := range g.Tasks {
-			g.TotalSizeBytes += t.File.FileSizeBytes()
-			g.DeleteFileCount += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
-		}
-		plan.EstOutputFiles += max(1, int((g.TotalSizeBytes+cfg.TargetFileSizeBytes-1)/cfg.TargetFileSizeBytes))
-		plan.EstOutputBytes += g.TotalSizeBytes
-		plan.Groups = append(plan.Groups, g)
-	}
+	groupChosen(cfg, tasks, chosen, &plan.Plan)
 	return plan, nil
 }
 

@@ -2,7 +2,6 @@ package commit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -39,56 +38,22 @@ func (c *Committer) changeLayout(ctx context.Context, log *slog.Logger, job jobs
 	if err := messages.Decode(data, &p); err != nil || (p.Layout != "sort" && p.Layout != "z-order") || len(p.Columns) == 0 {
 		return res, fmt.Errorf("%w: layout plan of job %s: %v (layout %q, %d columns)", ErrInvariant, job.ID, err, p.Layout, len(p.Columns))
 	}
-	for attempt := 0; ; attempt++ {
-		cur, err := c.catalog.LoadTable(ctx, ident)
-		if err != nil {
-			return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
-		}
+	return c.commitLoop(ctx, log, job, ident, term, me, "layout change", func(cur *table.Table) (*table.Transaction, string, error) {
 		if got := cur.Metadata().DefaultSortOrder(); got != p.FromOrderID {
-			done, ferr := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("the table's sort order changed since planning (%d, was %d): the owner's order stands", got, p.FromOrderID))
-			return done, ferr
-		}
-		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
-			if errors.Is(err, lease.ErrLost) {
-				return res, fmt.Errorf("%w before commit", errLeaseLost)
-			}
-			return res, err
+			return nil, fmt.Sprintf("the table's sort order changed since planning (%d, was %d): the owner's order stands", got, p.FromOrderID), nil
 		}
 		txn := cur.NewTransaction()
 		changed, err := stageLayout(txn, cur, p)
 		if err != nil {
-			return res, fmt.Errorf("%w: %w", ErrInvariant, err)
+			return nil, "", fmt.Errorf("%w: %w", ErrInvariant, err)
 		}
 		if !changed {
-			return c.finish(ctx, log, job, term, currentID(cur), "the table is already in that layout")
+			return nil, "the table is already in that layout", nil
 		}
-		if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
-			if errors.Is(err, jobs.ErrStateConflict) {
-				return res, fmt.Errorf("%w: lost the committing job before the catalog commit: %v", ErrBusy, err)
-			}
-			return res, fmt.Errorf("fence before the catalog commit: %w", err)
-		}
-		cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
-		committed, err := txn.Commit(cctx)
-		cancel()
-		if err == nil {
-			done, ferr := c.finish(ctx, log, job, term, currentID(committed), fmt.Sprintf("layout changed to %s on %s: %s", p.Layout, strings.Join(p.Columns, ", "), p.Why))
-			done.Retries, done.Conflicts = res.Retries, res.Conflicts
-			return done, ferr
-		}
-		if !IsConflict(err) {
-			return res, fmt.Errorf("commit: %w", classify(err))
-		}
-		res.Conflicts++
-		if attempt >= c.settings.MaxRetries {
-			return res, fmt.Errorf("%w: %w: %d commit conflicts, retries exhausted: %w", ErrAborted, ErrConcurrent, attempt+1, err)
-		}
-		log.Warn("layout change conflict; reloading", "attempt", attempt+1, "err", err.Error())
-		res.Retries = attempt + 1
-		if err := sleep(ctx, backoff(c.settings.Backoff, attempt)); err != nil {
-			return res, err
-		}
-	}
+		return txn, "", nil
+	}, func(*Result) string {
+		return fmt.Sprintf("layout changed to %s on %s: %s", p.Layout, strings.Join(p.Columns, ", "), p.Why)
+	})
 }
 
 // stageLayout stages the plan's layout on txn; false when tbl is in it

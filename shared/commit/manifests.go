@@ -24,6 +24,35 @@ import (
 // manifests stay referenced by the older snapshots until an expiry frees
 // them.
 func (c *Committer) rewriteManifests(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string) (Result, error) {
+	var out *table.RewriteManifestsResult
+	return c.commitLoop(ctx, log, job, ident, term, me, "manifest rewrite", func(cur *table.Table) (*table.Transaction, string, error) {
+		txn := cur.NewTransaction()
+		var err error
+		if out, err = txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(partitionCluster)); err != nil {
+			return nil, "", fmt.Errorf("rewrite manifests: %w", classify(err))
+		}
+		if out.IsNoOp() {
+			return nil, "manifests already optimal", nil
+		}
+		return txn, "", nil
+	}, func(res *Result) string {
+		res.ManifestsRewritten, res.ManifestsAdded = len(out.RewrittenManifests), len(out.AddedManifests)
+		return fmt.Sprintf("rewrote %d data manifests into %d", len(out.RewrittenManifests), len(out.AddedManifests))
+	})
+}
+
+// commitLoop makes a job's one commit that changes no data (a manifest
+// rewrite, a layout change), under the table's lease: it loads the table
+// as it is now, renews the lease, stages the change with stage, and
+// commits it behind the fence (a heartbeat on the committing job, then at
+// most CommitDeadline for the catalog call). stage may instead give a
+// reason to end the job without a commit. A commit that lands meanwhile
+// makes the catalog refuse the stale base: reload, stage again, retry, at
+// most MaxRetries times. committed fills the result of a commit and says
+// why it was made.
+func (c *Committer) commitLoop(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me, what string,
+	stage func(cur *table.Table) (*table.Transaction, string, error), committed func(*Result) string,
+) (Result, error) {
 	res := Result{JobID: job.ID, Table: job.Table}
 	for attempt := 0; ; attempt++ {
 		cur, err := c.catalog.LoadTable(ctx, ident)
@@ -36,13 +65,12 @@ func (c *Committer) rewriteManifests(ctx context.Context, log *slog.Logger, job 
 			}
 			return res, err
 		}
-		txn := cur.NewTransaction()
-		out, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(partitionCluster))
+		txn, noCommit, err := stage(cur)
 		if err != nil {
-			return res, fmt.Errorf("rewrite manifests: %w", classify(err))
+			return res, err
 		}
-		if out.IsNoOp() {
-			done, ferr := c.finish(ctx, log, job, term, currentID(cur), "manifests already optimal")
+		if noCommit != "" {
+			done, ferr := c.finish(ctx, log, job, term, currentID(cur), noCommit)
 			done.Retries, done.Conflicts = res.Retries, res.Conflicts
 			return done, ferr
 		}
@@ -53,13 +81,14 @@ func (c *Committer) rewriteManifests(ctx context.Context, log *slog.Logger, job 
 			return res, fmt.Errorf("fence before the catalog commit: %w", err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
-		committed, err := txn.Commit(cctx)
+		after, err := txn.Commit(cctx)
 		cancel()
 		if err == nil {
-			done, ferr := c.finish(ctx, log, job, term, currentID(committed),
-				fmt.Sprintf("rewrote %d data manifests into %d", len(out.RewrittenManifests), len(out.AddedManifests)))
+			var filled Result
+			why := committed(&filled)
+			done, ferr := c.finish(ctx, log, job, term, currentID(after), why)
 			done.Retries, done.Conflicts = res.Retries, res.Conflicts
-			done.ManifestsRewritten, done.ManifestsAdded = len(out.RewrittenManifests), len(out.AddedManifests)
+			done.ManifestsRewritten, done.ManifestsAdded = filled.ManifestsRewritten, filled.ManifestsAdded
 			return done, ferr
 		}
 		if !IsConflict(err) {
@@ -69,7 +98,7 @@ func (c *Committer) rewriteManifests(ctx context.Context, log *slog.Logger, job 
 		if attempt >= c.settings.MaxRetries {
 			return res, fmt.Errorf("%w: %w: %d commit conflicts, retries exhausted: %w", ErrAborted, ErrConcurrent, attempt+1, err)
 		}
-		log.Warn("manifest rewrite conflict; reloading", "attempt", attempt+1, "err", err.Error())
+		log.Warn(what+" conflict; reloading", "attempt", attempt+1, "err", err.Error())
 		res.Retries = attempt + 1
 		if err := sleep(ctx, backoff(c.settings.Backoff, attempt)); err != nil {
 			return res, err

@@ -490,14 +490,7 @@ func zOrderKey(tbl *table.Table, cols []string) (binpack.SortKey, []int, error) 
 	var ids []int
 	spec := tbl.Spec()
 	for i, name := range cols {
-		var f iceberg.NestedField
-		found := false
-		for _, c := range tbl.Schema().Fields() {
-			if c.Name == name {
-				f, found = c, true
-				break
-			}
-		}
+		f, found := topLevelField(tbl.Schema(), func(c iceberg.NestedField) bool { return c.Name == name })
 		if !found || bounds.KindOf(f.Type) == 0 {
 			return key, nil, fmt.Errorf("%w: %s: %q is not a top-level column of a primitive type in the current schema", optin.ErrBadProperty, optin.PropertyZOrderColumns, name)
 		}
@@ -517,6 +510,17 @@ func zOrderKey(tbl *table.Table, cols []string) (binpack.SortKey, []int, error) 
 	return key, ids, nil
 }
 
+// topLevelField is the first top-level column of schema that match
+// accepts.
+func topLevelField(schema *iceberg.Schema, match func(iceberg.NestedField) bool) (iceberg.NestedField, bool) {
+	for _, c := range schema.Fields() {
+		if match(c) {
+			return c, true
+		}
+	}
+	return iceberg.NestedField{}, false
+}
+
 // sortKey is what a sort compaction of tbl sorts by: its default sort
 // order, grouped by the order's first column. A table without a sort
 // order, or whose first sort column has no usable bounds, is refused
@@ -529,14 +533,7 @@ func sortKey(tbl *table.Table) (binpack.SortKey, int, error) {
 	var key binpack.SortKey
 	for i, sf := range order.Fields() {
 		id := sf.SourceID()
-		var f iceberg.NestedField
-		top := false
-		for _, c := range tbl.Schema().Fields() {
-			if c.ID == id {
-				f, top = c, true
-				break
-			}
-		}
+		f, top := topLevelField(tbl.Schema(), func(c iceberg.NestedField) bool { return c.ID == id })
 		if !top || bounds.KindOf(f.Type) == 0 {
 			return key, 0, fmt.Errorf("%w: %s=%s: sort order %d sorts by field %d, which is not a top-level column of a primitive type in the current schema: icekeeper cannot sort by it", optin.ErrBadProperty, optin.PropertyCompactionStrategy, optin.StrategySort, order.OrderID(), id)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/outputs"
+	"github.com/icekeeper/icekeeper/shared/sortrows"
 )
 
 // DefaultRepartitionWindowBytes bounds the rows one write run of a group
@@ -148,10 +149,10 @@ func writeGroup(ctx context.Context, tbl *table.Table, schema *arrow.Schema, rec
 			}
 			window := func(yield func(arrow.RecordBatch, error) bool) {
 				var size int64
-				for pending != nil && (size == 0 || size+recordBytes(pending) <= windowBytes) {
+				for pending != nil && (size == 0 || size+sortrows.RecordBytes(pending) <= windowBytes) {
 					rec := pending
 					pending = nil
-					size += recordBytes(rec)
+					size += sortrows.RecordBytes(rec)
 					if !yield(rec, nil) {
 						return
 					}
@@ -180,28 +181,4 @@ func writeGroup(ctx context.Context, tbl *table.Table, schema *arrow.Schema, rec
 			yield(nil, srcErr)
 		}
 	}
-}
-
-// recordBytes is the size of a record's buffers (slices count their whole
-// buffers, so this over-estimates for slices, which only makes windows
-// smaller).
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, col := range rec.Columns() {
-		n += dataBytes(col.Data())
-	}
-	return n
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
-	}
-	return n
 }

@@ -177,27 +177,10 @@ func (s *sorter) gather(srcs []source, picks []pick) (arrow.RecordBatch, error) 
 			chunks[c] = append(chunks[c], array.NewSlice(src.batch.Column(c), int64(src.first), int64(src.last+1)))
 		}
 	}
-	cols := make([]arrow.Array, ncols)
-	var err error
-	for c := range ncols {
-		if err == nil {
-			cols[c], err = array.Concatenate(chunks[c], s.alloc)
-		}
-		for _, a := range chunks[c] {
-			a.Release()
-		}
-	}
-	defer func() {
-		for _, a := range cols {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
+	rows, err := s.concatenate(chunks, n)
 	if err != nil {
 		return nil, fmt.Errorf("sortrows: gather merged rows: %w", err)
 	}
-	rows := array.NewRecordBatch(s.schema, cols, n)
 	defer rows.Release()
 	b := array.NewInt64Builder(s.alloc)
 	defer b.Release()

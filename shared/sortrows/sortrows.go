@@ -197,9 +197,32 @@ func (s *sorter) sortWindow(window []arrow.RecordBatch) (sorted, error) {
 		n += rec.NumRows()
 		rec.Release()
 	}
-	cols := make([]arrow.Array, ncols)
+	rows, err := s.concatenate(chunks, n)
+	if err != nil {
+		return sorted{}, fmt.Errorf("sortrows: gather a window: %w", err)
+	}
+	order := make([]int64, n)
+	for i := range order {
+		order[i] = int64(i)
+	}
+	slices.SortStableFunc(order, func(a, b int64) int { return s.cmp.compare(rows, int(a), rows, int(b)) })
+	return sorted{rows: rows, order: order}, s.ctx.Err()
+}
+
+// concatenate joins each column's chunks into one batch of n rows,
+// releasing the chunks one column at a time (so the rows are held about
+// once).
+func (s *sorter) concatenate(chunks [][]arrow.Array, n int64) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(chunks))
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
 	var err error
-	for c := range ncols {
+	for c := range chunks {
 		if err == nil {
 			cols[c], err = array.Concatenate(chunks[c], s.alloc)
 		}
@@ -208,23 +231,9 @@ func (s *sorter) sortWindow(window []arrow.RecordBatch) (sorted, error) {
 		}
 	}
 	if err != nil {
-		for _, a := range cols {
-			if a != nil {
-				a.Release()
-			}
-		}
-		return sorted{}, fmt.Errorf("sortrows: gather a window: %w", err)
+		return nil, err
 	}
-	rows := array.NewRecordBatch(s.schema, cols, n)
-	for _, a := range cols {
-		a.Release()
-	}
-	order := make([]int64, n)
-	for i := range order {
-		order[i] = int64(i)
-	}
-	slices.SortStableFunc(order, func(a, b int64) int { return s.cmp.compare(rows, int(a), rows, int(b)) })
-	return sorted{rows: rows, order: order}, s.ctx.Err()
+	return array.NewRecordBatch(s.schema, cols, n), nil
 }
 
 // take returns rows[order[lo:hi]] as a new batch.
