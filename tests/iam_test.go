@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/athena"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
@@ -222,6 +223,11 @@ func authorizations(in any) []authorization {
 		return one("glue:GetDatabase", glueARNs(aws.ToString(v.Name), "")...)
 	case *glue.UpdateTableInput:
 		return one("glue:UpdateTable", glueARNs(aws.ToString(v.DatabaseName), aws.ToString(v.TableInput.Name))...)
+	case *athena.GetQueryExecutionInput:
+		// Authorized on the query's workgroup (Service Authorization
+		// Reference, Amazon Athena: GetQueryExecution, resource type
+		// workgroup); the tests' queries run in "primary".
+		return one("athena:GetQueryExecution", fmt.Sprintf("arn:aws:athena:%s:%s:workgroup/primary", testRegion, testAccount))
 	}
 	return []authorization{{Action: fmt.Sprintf("unmapped:%T", in)}}
 }
