@@ -42,6 +42,7 @@ func main() {
 	fs.IntVar(&o.Partitions, "partitions", 4, "partitions per table")
 	fs.Float64Var(&o.DeleteFraction, "deleted", 0.05, "fraction of rows deleted")
 	kinds := fs.String("kinds", "position,dv,equality", "delete kinds to measure: position (v2), dv (v3 deletion vectors), equality")
+	fs.StringVar(&o.SortColumn, "sort-column", "", "also run a sort compaction by this column (one rewriter) beside bin-packing, e.g. amount (random) or id")
 	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
 	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/s3requests"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -62,6 +65,11 @@ type Options struct {
 	// Kinds of delete tables: "position" (v2), "dv" (v3 deletion vectors),
 	// "equality".
 	Kinds []string
+	// SortColumn, when set, adds the icekeeper pipeline with one rewriter
+	// as a sort compaction by that column (the table's sort order is set
+	// for the run and reset after it): what sorting costs next to
+	// bin-packing the same input.
+	SortColumn string
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
 	// PlannerFiles are the table sizes (data files) the planner is measured
@@ -451,12 +459,31 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	// 3. The icekeeper pipeline with one and two rewriters of one core.
 	for _, n := range []int{1, 2} {
 		engines = append(engines, engine{fmt.Sprintf("icekeeper pipeline, %d rewriter(s)", n), func() (Measurement, error) {
-			m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0) })
+			m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0, nil) })
 			if err != nil {
 				return m, err
 			}
 			m.InputB = tr.InputBytes
 			return m, rollback()
+		}})
+	}
+	// 4. A sort compaction of the same input, one rewriter.
+	if o.SortColumn != "" {
+		engines = append(engines, engine{"icekeeper pipeline, sorted by " + o.SortColumn + ", 1 rewriter", func() (Measurement, error) {
+			if err := setSortOrder(ctx, cat, ident, o.SortColumn); err != nil {
+				return Measurement{}, err
+			}
+			m, err := storage.measure(func() (Measurement, error) {
+				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, &plan.Layout{Strategy: optin.StrategySort})
+			})
+			if err != nil {
+				return m, err
+			}
+			m.Engine, m.InputB = EngineSorted, tr.InputBytes
+			if err := rollback(); err != nil {
+				return m, err
+			}
+			return m, setSortOrder(ctx, cat, ident, "")
 		}})
 	}
 	runs := make([][]Measurement, len(engines))
@@ -548,12 +575,40 @@ func runRaw(ctx context.Context, o Options, paths []string, procs int, env []str
 // processes, commit here. targetOverride (bytes) sizes the groups; with
 // maxGroups > 0 only that many groups are rewritten and nothing is
 // committed (the memory check).
-func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64) (Measurement, error) {
-	m, _, err := pipeline(ctx, o, cat, cc, cloud, name, n, targetOverride, 0)
+func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, layout *plan.Layout) (Measurement, error) {
+	m, _, err := pipeline(ctx, o, cat, cc, cloud, name, n, targetOverride, 0, layout)
 	return m, err
 }
 
-func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, maxGroups int) (Measurement, int64, error) {
+// EngineSorted names the sort compaction's measurements.
+const EngineSorted = "icekeeper, sorted"
+
+// setSortOrder makes column the table's sort order (ascending, nulls
+// first), or, for "", unsorted.
+func setSortOrder(ctx context.Context, cat catalog.Catalog, ident table.Identifier, column string) error {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	order := table.UnsortedSortOrder
+	if column != "" {
+		f, ok := tbl.Schema().FindFieldByName(column)
+		if !ok {
+			return fmt.Errorf("bench: sort column %q is not in %v", column, ident)
+		}
+		if order, err = table.NewSortOrder(table.InitialSortOrderID, []table.SortField{{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}}); err != nil {
+			return err
+		}
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.ReplaceSortOrder(order); err != nil {
+		return err
+	}
+	_, err = txn.Commit(ctx)
+	return err
+}
+
+func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, maxGroups int, layout *plan.Layout) (Measurement, int64, error) {
 	m := Measurement{Engine: "icekeeper", Procs: n}
 	cfg := config.Defaults()
 	cfg.Catalog = cc
@@ -584,7 +639,12 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	}
 	cpu0 := selfCPU()
 	start := time.Now()
-	pr, err := st.Plan.PlanTable(ctx, name, "bench")
+	var pr plan.Result
+	if layout != nil {
+		pr, err = st.Plan.PlanLayout(ctx, name, "bench", *layout)
+	} else {
+		pr, err = st.Plan.PlanTable(ctx, name, "bench")
+	}
 	if err != nil {
 		return m, 0, err
 	}
@@ -672,7 +732,7 @@ func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.
 	big := int64(o.SizeMB) << 20
 	for _, target := range []int64{big / 4, big} {
 		o.progress("%s: rewriter memory on a group of about %d MB", name, target>>20)
-		m, groupBytes, err := pipeline(ctx, o, cat, cc, cloud, name, 1, target, 1)
+		m, groupBytes, err := pipeline(ctx, o, cat, cc, cloud, name, 1, target, 1, nil)
 		if err != nil {
 			return r, err
 		}

@@ -55,7 +55,7 @@ func (r Report) Markdown() string {
 			if raw, ok := t.find("raw arrow-go", m.Procs); ok && m.Engine != "raw arrow-go" {
 				vsRaw = fmt.Sprintf("%.2f", m.MBps()/raw.MBps())
 			}
-			if ice, ok := t.find("iceberg-go", m.Procs); ok && m.Engine == "icekeeper" {
+			if ice, ok := t.find("iceberg-go", m.Procs); ok && (m.Engine == "icekeeper" || m.Engine == EngineSorted) {
 				vsIce = fmt.Sprintf("%.2f", m.MBps()/ice.MBps())
 			}
 			cpu := fmt.Sprintf("%.1f", m.CPU.Seconds())
@@ -65,6 +65,11 @@ func (r Report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %.1f | %.0f | %s | %.0f | %s | %s |\n", m.Engine, shape, m.Wall.Seconds(), spread(m), m.MBps(), m.RowsPerSec(), cpu, float64(m.PeakRSS)/(1<<20), vsRaw, vsIce)
 		}
 		b.WriteString("\n")
+		if srt, ok := t.find(EngineSorted, 1); ok {
+			if bp, ok := t.find("icekeeper", 1); ok {
+				fmt.Fprintf(&b, "Sorting by %s: %.2fx the bin-packing's wall time and %.2fx its CPU, one rewriter, same input, same run.\n\n", r.Options.SortColumn, srt.Wall.Seconds()/bp.Wall.Seconds(), srt.CPU.Seconds()/bp.CPU.Seconds())
+			}
+		}
 	}
 	b.WriteString(r.targets())
 	if r.Memory != nil && len(r.Memory.PeakRSS) == 2 {
