@@ -26,15 +26,7 @@ import (
 // sortByID makes id (ascending, nulls first) the table's sort order.
 func (e *env) sortByID() {
 	e.t.Helper()
-	order, err := table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	txn := e.load().NewTransaction()
-	if err := txn.ReplaceSortOrder(order); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := txn.Commit(e.ctx); err != nil {
+	if _, err := sampletable.SortBy(e.ctx, e.load(), "id"); err != nil {
 		e.t.Fatal(err)
 	}
 }

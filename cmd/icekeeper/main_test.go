@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -138,15 +137,7 @@ func TestCompact_SortRewritesOverlappingFilesSorted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	order, err := table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	txn := tbl.NewTransaction()
-	if err := txn.ReplaceSortOrder(order); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = txn.Commit(ctx); err != nil {
+	if tbl, err = sampletable.SortBy(ctx, tbl, "id"); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := fingerprint.Table(ctx, tbl)

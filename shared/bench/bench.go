@@ -30,7 +30,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -583,28 +582,12 @@ func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalog
 // EngineSorted names the sort compaction's measurements.
 const EngineSorted = "icekeeper, sorted"
 
-// setSortOrder makes column the table's sort order (ascending, nulls
-// first), or, for "", unsorted.
+// setSortOrder makes column the table's sort order ("" unsorted).
 func setSortOrder(ctx context.Context, cat catalog.Catalog, ident table.Identifier, column string) error {
 	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = sampletable.SortBy(ctx, tbl, column)
 	}
-	order := table.UnsortedSortOrder
-	if column != "" {
-		f, ok := tbl.Schema().FindFieldByName(column)
-		if !ok {
-			return fmt.Errorf("bench: sort column %q is not in %v", column, ident)
-		}
-		if order, err = table.NewSortOrder(table.InitialSortOrderID, []table.SortField{{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}}); err != nil {
-			return err
-		}
-	}
-	txn := tbl.NewTransaction()
-	if err := txn.ReplaceSortOrder(order); err != nil {
-		return err
-	}
-	_, err = txn.Commit(ctx)
 	return err
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
@@ -58,15 +57,8 @@ func TestAssess_ColumnOverlapAndTheSortRecommendation(t *testing.T) {
 	ctx := context.Background()
 	sortByID := func(tbl *table.Table) *table.Table {
 		t.Helper()
-		order, err := table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
+		tbl, err := sampletable.SortBy(ctx, tbl, "id")
 		if err != nil {
-			t.Fatal(err)
-		}
-		txn := tbl.NewTransaction()
-		if err := txn.ReplaceSortOrder(order); err != nil {
-			t.Fatal(err)
-		}
-		if tbl, err = txn.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return tbl

@@ -376,3 +376,24 @@ func (s *batchStream) release() {
 		s.cur = nil
 	}
 }
+
+// SortBy makes column the table's sort order (ascending, nulls first),
+// or, for "", unsorted, as one commit, and returns the table after it.
+func SortBy(ctx context.Context, tbl *table.Table, column string) (*table.Table, error) {
+	order := table.UnsortedSortOrder
+	if column != "" {
+		f, ok := tbl.Schema().FindFieldByName(column)
+		if !ok {
+			return nil, fmt.Errorf("sampletable: sort column %q is not in the schema", column)
+		}
+		var err error
+		if order, err = table.NewSortOrder(table.InitialSortOrderID, []table.SortField{{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}}); err != nil {
+			return nil, err
+		}
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.ReplaceSortOrder(order); err != nil {
+		return nil, fmt.Errorf("sampletable: sort by %q: %w", column, err)
+	}
+	return txn.Commit(ctx)
+}
