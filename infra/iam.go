@@ -81,6 +81,12 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Planner, a.tableListing("TableList")...)
 	add(fns.Planner, a.kms("WarehouseKeyRead", "kms:Decrypt")...)
 	if s.QuerySignals {
+		// The Service Authorization Reference for Athena
+		// (docs.aws.amazon.com/service-authorization/latest/reference/list_amazonathena.html)
+		// lists the query-execution reads with the required resource type
+		// workgroup*, and the API reference for GetQueryExecution says it
+		// answers "if you have access to the workgroup in which the query
+		// ran"; the workgroup ARN is arn:${Partition}:athena:${Region}:${Account}:workgroup/${WorkGroupName}.
 		add(fns.Planner, statement("AthenaQueryRead", []string{"athena:GetQueryExecution"},
 			[]string{fmt.Sprintf("arn:%s:athena:%s:%s:workgroup/*", a.partition, *stack.Region(), *stack.Account())}))
 	}

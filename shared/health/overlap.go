@@ -1,13 +1,11 @@
 package health
 
 import (
-	"slices"
-	"sort"
-
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
+	"github.com/icekeeper/icekeeper/shared/pruning"
 )
 
 // ColumnOverlap is how well a column's values are clustered across live
@@ -117,7 +115,7 @@ func (c *overlapCollector) results() []ColumnOverlap {
 		if len(col.ranges) == 0 {
 			continue
 		}
-		depth, lookup := overlap(col.kind, col.ranges)
+		depth, lookup := pruning.Overlap(col.kind, col.ranges)
 		one := true
 		for _, r := range col.ranges {
 			if bounds.Compare(col.kind, r.Lo, col.ranges[0].Lo) != 0 || bounds.Compare(col.kind, r.Hi, col.ranges[0].Lo) != 0 {
@@ -128,29 +126,4 @@ func (c *overlapCollector) results() []ColumnOverlap {
 		out = append(out, ColumnOverlap{Column: col.name, FieldID: col.id, Files: len(col.ranges), OverlapDepth: depth, PointLookupFiles: lookup, OneValue: one})
 	}
 	return out
-}
-
-// overlap returns the largest number of ranges that share a value (ranges
-// are closed: [a,b] and [b,c] share b) and the mean, over the ranges'
-// lower ends, of the number of ranges holding that value.
-func overlap(k bounds.Kind, ranges []bounds.Range) (depth int, lookup float64) {
-	los := make([]bounds.Value, len(ranges))
-	his := make([]bounds.Value, len(ranges))
-	for i, r := range ranges {
-		los[i], his[i] = r.Lo, r.Hi
-	}
-	less := func(a, b bounds.Value) int { return bounds.Compare(k, a, b) }
-	slices.SortFunc(los, less)
-	slices.SortFunc(his, less)
-	// Sweep: at each lower end, the ranges open are those started at or
-	// before it minus those ended strictly before it.
-	total := 0
-	for _, x := range los {
-		started := sort.Search(len(los), func(j int) bool { return bounds.Compare(k, los[j], x) > 0 })
-		ended := sort.Search(len(his), func(j int) bool { return bounds.Compare(k, his[j], x) >= 0 })
-		open := started - ended
-		total += open
-		depth = max(depth, open)
-	}
-	return depth, float64(total) / float64(len(ranges))
 }

@@ -7,40 +7,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
-
-func ints(pairs ...int64) []bounds.Range {
-	var out []bounds.Range
-	for i := 0; i+1 < len(pairs); i += 2 {
-		out = append(out, bounds.Range{Lo: bounds.IntValue(pairs[i]), Hi: bounds.IntValue(pairs[i+1])})
-	}
-	return out
-}
-
-// TestOverlap_DepthAndPointLookupsFromRanges: disjoint ranges have depth
-// 1 and one file per lookup; ranges that all cover each other have depth
-// and lookups of their number; closed ranges that touch share the value.
-func TestOverlap_DepthAndPointLookupsFromRanges(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		ranges []bounds.Range
-		depth  int
-		lookup float64
-	}{
-		{"disjoint", ints(0, 9, 10, 19, 20, 29), 1, 1},
-		{"all the same", ints(0, 99, 0, 99, 0, 99, 0, 99), 4, 4},
-		{"touching ends share a value", ints(1, 2, 2, 3), 2, 1.5},
-		{"one wide range over three narrow", ints(0, 100, 10, 20, 30, 40, 50, 60), 2, 1.75},
-		{"nested", ints(0, 100, 10, 90, 20, 80), 3, 2},
-	} {
-		depth, lookup := overlap(bounds.Int, tc.ranges)
-		if depth != tc.depth || lookup != tc.lookup {
-			t.Errorf("%s: depth %d, lookup %v; want %d, %v", tc.name, depth, lookup, tc.depth, tc.lookup)
-		}
-	}
-}
 
 // TestDecodeBound_ReadsTheSpecsBinaryForms: little-endian ints and floats
 // by their length (a bound written before int→long or float→double still
