@@ -9,6 +9,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/pruning"
 )
 
 // Recorder writes the maintenance log.
@@ -73,6 +74,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 	if err != nil {
 		return r, err
 	}
+	inputs := map[string]bool{}
 	for _, g := range groups {
 		r.Attempts += len(g.Attempts)
 		if g.State != jobs.GroupDone || g.DescriptorKey == "" {
@@ -88,6 +90,9 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		var d messages.Descriptor
 		if messages.Decode(b, &d) != nil {
 			continue
+		}
+		for _, p := range d.InputPaths {
+			inputs[p] = true
 		}
 		k := d.Counters
 		r.RowsIn += k.RowsBeforeDeletes
@@ -106,7 +111,8 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		return r, err
 	}
 	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
-	if pinned, err := c.tables.Open(ctx, ident, pin); err == nil {
+	pinned, err := c.tables.Open(ctx, ident, pin)
+	if err == nil {
 		if st, err := health.Measure(ctx, pinned); err == nil {
 			r.Before = tableStats(st)
 		}
@@ -118,6 +124,18 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		}
 		if st, err := health.Measure(ctx, cur); err == nil {
 			r.After = tableStats(st)
+		}
+		if pinned != nil && len(inputs) > 0 && (job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes) {
+			snaps := map[int64]bool{job.CommittedSnapshotID: true}
+			for _, s := range job.CommittedBatches {
+				snaps[s] = true
+			}
+			reads, err := pruning.Compare(ctx, pinned, cur, pruning.Rewrite{Inputs: inputs, Snapshots: snaps, SequenceNumber: job.SequenceNumber})
+			if err != nil {
+				c.log.Warn("reads before and after not measured", "job_id", job.ID, "err", err.Error())
+			} else {
+				r.Reads = &reads
+			}
 		}
 	}
 	r.Cost = joblog.Estimate(r, c.rewriterMB, c.coordinatorMB)

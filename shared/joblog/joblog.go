@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/pruning"
 )
 
 // Record is one job's entry in the maintenance log.
@@ -77,6 +78,11 @@ type Record struct {
 	RewriteMillis     int64 `json:"rewrite_ms"`
 	RewriteWallMillis int64 `json:"rewrite_wall_ms"`
 	CommitMillis      int64 `json:"commit_ms"`
+	// Reads are what the job changed for the queries of the partitions it
+	// touched (a committed compaction or delete-file rewrite): a full scan
+	// and a point lookup per column, before and after, from the files'
+	// bounds (package pruning). The ledger weighs them against the cost.
+	Reads *pruning.Reads `json:"reads,omitempty"`
 	// Estimated cost of the job on Lambda and S3.
 	Cost      Cost      `json:"estimated_cost"`
 	CreatedAt time.Time `json:"created_at"`

@@ -109,41 +109,45 @@ func PartitionKey(df iceberg.DataFile) string {
 type Keep func(e iceberg.ManifestEntry) bool
 
 // Collect reads snap's manifests and keeps the files keep accepts (nil:
-// all), with their bounds on every top-level column with an orderable
-// type.
+// all), with their bounds on up to MaxColumns top-level columns of an
+// orderable type.
 func Collect(ctx context.Context, tbl *table.Table, snap *table.Snapshot, keep Keep) (*Layout, error) {
 	l := &Layout{parts: map[string]*partition{}}
-	schema := tbl.Metadata().CurrentSchema()
-	for _, f := range schema.Fields() {
-		if k := bounds.KindOf(f.Type); k != 0 {
-			l.columns = append(l.columns, column{name: f.Name, id: f.ID, typ: f.Type, kind: k})
+	meta := tbl.Metadata()
+	schema := meta.CurrentSchema()
+	addColumn := func(f iceberg.NestedField) {
+		k := bounds.KindOf(f.Type)
+		if k == 0 || len(l.columns) >= MaxColumns || slices.ContainsFunc(l.columns, func(c column) bool { return c.id == f.ID }) {
+			return
 		}
+		l.columns = append(l.columns, column{name: f.Name, id: f.ID, typ: f.Type, kind: k})
+	}
+	for _, sf := range meta.SortOrder().Fields() {
+		for _, id := range sf.SourceIDs {
+			// Top-level columns only: a nested field's name is not what a
+			// query filter names.
+			if f, ok := schema.FindFieldByID(id); ok && slices.ContainsFunc(schema.Fields(), func(g iceberg.NestedField) bool { return g.ID == id }) {
+				addColumn(f)
+			}
+		}
+	}
+	for _, f := range schema.Fields() {
+		addColumn(f)
 	}
 	if snap == nil {
 		return l, nil
 	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("pruning: open table IO: %w", err)
-	}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("pruning: read manifests of snapshot %d: %w", snap.SnapshotID, err)
-	}
-	for _, m := range manifests {
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("pruning: read manifest %s: %w", m.FilePath(), err)
-			}
-			df := e.DataFile()
-			if df.ContentType() == iceberg.EntryContentData {
-				l.TableBytes += df.FileSizeBytes()
-			}
-			if keep != nil && !keep(e) {
-				continue
-			}
+	err := eachEntry(ctx, tbl, snap, func(e iceberg.ManifestEntry) {
+		df := e.DataFile()
+		if df.ContentType() == iceberg.EntryContentData {
+			l.TableBytes += df.FileSizeBytes()
+		}
+		if keep == nil || keep(e) {
 			l.add(df)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -324,4 +328,78 @@ func Overlap(k bounds.Kind, ranges []bounds.Range) (depth int, lookup float64) {
 		depth = max(depth, open)
 	}
 	return depth, float64(total) / float64(len(ranges))
+}
+
+// MaxColumns bounds the columns a layout keeps bounds of (two per file
+// each, while it is held): the sort order's first, then schema order.
+const MaxColumns = 16
+
+// Rewrite names a committed rewrite for Compare.
+type Rewrite struct {
+	// Inputs are the data files it replaced or rewrote deletes of.
+	Inputs map[string]bool
+	// Snapshots are the snapshots it committed, and SequenceNumber the
+	// pin's data sequence number (its new files carry it).
+	Snapshots      map[int64]bool
+	SequenceNumber int64
+}
+
+// Compare measures a committed rewrite's Reads: before, the partitions
+// of its inputs at the pinned snapshot; after, the same partitions and
+// those of its new files in the committed table, leaving out files other
+// writers added meanwhile (data sequence number above the pin's).
+func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (Reads, error) {
+	touched := map[string]bool{}
+	before := pinned.CurrentSnapshot()
+	if before != nil {
+		if err := eachEntry(ctx, pinned, before, func(e iceberg.ManifestEntry) {
+			if df := e.DataFile(); df.ContentType() == iceberg.EntryContentData && rw.Inputs[df.FilePath()] {
+				touched[PartitionKey(df)] = true
+			}
+		}); err != nil {
+			return Reads{}, err
+		}
+	}
+	bl, err := Collect(ctx, pinned, before, func(e iceberg.ManifestEntry) bool { return touched[PartitionKey(e.DataFile())] })
+	if err != nil {
+		return Reads{}, err
+	}
+	al, err := Collect(ctx, committed, committed.CurrentSnapshot(), func(e iceberg.ManifestEntry) bool {
+		if e.SequenceNum() > rw.SequenceNumber {
+			return false
+		}
+		return touched[PartitionKey(e.DataFile())] || rw.Snapshots[e.SnapshotID()]
+	})
+	if err != nil {
+		return Reads{}, err
+	}
+	r := Reads{Partitions: bl.Partitions(), TableBytes: bl.TableBytes, FullScan: Change{Before: bl.FullScan(), After: al.FullScan()}, Lookups: map[string]Change{}}
+	for _, c := range bl.Columns() {
+		b, ok1 := bl.PointLookup(c)
+		a, ok2 := al.PointLookup(c)
+		if ok1 && ok2 {
+			r.Lookups[c] = Change{Before: b, After: a}
+		}
+	}
+	return r, nil
+}
+
+func eachEntry(ctx context.Context, tbl *table.Table, snap *table.Snapshot, fn func(iceberg.ManifestEntry)) error {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("pruning: open table IO: %w", err)
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return fmt.Errorf("pruning: read manifests of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	for _, m := range manifests {
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return fmt.Errorf("pruning: read manifest %s: %w", m.FilePath(), err)
+			}
+			fn(e)
+		}
+	}
+	return nil
 }
