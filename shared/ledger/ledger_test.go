@@ -163,8 +163,12 @@ func TestWeeks_CostsTheWeekTheJobEndedAndSavesItsHorizon(t *testing.T) {
 }
 
 func TestDecide_BacksOffOnlyOnTwoCompleteLosingWeeksWithSignals(t *testing.T) {
-	losing := func(start string) Week { return Week{Start: start, Jobs: 3, CostUSD: 0.3, SavedUSD: 0.1, Complete: true} }
-	paying := func(start string) Week { return Week{Start: start, Jobs: 3, CostUSD: 0.1, SavedUSD: 0.3, Complete: true} }
+	losing := func(start string) Week {
+		return Week{Start: start, Jobs: 3, CostUSD: 0.3, SavedUSD: 0.1, Complete: true}
+	}
+	paying := func(start string) Week {
+		return Week{Start: start, Jobs: 3, CostUSD: 0.1, SavedUSD: 0.3, Complete: true}
+	}
 	for _, tc := range []struct {
 		name    string
 		weeks   []Week
@@ -251,7 +255,7 @@ func TestBook_AssessesFromTheStoredEntriesAndSignals(t *testing.T) {
 	if !a.Verdict.BackOff || !a.NextAllowed.Equal(last.Add(DefaultBackOff)) {
 		t.Fatalf("verdict %+v, next %v; want backed off until %v", a.Verdict, a.NextAllowed, last.Add(DefaultBackOff))
 	}
-	if a.Allows(last.Add(DefaultBackOff - time.Minute)) || !a.Allows(last.Add(DefaultBackOff)) {
+	if a.Allows(last.Add(DefaultBackOff-time.Minute)) || !a.Allows(last.Add(DefaultBackOff)) {
 		t.Error("a backed-off table is allowed before, or refused after, its interval")
 	}
 	if other, err := book.Assess(ctx, "ns.other", now); err != nil || len(other.Weeks) != 0 {
