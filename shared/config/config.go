@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
 	"github.com/icekeeper/icekeeper/shared/envvars"
+	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
@@ -52,6 +54,8 @@ const (
 	EnvCommitRetries     = envvars.CommitRetries
 	EnvScanConcurrency   = envvars.ScanConcurrency
 	EnvSortWindowBytes   = envvars.SortWindowBytes
+	EnvScanPricePerTB    = envvars.ScanPricePerTB
+	EnvLedgerBackOff     = envvars.LedgerBackOff
 	EnvTargetFileSize    = envvars.TargetFileSize
 	EnvS3PathStyle       = envvars.S3PathStyle
 	EnvCommitTakeover    = envvars.CommitTakeover
@@ -152,6 +156,12 @@ type Config struct {
 	// (sort compaction); a larger group is sorted in runs spilled to /tmp
 	// and merged. 0: a quarter of the function's memory limit.
 	SortWindowBytes int64
+	// ScanPricePerTB is the query engine's price per TB scanned, for the
+	// ledger's savings (default Athena's, $5); LedgerBackOff how long a
+	// table whose maintenance costs more than it saves waits between
+	// compactions (default a week).
+	ScanPricePerTB float64
+	LedgerBackOff  time.Duration
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
 	TargetFileSize int64
 }
@@ -175,8 +185,17 @@ func Defaults() Config {
 		CommitTakeover:        DefaultCommitTakeover,
 		RewriterMemoryMB:      1769,
 		CoordinatorMemoryMB:   1024,
+		ScanPricePerTB:        DefaultScanPricePerTB,
+		LedgerBackOff:         DefaultLedgerBackOff,
 	}
 }
+
+// The ledger's defaults: Athena's $5 per TB scanned, and at most one
+// compaction a week for a table backed off.
+const (
+	DefaultScanPricePerTB = ledger.DefaultScanPerTB
+	DefaultLedgerBackOff  = ledger.DefaultBackOff
+)
 
 // FromEnv reads the settings from the process environment.
 func FromEnv() (Config, error) { return FromLookup(os.Getenv) }
@@ -279,6 +298,22 @@ func FromLookup(getenv func(string) string) (Config, error) {
 			c.CommitTakeover = d
 		}
 	}
+	if v := strings.TrimSpace(getenv(EnvScanPricePerTB)); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a price in dollars per TB scanned, such as 5", ErrInvalid, EnvScanPricePerTB, v))
+		} else {
+			c.ScanPricePerTB = f
+		}
+	}
+	if v := strings.TrimSpace(getenv(EnvLedgerBackOff)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a positive duration, such as 168h", ErrInvalid, EnvLedgerBackOff, v))
+		} else {
+			c.LedgerBackOff = d
+		}
+	}
 	setI64(&c.MaxGroupBytes, EnvMaxGroupBytes)
 	setI(&c.InlineTaskBytes, EnvInlineTaskBytes)
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
@@ -312,6 +347,8 @@ func (c Config) Env() map[string]string {
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
 		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10),
 		EnvRebaseDeletes:    strconv.FormatBool(c.RebaseDeletes),
+		EnvScanPricePerTB:   strconv.FormatFloat(c.ScanPricePerTB, 'g', -1, 64),
+		EnvLedgerBackOff:    c.LedgerBackOff.String(),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)

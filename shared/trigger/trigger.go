@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -49,6 +50,7 @@ import (
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
@@ -77,6 +79,12 @@ type Planner interface {
 type Cooldowns interface {
 	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error)
 	SetNext(ctx context.Context, table string, next time.Time) error
+}
+
+// Ledger weighs a table's maintenance cost against what it saved the
+// table's queries (package ledger).
+type Ledger interface {
+	Assess(ctx context.Context, table string, now time.Time) (ledger.Assessment, error)
 }
 
 // Signals records query observations (package signals).
@@ -215,6 +223,7 @@ type Dispatcher struct {
 	metrics   Metrics
 	signals   Signals
 	queries   QueryLookup
+	ledger    Ledger
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -233,8 +242,12 @@ type Deps struct {
 	// dropped (counted), without Queries Athena's are.
 	Signals Signals
 	Queries QueryLookup
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Ledger, when set, backs off the compactions and delete-file
+	// rewrites of a table whose maintenance keeps costing more than it
+	// saves (active mode).
+	Ledger Ledger
+	Log    *slog.Logger
+	Now    func() time.Time
 }
 
 // New validates the settings against the mode and returns a Dispatcher.
@@ -269,7 +282,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
-		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, log: d.Log, now: d.Now}, nil
+		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, log: d.Log, now: d.Now}, nil
 }
 
 // Dispatch handles one decoded trigger. The error joins the retryable
@@ -553,11 +566,19 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 		{"manifest rewrite", "rewrite-manifests", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), optin.PropertyRewriteManifestsMinInterval, d.planner.PlanManifestRewrite},
 		{"snapshot expiry", "expire", optin.ExpireEnabled(props), optin.PropertyExpireMinInterval, d.planner.PlanExpiry},
 	}
+	book := d.weigh(ctx, log, o.Table)
 	res := plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo}
 	var reasons []string
 	for i, n := range chain {
 		if !n.on {
 			reasons = append(reasons, n.name+" turned off by the table's owner")
+			continue
+		}
+		if book != nil && slices.Contains(ledger.Kinds, n.action) && !book.Allows(d.now()) {
+			why := fmt.Sprintf("%s backed off by the ledger until %s: %s", n.name, book.NextAllowed.UTC().Format(time.RFC3339), book.Verdict.Reason)
+			log.Info("maintenance backed off by the ledger", "action", n.action, "next_allowed", book.NextAllowed, "reason", book.Verdict.Reason)
+			d.count(o.Table, "LedgerBackOffs", "")
+			reasons = append(reasons, why)
 			continue
 		}
 		settle, ok, err := d.claimAction(ctx, o.Table, n.action, props, n.cooldown)
@@ -605,6 +626,34 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 		o.Reason = res.Reason
 	}
 	return o, nil
+}
+
+// weigh reads the table's ledger and publishes its last weighed week;
+// nil when there is no ledger or it cannot be read (maintenance then
+// goes on as usual: the ledger only ever slows it down).
+func (d *Dispatcher) weigh(ctx context.Context, log *slog.Logger, table string) *ledger.Assessment {
+	if d.ledger == nil {
+		return nil
+	}
+	a, err := d.ledger.Assess(ctx, table, d.now())
+	if err != nil {
+		log.Warn("ledger not read; maintenance is not backed off", "err", err.Error())
+		return nil
+	}
+	if len(a.Verdict.Weighed) > 0 {
+		w := a.Verdict.Weighed[0]
+		backedOff := 0.0
+		if a.Verdict.BackOff {
+			backedOff = 1
+		}
+		if err := d.metrics.Emit(map[string]string{"Table": table, "Function": "planner"},
+			metrics.Metric{Name: "MaintenanceCostWeekUSD", Value: w.CostUSD, Unit: metrics.None},
+			metrics.Metric{Name: "QueryCostSavedWeekUSD", Value: w.SavedUSD, Unit: metrics.None},
+			metrics.Metric{Name: "MaintenanceBackedOff", Value: backedOff, Unit: metrics.None}); err != nil {
+			log.Warn("emit ledger metrics", "err", err.Error())
+		}
+	}
+	return &a
 }
 
 type candidate struct {

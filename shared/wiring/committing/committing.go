@@ -8,6 +8,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/joblog"
+	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/wiring"
 )
 
@@ -25,7 +26,10 @@ func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
 	if err == nil {
 		c.SetMetrics(d.Metrics)
 		c.SetTracer(d.Tracer)
-		c.SetRecorder(joblog.New(d.Blobs), d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
+		// The maintenance log, and the ledger's entry of each rewrite
+		// (next to the query signals, in the jobs table).
+		rec := ledger.Recorder{Log: joblog.New(d.Blobs), Store: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}}
+		c.SetRecorder(rec, d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
 		if d.Tasks != nil {
 			// Deletions of more than one part go to the rewriters.
 			c.SetDeletionFanOut(d.Tasks, 2)

@@ -18,6 +18,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -89,6 +90,10 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 			return nil, err
 		}
 		deps.Planner = p
+		prices := ledger.DefaultPrices()
+		prices.ScanPerTB = d.Config.ScanPricePerTB
+		deps.Ledger = ledger.Book{Entries: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable},
+			Signals: store, Prices: prices, BackOff: d.Config.LedgerBackOff}
 	}
 	return trigger.New(s, deps)
 }
