@@ -21,6 +21,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/optin"
@@ -277,6 +278,20 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 	}
 	if out, err = runCLI(t, "log", "demo.events"); err != nil || !strings.Contains(out, js.ID) || !strings.Contains(out, "committed") || !strings.Contains(out, "compaction") {
 		t.Fatalf("icekeeper log: %v\n%s", err, out)
+	}
+	// The ledger: this week, one job with its cost, no query signals.
+	if !strings.Contains(out, "ledger of demo.events") || !strings.Contains(out, "(in progress)") || !strings.Contains(out, "not backed off: no query signals") {
+		t.Fatalf("icekeeper log shows no ledger:\n%s", out)
+	}
+	if out, err = runCLI(t, "log", "demo.events", "--ledger", "--json"); err != nil {
+		t.Fatalf("icekeeper log --ledger --json: %v\n%s", err, out)
+	}
+	var book ledger.Assessment
+	if err := json.Unmarshal([]byte(out), &book); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(book.Weeks) != 1 || book.Weeks[0].Jobs != 1 || book.Weeks[0].CostUSD <= 0 || book.Verdict.BackOff {
+		t.Fatalf("ledger %+v", book)
 	}
 }
 
