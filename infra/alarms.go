@@ -34,6 +34,10 @@ const (
 	MetricHealthScore       = "HealthScore"
 	MetricSmallFiles        = "SmallFiles"
 	MetricDeleteFiles       = "DeleteFiles"
+	// the ledger's gauges (per table, planner)
+	MetricMaintenanceCostWeekUSD = "MaintenanceCostWeekUSD"
+	MetricQueryCostSavedWeekUSD  = "QueryCostSavedWeekUSD"
+	MetricMaintenanceBackedOff   = "MaintenanceBackedOff"
 	// rewriter
 	MetricGroupsRewritten = "GroupsRewritten"
 	MetricGroupsFailed    = "GroupsFailed"
@@ -70,6 +74,7 @@ func EmittedMetrics() []string {
 		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries, MetricConflictAborts,
 		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed, MetricManifestsRewritten,
 		MetricOrphanFilesRemoved, MetricMaintenanceRefused,
+		MetricMaintenanceCostWeekUSD, MetricQueryCostSavedWeekUSD, MetricMaintenanceBackedOff,
 	}
 }
 

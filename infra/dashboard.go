@@ -24,12 +24,14 @@ func perTable(name, stat string) awscloudwatch.SearchExpression {
 	})
 }
 
-// newDashboard lays out one dashboard in three rows: backlog (queue depths,
+// newDashboard lays out one dashboard in four rows: backlog (queue depths,
 // age of the oldest task, dead-letter queues), throughput (jobs planned,
 // committed, failed and aborted; bytes read and written, rows and groups
 // rewritten; commit conflicts, task failures, skips; function invocations,
-// errors and throttles) and per-table health
-// (HealthScore, SmallFiles, DeleteFiles, one line per table).
+// errors and throttles), per-table health
+// (HealthScore, SmallFiles, DeleteFiles, one line per table) and the
+// per-table ledger (maintenance cost and query cost saved of the last
+// weighed week, and whether maintenance is backed off).
 func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alarms) awscloudwatch.Dashboard {
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	peak := &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}
@@ -97,6 +99,14 @@ func newDashboard(scope constructs.Construct, q Queues, fns Lambdas, alarms Alar
 		graph("HealthScore (100 = healthy)", 8, perTable(MetricHealthScore, "Minimum")),
 		graph("SmallFiles", 8, perTable(MetricSmallFiles, "Maximum")),
 		graph("DeleteFiles", 8, perTable(MetricDeleteFiles, "Maximum")),
+	)
+	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+		Markdown: jsii.String("## Ledger (per table: the last complete week the planner weighed, `icekeeper log TABLE --ledger` for the weeks)"), Width: jsii.Number(24), Height: jsii.Number(1),
+	}))
+	d.AddWidgets(
+		graph("Maintenance cost of the week (USD)", 8, perTable(MetricMaintenanceCostWeekUSD, "Maximum")),
+		graph("Query cost saved in the week (USD)", 8, perTable(MetricQueryCostSavedWeekUSD, "Maximum")),
+		graph("Maintenance backed off (1 = yes)", 8, perTable(MetricMaintenanceBackedOff, "Maximum")),
 	)
 	if len(alarms.All) > 0 {
 		all := make([]interfacesawscloudwatch.IAlarmRef, 0, len(alarms.All))

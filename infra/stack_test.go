@@ -1215,6 +1215,7 @@ func TestIcekeeperStack_Dashboard(t *testing.T) {
 		"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
 		"SELECT SUM(JobsPlanned) FROM Icekeeper", "SELECT SUM(JobsCommitted) FROM Icekeeper",
 		"SELECT SUM(BytesIn) FROM Icekeeper", "SELECT SUM(BytesOut) FROM Icekeeper", "SELECT SUM(RowsRewritten) FROM Icekeeper",
+		`MetricName=\"MaintenanceCostWeekUSD\"`, `MetricName=\"QueryCostSavedWeekUSD\"`, `MetricName=\"MaintenanceBackedOff\"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %s", want)
