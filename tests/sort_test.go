@@ -17,9 +17,11 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/pruning"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
@@ -244,9 +246,10 @@ func TestSort_ATableWithoutASortOrderFailsLoud(t *testing.T) {
 
 // TestZOrder_NewFilesEachCoverABoxOfBothColumns: a 1024 x 1024 grid of
 // (id, amount) points, shuffled over four files that each span the whole
-// grid, z-ordered on both columns, comes out as files that each cover
-// about a quarter of the grid's area (where sorting on id alone would
-// give full-height strips); rows are unchanged; the table's own z-order
+// grid, z-ordered on both columns (id an int, amount a float: their raw
+// keys vary in different bits), comes out as files that each cover a box
+// narrow on both columns (where a sort on either alone gives full-width
+// strips; mutation-checked by dropping zorder.Norm); rows are unchanged; the table's own z-order
 // strategy then finds nothing to do (no file to compact), and a column
 // not in the table fails loud.
 func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
@@ -267,7 +270,7 @@ func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
 		total += task.File.FileSizeBytes()
 	}
 	e.setProperties(iceberg.Properties{
-		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/64, 10), // z-ordered rows compress far better than shuffled ones: about a file per 64K-row batch
+		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/256, 10), // below one 64K-row batch of z-ordered rows: a file per batch, 1/16 of the curve
 		// Row groups small enough that the writer sees its file grow and
 		// rolls at the target.
 		table.ParquetRowGroupLimitKey:    "16384",
@@ -294,8 +297,11 @@ func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
 		lo, hi := task.File.LowerBoundValues(), task.File.UpperBoundValues()
 		idSpan := int64(binary.LittleEndian.Uint64(hi[1])) - int64(binary.LittleEndian.Uint64(lo[1])) + 1
 		amountSpan := math.Float64frombits(binary.LittleEndian.Uint64(hi[3])) - math.Float64frombits(binary.LittleEndian.Uint64(lo[3])) + 1
-		if area := float64(idSpan) * amountSpan / (side * side); area > 0.3 {
-			t.Errorf("%s covers id %d wide, amount %v wide: %.0f%% of the grid, want about a quarter", task.File.FilePath(), idSpan, amountSpan, area*100)
+		// A sixteenth of the z-curve is a 256 x 256 box; a sort on either
+		// column alone would give strips the grid's full width on the
+		// other (what interleaving raw keys did: see zorder.Norm).
+		if float64(idSpan) > side/2 || amountSpan > side/2 {
+			t.Errorf("%s covers id %d wide, amount %v wide: want a box narrow on both", task.File.FilePath(), idSpan, amountSpan)
 		}
 	}
 	if again := e.plan(); again.Outcome != plan.OutcomeNothingToDo {
@@ -307,5 +313,113 @@ func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
 	e.setProperties(iceberg.Properties{optin.PropertyZOrderColumns: "id,nope"})
 	if _, err := e.planner.PlanTable(asFunction(e.ctx, "Planner"), e.name(), "test"); !errors.Is(err, optin.ErrBadProperty) {
 		t.Errorf("z-order on a column not in the table: plan error %v, want a bad property", err)
+	}
+}
+
+// TestPruning_SortAndZOrderCutTheFilesAQueryTouches is the pruning
+// simulation: random point and range predicates on id and amount, and the
+// files whose bounds let each query in (pruning.Layout.Touched), on the
+// same rows three ways: shuffled (every file spans everything), sorted by
+// id, z-ordered on id and amount. Sorting helps queries on id and not on
+// amount; z-ordering helps both.
+func TestPruning_SortAndZOrderCutTheFilesAQueryTouches(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2})
+	// The writer rolls files between 64K-row batches: 1M rows give 16.
+	const side = 1024
+	perm := rand.New(rand.NewPCG(3, 4)).Perm(side * side)
+	quarter := len(perm) / 4
+	for f := range 4 {
+		var xs, ys []int64
+		for _, p := range perm[f*quarter : (f+1)*quarter] {
+			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
+		}
+		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
+	}
+	var total int64
+	for _, task := range e.liveTasks() {
+		total += task.File.FileSizeBytes()
+	}
+	e.setProperties(iceberg.Properties{
+		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/256, 10), // below one 64K-row batch of ordered rows: a file per batch
+		table.ParquetRowGroupLimitKey:     "16384",
+	})
+	r := rand.New(rand.NewPCG(5, 6))
+	type query struct {
+		name  string
+		preds []pruning.Predicate
+	}
+	var queries []query
+	for range 100 {
+		x, y := int64(r.IntN(side)), float64(r.IntN(side))
+		w := int64(side / 20)
+		queries = append(queries,
+			query{"id =", []pruning.Predicate{{Column: "id", Lo: bounds.IntValue(x), Hi: bounds.IntValue(x)}}},
+			query{"id range", []pruning.Predicate{{Column: "id", Lo: bounds.IntValue(x), Hi: bounds.IntValue(x + w)}}},
+			query{"amount =", []pruning.Predicate{{Column: "amount", Lo: bounds.FloatValue(y), Hi: bounds.FloatValue(y)}}},
+			query{"amount range", []pruning.Predicate{{Column: "amount", Lo: bounds.FloatValue(y), Hi: bounds.FloatValue(y + float64(w))}}},
+		)
+	}
+	// touched is the mean share of the live files each kind of query
+	// opens, and the number of live files.
+	touched := func() (map[string]float64, int) {
+		tbl := e.load()
+		l, err := pruning.Collect(e.ctx, tbl, tbl.CurrentSnapshot(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := l.FullScan().Files
+		share := map[string]float64{}
+		for _, q := range queries {
+			rd, err := l.Touched(q.preds...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			share[q.name] += rd.Files / files / 100
+		}
+		return share, int(files)
+	}
+	compact := func(l plan.Layout) {
+		t.Helper()
+		before := e.fingerprint()
+		res, err := e.planner.PlanLayout(asFunction(e.ctx, "Planner"), e.name(), "test", l)
+		if err != nil || res.Outcome != plan.OutcomePlanned {
+			t.Fatalf("plan %+v: %v, %+v", l, err, res)
+		}
+		e.drainTasks()
+		e.drainCommits()
+		e.requireCommitted(res.JobID, before)
+	}
+
+	shuffled, n := touched()
+	for name, s := range shuffled {
+		if s < 0.999 {
+			t.Fatalf("shuffled files: %s opens %.0f%% of the %d files, want all", name, s*100, n)
+		}
+	}
+	e.sortByID()
+	compact(plan.Layout{Strategy: optin.StrategySort})
+	sorted, n := touched()
+	if n < 8 {
+		t.Fatalf("%d files after the sort: the simulation needs several", n)
+	}
+	t.Logf("sorted by id, %d files: %v", n, sorted)
+	if sorted["id ="] > 2.0/float64(n) || sorted["id range"] > 0.25 {
+		t.Errorf("sorted by id: queries on id open %.0f%% (point) and %.0f%% (range) of %d files, want one or two files and a tenth or so", sorted["id ="]*100, sorted["id range"]*100, n)
+	}
+	if sorted["amount ="] < 0.9 || sorted["amount range"] < 0.9 {
+		t.Errorf("sorted by id: queries on amount open %.0f%% and %.0f%%: a sort on id should not prune amount", sorted["amount ="]*100, sorted["amount range"]*100)
+	}
+
+	compact(plan.Layout{Strategy: optin.StrategyZOrder, ZOrderColumns: []string{"id", "amount"}})
+	zordered, n := touched()
+	t.Logf("z-ordered on id and amount, %d files: %v", n, zordered)
+	for _, name := range []string{"id =", "id range", "amount =", "amount range"} {
+		if zordered[name] > 0.6 {
+			t.Errorf("z-ordered: %s opens %.0f%% of %d files, want well under all", name, zordered[name]*100, n)
+		}
+	}
+	if zordered["amount ="] >= sorted["amount ="]/1.5 {
+		t.Errorf("z-order does not help point queries on amount: %.0f%% vs %.0f%% sorted by id", zordered["amount ="]*100, sorted["amount ="]*100)
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/pruning"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -380,6 +381,9 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			if kerr == nil {
 				key, zOrderIDs, kerr = zOrderKey(tbl, cols)
 			}
+			if kerr == nil && operator {
+				key = deepestOverlap(tbl.Schema(), zOrderIDs, scanTasks, key)
+			}
 			res.ZOrderColumns = cols
 		}
 		if kerr != nil {
@@ -477,6 +481,32 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		t.SortOrderID = sortOrderID
 		t.ZOrderFieldIDs = zOrderIDs
 	})
+}
+
+// deepestOverlap is the run key of an operator's z-order: the z column
+// along which the files overlap the most (pruning.Overlap's depth over
+// the table's files), so that a table already sorted on the first column
+// (its files disjoint there, one file per run) is still z-ordered. Ties
+// and files without bounds keep def.
+func deepestOverlap(schema *iceberg.Schema, ids []int, tasks []table.FileScanTask, def binpack.SortKey) binpack.SortKey {
+	best, bestDepth := def, 0
+	for _, id := range ids {
+		f, ok := schema.FindFieldByID(id)
+		k := bounds.KindOf(f.Type)
+		if !ok || k == 0 {
+			continue
+		}
+		ranges := make([]bounds.Range, 0, len(tasks))
+		for _, t := range tasks {
+			if r, ok := bounds.Of(t.File, id, k, f.Type); ok {
+				ranges = append(ranges, r)
+			}
+		}
+		if depth, _ := pruning.Overlap(k, ranges); depth > bestDepth {
+			best, bestDepth = binpack.SortKey{FieldID: id, Type: f.Type}, depth
+		}
+	}
+	return best
 }
 
 // zOrderKey resolves a z-order's columns in tbl's current schema: their

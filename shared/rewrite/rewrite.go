@@ -39,6 +39,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/deletefiles"
 	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -646,7 +647,8 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 			return nil, m, tbl, fmt.Errorf("%w: group %d: z-order: %w", ErrTerminal, task.Group, err)
 		}
 		z := sortrows.Key{Column: arrowSchema.NumFields()}
-		records = zorder.Drop(sortrows.Sort(ctx, zorder.Append(records, cols, memory.DefaultAllocator), []sortrows.Key{z}, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted}))
+		norms := zOrderNorms(schema, task.ZOrderFieldIDs, tasks)
+		records = zorder.Drop(sortrows.Sort(ctx, zorder.Append(records, cols, norms, memory.DefaultAllocator), []sortrows.Key{z}, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted}))
 	}
 
 	var written []iceberg.DataFile
@@ -684,6 +686,40 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	m.DeletedRowsEquality = max(0, deleted-m.DeletedRowsDV-m.DeletedRowsPosition)
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
 	return written, m, tbl, nil
+}
+
+// zOrderNorms spreads each z-order column's keys over the range the
+// group's input files' bounds give it (zorder.Norm): without, the column
+// whose values vary in the highest key bits would order the rows alone.
+// A column some file has no bounds for is left as it is.
+func zOrderNorms(schema *iceberg.Schema, ids []int, tasks []table.FileScanTask) []zorder.Norm {
+	norms := make([]zorder.Norm, len(ids))
+	for i, id := range ids {
+		f, ok := schema.FindFieldByID(id)
+		k := bounds.KindOf(f.Type)
+		if !ok || k == 0 || len(tasks) == 0 {
+			continue
+		}
+		var span bounds.Range
+		complete := true
+		for j, t := range tasks {
+			r, ok := bounds.Of(t.File, id, k, f.Type)
+			if !ok {
+				complete = false
+				break
+			}
+			if j == 0 || bounds.Compare(k, r.Lo, span.Lo) < 0 {
+				span.Lo = r.Lo
+			}
+			if j == 0 || bounds.Compare(k, r.Hi, span.Hi) > 0 {
+				span.Hi = r.Hi
+			}
+		}
+		if complete {
+			norms[i], _ = zorder.NormFor(k, span.Lo, span.Hi)
+		}
+	}
+	return norms
 }
 
 // sortKeys resolves the sort order a task names against the schema the

@@ -22,11 +22,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"math"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/sortrows"
 )
 
@@ -117,6 +120,90 @@ func prefix(b []byte) uint64 {
 	return binary.BigEndian.Uint64(buf[:])
 }
 
+// Norm spreads one column's keys within the column's range [lo, hi]
+// over all 64 bits before they are interleaved. Raw keys of small values
+// share their top bits (the ints 0 to 1023 differ only in the last 10 of
+// 64, and a float's key is mostly its exponent), and interleaving bit by
+// bit from the top would then order rows by whichever column varies
+// highest: a sort on it, not a z-order. Ints and strings are spread in
+// key space (their keys are linear in the value, strings by their first 8
+// bytes), floats in value space ((v-lo)/(hi-lo), so 0, 1 and 63 are not
+// three exponents apart). The range comes from the group's file bounds; a
+// value outside it is clamped, which only blurs the clustering at the
+// edges (Apply is monotone, so the order stays one of the z-order's). The
+// zero Norm leaves keys as they are.
+type Norm struct {
+	kind     bounds.Kind
+	min, max uint64  // keys (ints, bytes)
+	lo, hi   float64 // values (floats)
+	shift    uint
+}
+
+// NormFor returns the Norm of a column of kind k whose values lie in
+// [lo, hi] (manifest bounds; swapped if needed); ok is false for a kind
+// without keys here.
+func NormFor(k bounds.Kind, lo, hi bounds.Value) (Norm, bool) {
+	if bounds.Compare(k, hi, lo) < 0 {
+		lo, hi = hi, lo
+	}
+	const sign = uint64(1) << 63
+	n := Norm{kind: k}
+	switch k {
+	case bounds.Int:
+		n.min, n.max = lo.N^sign, hi.N^sign
+	case bounds.Bytes:
+		n.min, n.max = prefix([]byte(lo.S)), prefix([]byte(hi.S))
+	case bounds.Float:
+		n.lo, n.hi = math.Float64frombits(lo.N), math.Float64frombits(hi.N)
+		if math.IsNaN(n.lo) || math.IsNaN(n.hi) || math.IsInf(n.hi-n.lo, 0) {
+			return Norm{}, false // no finite range to spread over
+		}
+		return n, true
+	default:
+		return Norm{}, false
+	}
+	n.shift = uint(bits.LeadingZeros64(n.max - n.min))
+	return n, true
+}
+
+// Apply maps key k of the column.
+func (n Norm) Apply(k uint64) uint64 {
+	switch n.kind {
+	case bounds.Int, bounds.Bytes:
+		k = min(max(k, n.min), n.max)
+		if n.shift >= 64 {
+			return 0 // one value: the column orders nothing
+		}
+		return (k - n.min) << n.shift
+	case bounds.Float:
+		if n.hi <= n.lo {
+			return 0
+		}
+		if k == 0 {
+			return 0 // null: first, as in Key
+		}
+		f := fromTotalOrder(int64(k ^ (uint64(1) << 63)))
+		t := (f - n.lo) / (n.hi - n.lo)
+		switch {
+		case math.IsNaN(t) || t >= 1:
+			return math.MaxUint64
+		case t <= 0:
+			return 0
+		}
+		return uint64(t * (1 << 63) * 2)
+	}
+	return k
+}
+
+// fromTotalOrder inverts sortrows.TotalOrder (which is its own inverse on
+// the bits).
+func fromTotalOrder(b int64) float64 {
+	if b < 0 {
+		b ^= math.MaxInt64
+	}
+	return math.Float64frombits(uint64(b))
+}
+
 // Interleave writes the z-value of keys into out (len(keys)*8 bytes): bit
 // j (from the most significant) is bit j/len(keys) of key j%len(keys).
 func Interleave(keys []uint64, out []byte) {
@@ -131,8 +218,9 @@ func Interleave(keys []uint64, out []byte) {
 }
 
 // Append adds the z-value of the columns at the given indices to every
-// batch, as a last fixed-size binary column named ColumnName.
-func Append(records iter.Seq2[arrow.RecordBatch, error], columns []int, alloc memory.Allocator) iter.Seq2[arrow.RecordBatch, error] {
+// batch, as a last fixed-size binary column named ColumnName; norms[k],
+// when given, spreads column k's keys first (Norm).
+func Append(records iter.Seq2[arrow.RecordBatch, error], columns []int, norms []Norm, alloc memory.Allocator) iter.Seq2[arrow.RecordBatch, error] {
 	width := len(columns) * keyBytes
 	zType := &arrow.FixedSizeBinaryType{ByteWidth: width}
 	return func(yield func(arrow.RecordBatch, error) bool) {
@@ -155,6 +243,9 @@ func Append(records iter.Seq2[arrow.RecordBatch, error], columns []int, alloc me
 			for i := range int(rec.NumRows()) {
 				for k, c := range columns {
 					keys[k] = Key(rec.Column(c), i)
+					if k < len(norms) {
+						keys[k] = norms[k].Apply(keys[k])
+					}
 				}
 				Interleave(keys, z)
 				b.Append(z)

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/icekeeper/icekeeper/shared/bounds"
 )
 
 func TestKey_IsMonotoneInEachTypesOrder(t *testing.T) {
@@ -83,7 +85,7 @@ func TestAppend_ZOrderedQuartersAreQuadrants(t *testing.T) {
 		z    []byte
 	}
 	var pts []pt
-	for out, err := range Append(src, []int{0, 1}, mem) {
+	for out, err := range Append(src, []int{0, 1}, nil, mem) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,11 +129,122 @@ func TestAppend_RefusesAColumnWithoutAKey(t *testing.T) {
 	b := array.NewRecordBuilder(mem, schema)
 	b.Field(0).AppendNull()
 	rec := b.NewRecordBatch()
-	for _, err := range Append(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }, []int{0}, mem) {
+	for _, err := range Append(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }, []int{0}, nil, mem) {
 		if err == nil {
 			t.Fatal("a list column was z-ordered")
 		}
 		return
 	}
 	t.Fatal("no error")
+}
+
+// TestNorm_AnIntAndAFloatColumnInterleaveEvenly: x an int, y a float,
+// both 0..63. Their raw keys vary in different bits (the int in its last
+// 6, the float in its exponent near the top), so without Norm the
+// z-value is a sort on y: each quarter is a full-width strip. With each
+// column spread over its bounds, the quarters are quadrants again.
+func TestNorm_AnIntAndAFloatColumnInterleaveEvenly(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "y", Type: arrow.PrimitiveTypes.Float64}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	for _, p := range rand.New(rand.NewPCG(5, 6)).Perm(64 * 64) {
+		b.Field(0).(*array.Int64Builder).Append(int64(p % 64))
+		b.Field(1).(*array.Float64Builder).Append(float64(p / 64))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	// spans returns each z-ordered quarter's x and y widths.
+	spans := func(norms []Norm) [][2]float64 {
+		rec.Retain()
+		src := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+		type pt struct {
+			x, y float64
+			z    []byte
+		}
+		var pts []pt
+		for out, err := range Append(src, []int{0, 1}, norms, mem) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			xs, ys, zs := out.Column(0).(*array.Int64), out.Column(1).(*array.Float64), out.Column(2).(*array.FixedSizeBinary)
+			for i := range int(out.NumRows()) {
+				pts = append(pts, pt{float64(xs.Value(i)), ys.Value(i), slices.Clone(zs.Value(i))})
+			}
+			out.Release()
+		}
+		slices.SortFunc(pts, func(a, b pt) int { return bytes.Compare(a.z, b.z) })
+		var out [][2]float64
+		for q := range 4 {
+			minX, maxX, minY, maxY := 64.0, -1.0, 64.0, -1.0
+			for _, p := range pts[q*1024 : (q+1)*1024] {
+				minX, maxX, minY, maxY = min(minX, p.x), max(maxX, p.x), min(minY, p.y), max(maxY, p.y)
+			}
+			out = append(out, [2]float64{maxX - minX, maxY - minY})
+		}
+		return out
+	}
+	for _, s := range spans(nil) {
+		if s[0] != 63 || s[1] != 15 {
+			t.Fatalf("raw keys: a quarter spans x %v, y %v; want the strips the raw keys give (63, 15)", s[0], s[1])
+		}
+	}
+	nx, ok1 := NormFor(bounds.Int, bounds.IntValue(0), bounds.IntValue(63))
+	ny, ok2 := NormFor(bounds.Float, bounds.FloatValue(0), bounds.FloatValue(63))
+	if !ok1 || !ok2 {
+		t.Fatal("no norm for an int or a float column")
+	}
+	norms := []Norm{nx, ny}
+	for q, s := range spans(norms) {
+		if s[0] != 31 || s[1] != 31 {
+			t.Errorf("normalized: quarter %d spans x %v, y %v; want a 32 x 32 quadrant", q, s[0], s[1])
+		}
+	}
+}
+
+func TestNorm_ClampsAndKeepsOrder(t *testing.T) {
+	const sign = uint64(1) << 63
+	ikey := func(i int64) uint64 { return uint64(i) ^ sign }
+	fkey := func(f float64) uint64 {
+		b := int64(math.Float64bits(f))
+		if b < 0 {
+			b ^= math.MaxInt64
+		}
+		return uint64(b) ^ sign
+	}
+	ints, _ := NormFor(bounds.Int, bounds.IntValue(100), bounds.IntValue(200))
+	floats, _ := NormFor(bounds.Float, bounds.FloatValue(-1.5), bounds.FloatValue(2.5))
+	for name, c := range map[string]struct {
+		n    Norm
+		keys []uint64
+	}{
+		"ints":   {ints, []uint64{ikey(50), ikey(100), ikey(101), ikey(150), ikey(199), ikey(200), ikey(300)}},
+		"floats": {floats, []uint64{fkey(-9), fkey(-1.5), fkey(-1), fkey(0), fkey(1), fkey(2.5), fkey(7)}},
+	} {
+		var got []uint64
+		for _, k := range c.keys {
+			got = append(got, c.n.Apply(k))
+		}
+		// Clamped at both ends, strictly increasing within.
+		if got[0] != got[1] || got[len(got)-1] != got[len(got)-2] || got[1] != 0 {
+			t.Errorf("%s: not clamped: %x", name, got)
+		}
+		for i := 2; i < len(got)-1; i++ {
+			if got[i] <= got[i-1] {
+				t.Errorf("%s: not increasing at %d: %x", name, i, got)
+			}
+		}
+		if got[len(got)-2]>>60 == 0 {
+			t.Errorf("%s: the top of the range does not reach the top bits: %x", name, got[len(got)-2])
+		}
+	}
+	// The middle of a float range is the middle of the key space.
+	if mid := floats.Apply(fkey(0.5)); mid>>60 != 8 {
+		t.Errorf("0.5 in [-1.5, 2.5] maps to %x, want about 2^63", mid)
+	}
+	if one, _ := NormFor(bounds.Int, bounds.IntValue(7), bounds.IntValue(7)); one.Apply(ikey(7)) != 0 || one.Apply(ikey(9)) != 0 {
+		t.Error("a one-value column must contribute no bits")
+	}
+	if (Norm{}).Apply(12345) != 12345 {
+		t.Error("the zero Norm changed a key")
+	}
 }
