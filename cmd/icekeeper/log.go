@@ -84,11 +84,9 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // readLedger weighs the table's ledger as the planner does.
 func readLedger(ctx context.Context, cfg config.Config, clients *awsclients.Clients, table string) (ledger.Assessment, error) {
-	prices := ledger.DefaultPrices()
-	prices.ScanPerTB = cfg.ScanPricePerTB
 	return ledger.Book{Entries: ledger.Store{DB: clients.DynamoDB, TableName: cfg.JobsTable},
 		Signals: signals.Store{DB: clients.DynamoDB, TableName: cfg.JobsTable},
-		Prices:  prices, BackOff: cfg.LedgerBackOff}.Assess(ctx, table, time.Now())
+		Prices:  ledger.Prices{ScanPerTB: cfg.ScanPricePerTB}, BackOff: cfg.LedgerBackOff}.Assess(ctx, table, time.Now())
 }
 
 // printLedger shows the weeks and the verdict.

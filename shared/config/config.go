@@ -17,7 +17,6 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
 	"github.com/icekeeper/icekeeper/shared/envvars"
-	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
@@ -157,9 +156,9 @@ type Config struct {
 	// and merged. 0: a quarter of the function's memory limit.
 	SortWindowBytes int64
 	// ScanPricePerTB is the query engine's price per TB scanned, for the
-	// ledger's savings (default Athena's, $5); LedgerBackOff how long a
-	// table whose maintenance costs more than it saves waits between
-	// compactions (default a week).
+	// ledger's savings; LedgerBackOff how long a table whose maintenance
+	// costs more than it saves waits between compactions. 0: the ledger's
+	// defaults (Athena's $5, a week).
 	ScanPricePerTB float64
 	LedgerBackOff  time.Duration
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
@@ -185,17 +184,8 @@ func Defaults() Config {
 		CommitTakeover:        DefaultCommitTakeover,
 		RewriterMemoryMB:      1769,
 		CoordinatorMemoryMB:   1024,
-		ScanPricePerTB:        DefaultScanPricePerTB,
-		LedgerBackOff:         DefaultLedgerBackOff,
 	}
 }
-
-// The ledger's defaults: Athena's $5 per TB scanned, and at most one
-// compaction a week for a table backed off.
-const (
-	DefaultScanPricePerTB = ledger.DefaultScanPerTB
-	DefaultLedgerBackOff  = ledger.DefaultBackOff
-)
 
 // FromEnv reads the settings from the process environment.
 func FromEnv() (Config, error) { return FromLookup(os.Getenv) }
@@ -347,8 +337,6 @@ func (c Config) Env() map[string]string {
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
 		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10),
 		EnvRebaseDeletes:    strconv.FormatBool(c.RebaseDeletes),
-		EnvScanPricePerTB:   strconv.FormatFloat(c.ScanPricePerTB, 'g', -1, 64),
-		EnvLedgerBackOff:    c.LedgerBackOff.String(),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)
@@ -358,6 +346,12 @@ func (c Config) Env() map[string]string {
 	}
 	if c.TargetFileSize > 0 {
 		m[EnvTargetFileSize] = strconv.FormatInt(c.TargetFileSize, 10)
+	}
+	if c.ScanPricePerTB > 0 {
+		m[EnvScanPricePerTB] = strconv.FormatFloat(c.ScanPricePerTB, 'g', -1, 64)
+	}
+	if c.LedgerBackOff > 0 {
+		m[EnvLedgerBackOff] = c.LedgerBackOff.String()
 	}
 	for k, v := range m {
 		if v == "" {

@@ -16,7 +16,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		EnvCatalogSignName: "glue", EnvCatalogProperties: "s3.region=us-east-1, rest.sigv4-enabled=true",
 		EnvLeaseTable: "leases", EnvJobsTable: "jobs", EnvTaskQueueURL: "q1", EnvCommitQueueURL: "q2",
 		EnvBucket: "b", EnvMode: "active", EnvGrants: "db.a, sales", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
-		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m",
+		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m", EnvScanPricePerTB: "6.25", EnvLedgerBackOff: "72h",
 	}
 	c, err := FromLookup(lookup(env))
 	if err != nil {
@@ -25,7 +25,8 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 	if c.Catalog.Type != "rest" || !c.Catalog.SigV4 || c.Catalog.SigningName != "glue" || c.Catalog.Properties["s3.region"] != "us-east-1" {
 		t.Fatalf("catalog %+v", c.Catalog)
 	}
-	if c.LeaseTTL != 45*time.Minute || c.MaxGroupBytes != 1<<30 || c.MaxTaskAttempts != 4 || c.CommitTakeover != 20*time.Minute {
+	if c.LeaseTTL != 45*time.Minute || c.MaxGroupBytes != 1<<30 || c.MaxTaskAttempts != 4 || c.CommitTakeover != 20*time.Minute ||
+		c.ScanPricePerTB != 6.25 || c.LedgerBackOff != 72*time.Hour {
 		t.Fatalf("settings %+v", c)
 	}
 	if c.Mode != ModeActive || c.Grants != "db.a, sales" {
@@ -38,7 +39,8 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.LeaseTTL != c.LeaseTTL || again.Catalog.Properties["s3.region"] != "us-east-1" || again.TaskQueueURL != "q1" {
+	if again.LeaseTTL != c.LeaseTTL || again.Catalog.Properties["s3.region"] != "us-east-1" || again.TaskQueueURL != "q1" ||
+		again.ScanPricePerTB != 6.25 || again.LedgerBackOff != 72*time.Hour {
 		t.Fatalf("round trip lost settings: %+v", again)
 	}
 }
@@ -47,6 +49,7 @@ func TestFromLookup_BadValuesNameTheSetting(t *testing.T) {
 	t.Parallel()
 	for k, v := range map[string]string{
 		EnvLeaseTTL: "soon", EnvMaxGroupBytes: "-1", EnvMode: "on", EnvMinInterval: "later", EnvMaxTaskAttempts: "x", EnvCatalogSigV4: "maybe", EnvCatalogProperties: "novalue",
+		EnvScanPricePerTB: "-5", EnvLedgerBackOff: "0s",
 	} {
 		_, err := FromLookup(lookup(map[string]string{k: v}))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), k) {

@@ -122,7 +122,8 @@ const Window = (WeeksWeighed + 3) * 7 * 24 * time.Hour
 type Book struct {
 	Entries Store
 	Signals signals.Store
-	Prices  Prices
+	// Prices: DefaultPrices' where a price is 0.
+	Prices Prices
 	// BackOff is how long a backed-off table waits after its last job
 	// (DefaultBackOff when 0).
 	BackOff time.Duration
@@ -156,7 +157,17 @@ func (b Book) Assess(ctx context.Context, table string, now time.Time) (Assessme
 	if backoff <= 0 {
 		backoff = DefaultBackOff
 	}
-	a := Assessment{Table: table, Prices: b.Prices, BackOff: backoff.String()}
+	prices, def := b.Prices, DefaultPrices()
+	if prices.ScanPerTB <= 0 {
+		prices.ScanPerTB = def.ScanPerTB
+	}
+	if prices.GetUSD <= 0 {
+		prices.GetUSD = def.GetUSD
+	}
+	if prices.GetsPerFile <= 0 {
+		prices.GetsPerFile = def.GetsPerFile
+	}
+	a := Assessment{Table: table, Prices: prices, BackOff: backoff.String()}
 	entries, err := b.Entries.Entries(ctx, table, now.Add(-Window))
 	if err != nil {
 		return a, err
@@ -165,7 +176,7 @@ func (b Book) Assess(ctx context.Context, table string, now time.Time) (Assessme
 	if err != nil {
 		return a, err
 	}
-	a.Weeks = Weeks(entries, days, now, b.Prices)
+	a.Weeks = Weeks(entries, days, now, prices)
 	a.Verdict = Decide(a.Weeks, len(days) > 0)
 	for _, e := range entries {
 		if e.EndedAt.After(a.LastJobAt) {

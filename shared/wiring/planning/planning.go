@@ -90,10 +90,8 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 			return nil, err
 		}
 		deps.Planner = p
-		prices := ledger.DefaultPrices()
-		prices.ScanPerTB = d.Config.ScanPricePerTB
 		deps.Ledger = ledger.Book{Entries: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable},
-			Signals: store, Prices: prices, BackOff: d.Config.LedgerBackOff}
+			Signals: store, Prices: ledger.Prices{ScanPerTB: d.Config.ScanPricePerTB}, BackOff: d.Config.LedgerBackOff}
 	}
 	return trigger.New(s, deps)
 }
