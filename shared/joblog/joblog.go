@@ -12,11 +12,14 @@ package joblog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 )
@@ -116,7 +119,7 @@ type Cost struct {
 // Prices used by Estimate.
 const (
 	LambdaArmGBSecond = 0.0000133334
-	S3Get             = 0.0000004
+	S3Get             = ledger.S3GetUSD
 	S3Put             = 0.000005
 )
 
@@ -190,4 +193,38 @@ func (l *Log) Read(ctx context.Context, table string, limit int) ([]Record, erro
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// LedgerEntry is r's ledger entry, if the ledger weighs r's kind: its
+// cost, and for a committed job its reads.
+func (r Record) LedgerEntry() (ledger.Entry, bool) {
+	if !slices.Contains(ledger.Kinds, r.Kind) {
+		return ledger.Entry{}, false
+	}
+	e := ledger.Entry{JobID: r.JobID, Kind: r.Kind, Outcome: r.Outcome, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, CostUSD: r.Cost.USD}
+	if r.Outcome == "committed" {
+		e.Reads = r.Reads
+	}
+	return e, true
+}
+
+// LedgerWriter stores ledger entries (ledger.Store).
+type LedgerWriter interface {
+	Put(ctx context.Context, table string, e ledger.Entry) error
+}
+
+// Recorder writes each record to the log and, for the kinds the ledger
+// weighs, its entry to the ledger: the committer's recorder.
+type Recorder struct {
+	Log    *Log
+	Ledger LedgerWriter
+}
+
+// Write stores r in the log, then its entry; the key is the log's.
+func (rc Recorder) Write(ctx context.Context, r Record) (string, error) {
+	key, err := rc.Log.Write(ctx, r)
+	if e, ok := r.LedgerEntry(); ok && rc.Ledger != nil {
+		err = errors.Join(err, rc.Ledger.Put(ctx, r.Table, e))
+	}
+	return key, err
 }

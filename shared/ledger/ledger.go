@@ -42,7 +42,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 	"github.com/icekeeper/icekeeper/shared/signals"
 )
@@ -63,18 +62,6 @@ type Entry struct {
 // planning time; neither is in bytes scanned.)
 var Kinds = []string{"compaction", "rewrite-deletes"}
 
-// EntryOf is r's ledger entry, if r's kind is weighed.
-func EntryOf(r joblog.Record) (Entry, bool) {
-	if !slices.Contains(Kinds, r.Kind) {
-		return Entry{}, false
-	}
-	e := Entry{JobID: r.JobID, Kind: r.Kind, Outcome: r.Outcome, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, CostUSD: r.Cost.USD}
-	if r.Outcome == "committed" {
-		e.Reads = r.Reads
-	}
-	return e, true
-}
-
 // Prices turn reads into dollars.
 type Prices struct {
 	// ScanPerTB is the engine's price per TB scanned (a TB taken as 2^40
@@ -91,9 +78,13 @@ type Prices struct {
 // pricing page; us-east-1). ICEKEEPER_SCAN_PRICE_PER_TB sets another.
 const DefaultScanPerTB = 5.0
 
+// S3GetUSD is S3 Standard's price of one GET (us-east-1 list price, $0.0004
+// per 1,000), which the maintenance log's cost estimate uses too.
+const S3GetUSD = 0.0000004
+
 // DefaultPrices are Athena's scan price and S3 Standard's GET price.
 func DefaultPrices() Prices {
-	return Prices{ScanPerTB: DefaultScanPerTB, GetUSD: joblog.S3Get, GetsPerFile: 2}
+	return Prices{ScanPerTB: DefaultScanPerTB, GetUSD: S3GetUSD, GetsPerFile: 2}
 }
 
 // USD is what r costs a query.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 	"github.com/icekeeper/icekeeper/shared/signals"
@@ -187,22 +186,6 @@ func TestDecide_BacksOffOnlyOnTwoCompleteLosingWeeksWithSignals(t *testing.T) {
 		v := Decide(tc.weeks, tc.signals)
 		if v.BackOff != tc.backOff || !strings.Contains(v.Reason, tc.reason) {
 			t.Errorf("%s: back off %v (%s), want %v and %q", tc.name, v.BackOff, v.Reason, tc.backOff, tc.reason)
-		}
-	}
-}
-
-func TestEntryOf_WeighsCompactionsAndDeleteRewritesOnly(t *testing.T) {
-	rec := joblog.Record{JobID: "j", Table: "ns.t", Kind: "compaction", Outcome: "committed", Reads: &reads, Cost: joblog.Cost{USD: 0.5}}
-	if e, ok := EntryOf(rec); !ok || e.Reads == nil || e.CostUSD != 0.5 {
-		t.Errorf("a committed compaction: %+v %v", e, ok)
-	}
-	rec.Outcome = "failed"
-	if e, ok := EntryOf(rec); !ok || e.Reads != nil {
-		t.Errorf("a failed compaction must cost and save nothing: %+v %v", e, ok)
-	}
-	for _, k := range []string{"expire", "rewrite-manifests", "remove-orphans", "change-layout"} {
-		if _, ok := EntryOf(joblog.Record{Kind: k}); ok {
-			t.Errorf("%s is weighed", k)
 		}
 	}
 }

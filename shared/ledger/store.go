@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/signals"
 )
@@ -96,22 +94,6 @@ func (s Store) Entries(ctx context.Context, table string, since time.Time) ([]En
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-}
-
-// Recorder writes a job's maintenance log record and, for the kinds the
-// ledger weighs, its ledger entry: the committer's recorder.
-type Recorder struct {
-	Log   *joblog.Log
-	Store Store
-}
-
-// Write stores r in the log, then its entry; the key is the log's.
-func (rc Recorder) Write(ctx context.Context, r joblog.Record) (string, error) {
-	key, err := rc.Log.Write(ctx, r)
-	if e, ok := EntryOf(r); ok {
-		err = errors.Join(err, rc.Store.Put(ctx, r.Table, e))
-	}
-	return key, err
 }
 
 // Window is how far back Book reads: the weeks Decide weighs, the week

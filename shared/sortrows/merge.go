@@ -2,20 +2,71 @@ package sortrows
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
+	"iter"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// cursor reads one spilled run.
+// Merge merges streams that are each sorted by keys into one sorted
+// stream, Options.BatchRows rows at a time (ties: the earlier stream's
+// rows first). Merge owns the batches the streams yield; the batches it
+// yields are the caller's. Every stream must have the same schema.
+// Options.Stats, when set, counts the rows and the streams.
+func Merge(ctx context.Context, streams []iter.Seq2[arrow.RecordBatch, error], keys []Key, opts Options) iter.Seq2[arrow.RecordBatch, error] {
+	if opts.BatchRows <= 0 {
+		opts.BatchRows = DefaultBatchRows
+	}
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		m := &merger{ctx: ctx, alloc: compute.GetAllocator(ctx), batchRows: opts.BatchRows}
+		rows := m.merge(streams, keys, yield)
+		if opts.Stats != nil {
+			opts.Stats.Rows += rows
+			opts.Stats.Runs = len(streams)
+		}
+	}
+}
+
+// runFile is a spilled run's batches, read back.
+func runFile(path string, alloc memory.Allocator) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			yield(nil, fmt.Errorf("sortrows: open run: %w", err))
+			return
+		}
+		defer f.Close()
+		r, err := ipc.NewReader(f, ipc.WithAllocator(alloc))
+		if err != nil {
+			yield(nil, fmt.Errorf("sortrows: read run %s: %w", path, err))
+			return
+		}
+		defer r.Release()
+		for r.Next() {
+			rec := r.RecordBatch()
+			rec.Retain()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if err := r.Err(); err != nil {
+			yield(nil, fmt.Errorf("sortrows: read run %s: %w", path, err))
+		}
+	}
+}
+
+// cursor reads one sorted stream.
 type cursor struct {
 	run   int
-	f     *os.File
-	r     *ipc.Reader
+	next  func() (arrow.RecordBatch, error, bool)
+	stop  func()
+	err   error
 	batch arrow.RecordBatch
 	pos   int
 	// src is the batch's index among the current output batch's sources
@@ -23,32 +74,37 @@ type cursor struct {
 	src int
 }
 
-// load moves to the run's next batch; false at the end (or on error, in
-// r.Err()).
+// load moves to the stream's next non-empty batch; false at the end or
+// on error (in c.err).
 func (c *cursor) load() bool {
 	if c.batch != nil {
 		c.batch.Release()
 		c.batch = nil
 	}
 	c.pos, c.src = 0, -1
-	for c.r.Next() {
-		if rec := c.r.RecordBatch(); rec.NumRows() > 0 {
-			rec.Retain()
+	for {
+		rec, err, ok := c.next()
+		if !ok {
+			return false
+		}
+		if err != nil {
+			c.err = err
+			return false
+		}
+		if rec.NumRows() > 0 {
 			c.batch = rec
 			return true
 		}
+		rec.Release()
 	}
-	return false
 }
 
 func (c *cursor) close() {
 	if c.batch != nil {
 		c.batch.Release()
+		c.batch = nil
 	}
-	if c.r != nil {
-		c.r.Release()
-	}
-	_ = c.f.Close()
+	c.stop()
 }
 
 type cursorHeap struct {
@@ -81,47 +137,59 @@ type source struct {
 
 type pick struct{ src, row int }
 
-// merge yields the runs' rows in order, BatchRows at a time.
-func (s *sorter) merge(yield func(arrow.RecordBatch, error) bool) {
+// merger holds one merge's state.
+type merger struct {
+	ctx       context.Context
+	alloc     memory.Allocator
+	batchRows int
+	schema    *arrow.Schema
+}
+
+// merge yields the streams' rows in order and returns how many it read.
+func (m *merger) merge(streams []iter.Seq2[arrow.RecordBatch, error], keys []Key, yield func(arrow.RecordBatch, error) bool) (rows int64) {
 	var all []*cursor
 	defer func() {
 		for _, c := range all {
 			c.close()
 		}
 	}()
-	h := &cursorHeap{cmp: s.cmp}
-	for i, p := range s.runs {
-		f, err := os.Open(p)
-		if err != nil {
-			yield(nil, fmt.Errorf("sortrows: open run: %w", err))
-			return
-		}
-		c := &cursor{run: i, f: f, src: -1}
+	h := &cursorHeap{}
+	for i, s := range streams {
+		next, stop := iter.Pull2(s)
+		c := &cursor{run: i, next: next, stop: stop, src: -1}
 		all = append(all, c)
-		if c.r, err = ipc.NewReader(f, ipc.WithAllocator(s.alloc)); err != nil {
-			yield(nil, fmt.Errorf("sortrows: read run %s: %w", p, err))
-			return
-		}
 		if !c.load() {
-			if err := c.r.Err(); err != nil {
-				yield(nil, fmt.Errorf("sortrows: read run %s: %w", p, err))
-				return
+			if c.err != nil {
+				yield(nil, c.err)
+				return rows
 			}
 			continue
+		}
+		if m.schema == nil {
+			m.schema = c.batch.Schema()
+			cmp, err := newComparator(m.schema, keys)
+			if err != nil {
+				yield(nil, err)
+				return rows
+			}
+			h.cmp = cmp
+		} else if !c.batch.Schema().Equal(m.schema) {
+			yield(nil, fmt.Errorf("sortrows: merged streams have different schemas"))
+			return rows
 		}
 		h.cs = append(h.cs, c)
 	}
 	heap.Init(h)
 	for h.Len() > 0 {
-		if err := s.ctx.Err(); err != nil {
+		if err := m.ctx.Err(); err != nil {
 			yield(nil, err)
-			return
+			return rows
 		}
 		var (
 			srcs  []source
-			picks = make([]pick, 0, s.opts.BatchRows)
+			picks = make([]pick, 0, m.batchRows)
 		)
-		for len(picks) < s.opts.BatchRows && h.Len() > 0 {
+		for len(picks) < m.batchRows && h.Len() > 0 {
 			c := h.cs[0]
 			if c.src < 0 {
 				c.batch.Retain()
@@ -136,25 +204,34 @@ func (s *sorter) merge(yield func(arrow.RecordBatch, error) bool) {
 				continue
 			}
 			if c.load() {
+				if !c.batch.Schema().Equal(m.schema) {
+					releaseSources(srcs)
+					yield(nil, fmt.Errorf("sortrows: merged streams have different schemas"))
+					return rows
+				}
 				heap.Fix(h, 0)
 				continue
 			}
-			if err := c.r.Err(); err != nil {
+			if c.err != nil {
 				releaseSources(srcs)
-				yield(nil, fmt.Errorf("sortrows: read run %s: %w", s.runs[c.run], err))
-				return
+				yield(nil, c.err)
+				return rows
 			}
 			heap.Pop(h)
 		}
 		for _, c := range h.cs {
 			c.src = -1
 		}
-		rec, err := s.gather(srcs, picks)
+		rec, err := m.gather(srcs, picks)
 		releaseSources(srcs)
+		if err == nil {
+			rows += rec.NumRows()
+		}
 		if !yield(rec, err) || err != nil {
-			return
+			return rows
 		}
 	}
+	return rows
 }
 
 func releaseSources(srcs []source) {
@@ -165,9 +242,9 @@ func releaseSources(srcs []source) {
 
 // gather builds the output batch: the sources' used rows side by side in
 // one batch, then taken in the picks' order.
-func (s *sorter) gather(srcs []source, picks []pick) (arrow.RecordBatch, error) {
+func (m *merger) gather(srcs []source, picks []pick) (arrow.RecordBatch, error) {
 	base := make([]int64, len(srcs))
-	ncols := int(s.schema.NumFields())
+	ncols := int(m.schema.NumFields())
 	chunks := make([][]arrow.Array, ncols)
 	var n int64
 	for i, src := range srcs {
@@ -177,12 +254,12 @@ func (s *sorter) gather(srcs []source, picks []pick) (arrow.RecordBatch, error) 
 			chunks[c] = append(chunks[c], array.NewSlice(src.batch.Column(c), int64(src.first), int64(src.last+1)))
 		}
 	}
-	rows, err := s.concatenate(chunks, n)
+	rows, err := concatenate(m.schema, m.alloc, chunks, n)
 	if err != nil {
 		return nil, fmt.Errorf("sortrows: gather merged rows: %w", err)
 	}
 	defer rows.Release()
-	b := array.NewInt64Builder(s.alloc)
+	b := array.NewInt64Builder(m.alloc)
 	defer b.Release()
 	b.Reserve(len(picks))
 	for _, p := range picks {
@@ -190,7 +267,7 @@ func (s *sorter) gather(srcs []source, picks []pick) (arrow.RecordBatch, error) 
 	}
 	idx := b.NewInt64Array()
 	defer idx.Release()
-	out, err := compute.Take(s.ctx, *compute.DefaultTakeOptions(), compute.NewDatumWithoutOwning(rows), compute.NewDatumWithoutOwning(idx))
+	out, err := compute.Take(m.ctx, *compute.DefaultTakeOptions(), compute.NewDatumWithoutOwning(rows), compute.NewDatumWithoutOwning(idx))
 	if err != nil {
 		return nil, fmt.Errorf("sortrows: take merged rows: %w", err)
 	}

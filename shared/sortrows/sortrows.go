@@ -149,7 +149,12 @@ func Sort(ctx context.Context, records iter.Seq2[arrow.RecordBatch, error], keys
 			return
 		}
 		s.opts.Stats.Runs = len(s.runs)
-		s.merge(yield)
+		streams := make([]iter.Seq2[arrow.RecordBatch, error], len(s.runs))
+		for i, p := range s.runs {
+			streams[i] = runFile(p, s.alloc)
+		}
+		m := &merger{ctx: s.ctx, alloc: s.alloc, batchRows: s.opts.BatchRows}
+		m.merge(streams, s.keys, yield)
 	}
 }
 
@@ -197,7 +202,7 @@ func (s *sorter) sortWindow(window []arrow.RecordBatch) (sorted, error) {
 		n += rec.NumRows()
 		rec.Release()
 	}
-	rows, err := s.concatenate(chunks, n)
+	rows, err := concatenate(s.schema, s.alloc, chunks, n)
 	if err != nil {
 		return sorted{}, fmt.Errorf("sortrows: gather a window: %w", err)
 	}
@@ -212,7 +217,7 @@ func (s *sorter) sortWindow(window []arrow.RecordBatch) (sorted, error) {
 // concatenate joins each column's chunks into one batch of n rows,
 // releasing the chunks one column at a time (so the rows are held about
 // once).
-func (s *sorter) concatenate(chunks [][]arrow.Array, n int64) (arrow.RecordBatch, error) {
+func concatenate(schema *arrow.Schema, alloc memory.Allocator, chunks [][]arrow.Array, n int64) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(chunks))
 	defer func() {
 		for _, a := range cols {
@@ -224,7 +229,7 @@ func (s *sorter) concatenate(chunks [][]arrow.Array, n int64) (arrow.RecordBatch
 	var err error
 	for c := range chunks {
 		if err == nil {
-			cols[c], err = array.Concatenate(chunks[c], s.alloc)
+			cols[c], err = array.Concatenate(chunks[c], alloc)
 		}
 		for _, a := range chunks[c] {
 			a.Release()
@@ -233,7 +238,7 @@ func (s *sorter) concatenate(chunks [][]arrow.Array, n int64) (arrow.RecordBatch
 	if err != nil {
 		return nil, err
 	}
-	return array.NewRecordBatch(s.schema, cols, n), nil
+	return array.NewRecordBatch(schema, cols, n), nil
 }
 
 // take returns rows[order[lo:hi]] as a new batch.

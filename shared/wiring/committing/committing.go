@@ -28,7 +28,7 @@ func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
 		c.SetTracer(d.Tracer)
 		// The maintenance log, and the ledger's entry of each rewrite
 		// (next to the query signals, in the jobs table).
-		rec := ledger.Recorder{Log: joblog.New(d.Blobs), Store: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}}
+		rec := joblog.Recorder{Log: joblog.New(d.Blobs), Ledger: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}}
 		c.SetRecorder(rec, d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
 		if d.Tasks != nil {
 			// Deletions of more than one part go to the rewriters.
