@@ -100,6 +100,61 @@ type Task struct {
 	// apply to, each with its delete files attached as the scan planned
 	// them at S.
 	Deletes *DeleteRewrite `json:"deletes,omitempty"`
+	// Exchange, when set, makes this one side of a two-stage sort
+	// (package exchange): a map group sorts its files' rows into scratch
+	// pages, a reduce group merges one key range of every map's pages
+	// into the table's new files. The sort is SortOrderID's.
+	Exchange *Exchange `json:"exchange,omitempty"`
+}
+
+// Exchange roles.
+const (
+	ExchangeMap    = "map"
+	ExchangeReduce = "reduce"
+)
+
+// Exchange describes a group's part in one two-stage sort of a job.
+type Exchange struct {
+	// ID numbers the job's exchanges (one per run of overlapping files too
+	// large for one rewriter).
+	ID   int    `json:"id"`
+	Role string `json:"role"`
+	// Maps and Reduces are the exchange's groups; reduce i merges range i.
+	Maps    []int `json:"maps"`
+	Reduces []int `json:"reduces"`
+	// Reduce side, filled by the committer once every map is done: the
+	// range boundaries on the first sort key (exchange.EncodeBoundaries;
+	// none: one range), this group's range, and the maps' winning
+	// descriptors, whose indexes list their pages.
+	Boundaries     []byte   `json:"boundaries,omitempty"`
+	Range          int      `json:"range,omitempty"`
+	MapDescriptors []string `json:"map_descriptors,omitempty"`
+	// RowLineage: the maps read and wrote the rows with Iceberg's row
+	// lineage fields (v3), so the reduce writes them too.
+	RowLineage bool `json:"row_lineage,omitempty"`
+}
+
+// ExchangePage is one scratch page of a map.
+type ExchangePage struct {
+	Key   string `json:"key"`
+	Rows  int64  `json:"rows"`
+	Bytes int64  `json:"bytes"`
+}
+
+// ExchangeIndex is a map's output: its pages in key order, and each
+// page's first and last value of the first sort key (Keys: an Arrow IPC
+// stream of one batch, columns first and last, a row per page).
+type ExchangeIndex struct {
+	Pages []ExchangePage `json:"pages"`
+	Keys  []byte         `json:"keys,omitempty"`
+	Rows  int64          `json:"rows"`
+}
+
+// ExchangeOutput is what a map attempt of exchange ID wrote.
+type ExchangeOutput struct {
+	ID         int           `json:"id"`
+	Index      ExchangeIndex `json:"index"`
+	RowLineage bool          `json:"row_lineage,omitempty"`
 }
 
 // DeleteRewrite names a delete-file rewrite's input delete files.
@@ -160,6 +215,11 @@ type CommitRequest struct {
 	Batch  int    `json:"batch,omitempty"`
 	Abort  bool   `json:"abort,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Exchange asks the committer to start exchange ID's reduces: every
+	// map group of that two-stage sort is done (0 with ExchangeReady
+	// false: none).
+	ExchangeReady bool `json:"exchange_ready,omitempty"`
+	Exchange      int  `json:"exchange,omitempty"`
 	// Class is the kind of failure behind an abort request ("rewrite",
 	// "planning", "stalled"), counted towards the table's backoff; empty
 	// when the job's end is not the table's failure (its lease moved on).
@@ -200,6 +260,11 @@ type PlanGroup struct {
 	// group replaces (DeleteFileKey, sorted); InputPaths are then the data
 	// files they apply to, which stay.
 	InputDeletes []string `json:"input_deletes,omitempty"`
+	// Exchange is the group's part in a two-stage sort (its map group
+	// reads InputPaths into scratch pages; its reduce groups read none
+	// and write the new files). Its Boundaries, Range and MapDescriptors
+	// are unset here: the committer fills them in the reduce tasks.
+	Exchange *Exchange `json:"exchange,omitempty"`
 }
 
 // Counters are what one rewriter attempt measured.
@@ -250,8 +315,11 @@ type Descriptor struct {
 	// RowMapKey is where the attempt's row map is (package rowmap): where
 	// each surviving input row went, for rebasing deletes committed during
 	// the job; "" when the rows were sorted or repartitioned on the way.
-	RowMapKey string   `json:"row_map,omitempty"`
-	Counters  Counters `json:"counters"`
+	RowMapKey string `json:"row_map,omitempty"`
+	// Exchange (a two-stage sort's map group) is where the attempt wrote
+	// its sorted rows instead of new files; its RowsWritten counts them.
+	Exchange *ExchangeOutput `json:"exchange,omitempty"`
+	Counters Counters        `json:"counters"`
 }
 
 // Encode returns v as JSON.
