@@ -104,6 +104,9 @@ type span struct {
 	indices []int32
 	// overlaps (PlanSorted): the span holds a run of two or more files.
 	overlaps bool
+	// exchange (PlanSortedExchanging): the span is one run too large for
+	// one rewriter, for a two-stage sort.
+	exchange bool
 }
 
 // groupChosen reorders tasks in place, the chosen spans' tasks first,

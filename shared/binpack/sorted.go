@@ -25,6 +25,11 @@ type SortedPlan struct {
 	// rewriter's group (maxGroupBytes): only their candidates are
 	// rewritten (each group sorted), and they stay overlapping.
 	Oversized int
+	// Exchanges (PlanSortedExchanging) are the indices, in Groups, of the
+	// groups that each hold one such run whole, for a two-stage sort
+	// (package exchange): larger than maxGroupBytes, to be split into
+	// maps and reduces by the caller.
+	Exchanges []int
 }
 
 // PlanSorted plans a sort compaction of the whole files of tasks.
@@ -55,6 +60,18 @@ type SortedPlan struct {
 // deletes): for a z-order, whose files overlap on every column by design,
 // so that overlap alone is no reason to rewrite.
 func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, maxGroupBytes int64, onlyCandidates bool) (SortedPlan, error) {
+	return planSorted(cfg, key, tasks, maxGroupBytes, onlyCandidates, false)
+}
+
+// PlanSortedExchanging is PlanSorted where a run larger than maxGroupBytes
+// is not cut down to its candidates but planned whole, as one group
+// listed in Exchanges: the caller rewrites it in two stages, so that it
+// comes out disjoint however large it is.
+func PlanSortedExchanging(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, maxGroupBytes int64) (SortedPlan, error) {
+	return planSorted(cfg, key, tasks, maxGroupBytes, false, true)
+}
+
+func planSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, maxGroupBytes int64, onlyCandidates, exchange bool) (SortedPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return SortedPlan{}, fmt.Errorf("invalid compaction config: %w", err)
 	}
@@ -179,6 +196,10 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 			// bin-packing would (each group sorted): the run stays
 			// overlapping, but no file is rewritten twice for nothing.
 			flush()
+			if exchange {
+				chosen = append(chosen, span{key: keys[b], indices: r.indices, overlaps: true, exchange: true})
+				continue
+			}
 			plan.Oversized++
 			part := span{key: keys[b]}
 			var partBytes int64
@@ -208,6 +229,11 @@ func PlanSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 	}
 
 	groupChosen(cfg, tasks, chosen, &plan.Plan)
+	for i, c := range chosen {
+		if c.exchange {
+			plan.Exchanges = append(plan.Exchanges, i)
+		}
+	}
 	return plan, nil
 }
 

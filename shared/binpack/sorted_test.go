@@ -224,6 +224,30 @@ func TestPlanSorted_ARunLargerThanOneRewriterOnlyHasItsCandidatesRewritten(t *te
 	}
 }
 
+// TestPlanSortedExchanging_ARunLargerThanOneRewriterIsOneExchangeGroup:
+// the same oversized run, with exchanges, is planned whole as one group
+// listed in Exchanges; a small run beside it is an ordinary group, and a
+// lone sorted file is left alone.
+func TestPlanSortedExchanging_ARunLargerThanOneRewriterIsOneExchangeGroup(t *testing.T) {
+	var files []fileSpec
+	for i := range 10 {
+		files = append(files, fileSpec{lo: int64(i), hi: 1000, size: 900})
+	}
+	files = append(files, fileSpec{lo: 2000, hi: 2100, size: 100}, fileSpec{lo: 2050, hi: 2200, size: 100}, fileSpec{lo: 5000, hi: 5001, size: 900})
+	tasks := sortedTasks(t, files)
+	p, err := PlanSortedExchanging(sortCfg(1000), idKey, tasks, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 2 || len(p.Exchanges) != 1 || p.Oversized != 0 || p.SkippedFiles != 1 {
+		t.Fatalf("groups %d, exchanges %v, oversized %d, skipped %d: want the run as one exchange group, the pair as a group, the lone file left", len(p.Groups), p.Exchanges, p.Oversized, p.SkippedFiles)
+	}
+	x := p.Groups[p.Exchanges[0]]
+	if len(x.Tasks) != 10 || x.TotalSizeBytes != 9000 {
+		t.Errorf("exchange group of %d files, %d bytes; want the 10 files of the run", len(x.Tasks), x.TotalSizeBytes)
+	}
+}
+
 func TestPlanSorted_AColumnWithoutAnOrderIsRefused(t *testing.T) {
 	_, err := PlanSorted(sortCfg(1000), SortKey{FieldID: 9, Type: &iceberg.ListType{ElementID: 10, Element: iceberg.PrimitiveTypes.Int32}}, nil, 1<<40, false)
 	if err == nil {

@@ -392,6 +392,13 @@ func batchSummary(job jobs.Job, lastBatch int, lastSnapshot int64, lastReason st
 // attempts of the others, and the rebase files of uncommitted commits.
 // job must be read after its last change (a batch's end, or the job's).
 func (c *Committer) removeUnkept(ctx context.Context, job jobs.Job, batch int) (int, error) {
+	if batch == 0 {
+		// A two-stage sort's scratch pages: none is kept, whatever the
+		// job's end.
+		if err := c.removeScratch(ctx, job); err != nil {
+			return 0, fmt.Errorf("remove the exchange's scratch pages: %w", err)
+		}
+	}
 	groups, err := c.jobs.Groups(ctx, job.ID)
 	if err != nil {
 		return 0, err

@@ -430,6 +430,9 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 		return c.removeOrphans(ctx, log, job, ident, term, true)
 	}
+	if req.ExchangeReady {
+		return c.startReduces(ctx, log, job, ident, term, req.Exchange)
+	}
 	if job.Batched() && !req.Abort {
 		return c.handleBatch(ctx, log, job, ident, term, me, req.Batch, receiveCount)
 	}
@@ -724,11 +727,26 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	// file, a path outside the location) is refused, whatever wrote it.
 	dataRoots := outputs.DataRoots(pinned)
 	var totalScanned int64
+	exchanged := exchangeCounts{}
 	for _, g := range groups {
 		pg := plan.Groups[g.Index]
 		d, err := c.readDescriptor(ctx, job, g, pg)
 		if err != nil {
 			return st, err
+		}
+		// A two-stage sort's map writes pages, not files; its reduce
+		// reads pages, not table files (package exchange).
+		isMap := pg.Exchange != nil && pg.Exchange.Role == messages.ExchangeMap
+		isReduce := pg.Exchange != nil && pg.Exchange.Role == messages.ExchangeReduce
+		switch {
+		case isMap && (d.Exchange == nil || d.Exchange.ID != pg.Exchange.ID || len(d.NewFiles) > 0 || d.Exchange.Index.Rows != d.Counters.RowsWritten):
+			return st, fmt.Errorf("%w: group %d is a map of exchange %d, its descriptor is not", ErrInvariant, g.Index, pg.Exchange.ID)
+		case isMap:
+			exchanged.add(pg.Exchange.ID, d.Exchange.Index.Rows, 0)
+		case isReduce:
+			exchanged.add(pg.Exchange.ID, 0, d.Counters.RowsWritten)
+		case d.Exchange != nil:
+			return st, fmt.Errorf("%w: group %d wrote exchange pages, the plan has no exchange for it", ErrInvariant, g.Index)
 		}
 		if d.SchemaID != schemaID {
 			return st, fmt.Errorf("%w: group %d was written with schema %d, the pinned metadata's current schema is %d", ErrInvariant, g.Index, d.SchemaID, schemaID)
@@ -750,7 +768,7 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		if cnt.RowsBeforeDeletes != pg.InputRows {
 			return st, fmt.Errorf("%w: group %d read %d rows before deletes, the plan has %d", ErrInvariant, g.Index, cnt.RowsBeforeDeletes, pg.InputRows)
 		}
-		if cnt.RowsWritten != cnt.RowsScanned || cnt.RowsScanned > cnt.RowsBeforeDeletes {
+		if cnt.RowsWritten != cnt.RowsScanned || (cnt.RowsScanned > cnt.RowsBeforeDeletes && !isReduce) {
 			return st, fmt.Errorf("%w: group %d wrote %d rows, scanned %d, of %d before deletes", ErrInvariant, g.Index, cnt.RowsWritten, cnt.RowsScanned, cnt.RowsBeforeDeletes)
 		}
 		files, err := messages.DecodeDataFiles(pinned.Metadata(), d.SpecID, d.NewFiles)
@@ -774,8 +792,8 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 				st.scope.MovedPartitions[partitionKey(f)] = struct{}{}
 			}
 		}
-		if rows != cnt.RowsWritten {
-			return st, fmt.Errorf("%w: group %d: new files hold %d rows, descriptor says %d", ErrInvariant, g.Index, rows, cnt.RowsWritten)
+		if tableRows := cnt.RowsWritten; rows != tableRows && !(isMap && rows == 0) {
+			return st, fmt.Errorf("%w: group %d: new files hold %d rows, descriptor says %d", ErrInvariant, g.Index, rows, tableRows)
 		}
 		st.newFiles = append(st.newFiles, files...)
 		st.rowsWritten += rows
@@ -783,7 +801,13 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		for _, p := range d.InputPaths {
 			st.groupOf[p] = len(st.groups) - 1
 		}
-		totalScanned += cnt.RowsScanned
+		if !isReduce {
+			// Rows read from the table (a reduce's came from the maps).
+			totalScanned += cnt.RowsScanned
+		}
+	}
+	if err := exchanged.check(); err != nil {
+		return st, err
 	}
 	if int64(len(st.scope.Rewritten)) != planned {
 		return st, fmt.Errorf("%w: %d input files accounted for, the job planned %d", ErrInvariant, len(st.scope.Rewritten), planned)

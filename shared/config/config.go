@@ -55,6 +55,7 @@ const (
 	EnvSortWindowBytes   = envvars.SortWindowBytes
 	EnvScanPricePerTB    = envvars.ScanPricePerTB
 	EnvLedgerBackOff     = envvars.LedgerBackOff
+	EnvExchangePageBytes = envvars.ExchangePageBytes
 	EnvTargetFileSize    = envvars.TargetFileSize
 	EnvS3PathStyle       = envvars.S3PathStyle
 	EnvCommitTakeover    = envvars.CommitTakeover
@@ -161,6 +162,9 @@ type Config struct {
 	// defaults (Athena's $5, a week).
 	ScanPricePerTB float64
 	LedgerBackOff  time.Duration
+	// ExchangePageBytes is the Arrow size of a two-stage sort's scratch
+	// pages (0: exchange.DefaultPageBytes, 4 MiB).
+	ExchangePageBytes int64
 	// TargetFileSize overrides write.target-file-size-bytes (0: the table's).
 	TargetFileSize int64
 }
@@ -310,6 +314,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.CommitRetries, EnvCommitRetries)
 	setI(&c.ScanConcurrency, EnvScanConcurrency)
 	setI64(&c.SortWindowBytes, EnvSortWindowBytes)
+	setI64(&c.ExchangePageBytes, EnvExchangePageBytes)
 	setI(&c.RewriterMemoryMB, EnvRewriterMemoryMB)
 	setI(&c.CoordinatorMemoryMB, EnvCoordinatorMemMB)
 	setI64(&c.TargetFileSize, EnvTargetFileSize)
@@ -346,6 +351,9 @@ func (c Config) Env() map[string]string {
 	}
 	if c.TargetFileSize > 0 {
 		m[EnvTargetFileSize] = strconv.FormatInt(c.TargetFileSize, 10)
+	}
+	if c.ExchangePageBytes > 0 {
+		m[EnvExchangePageBytes] = strconv.FormatInt(c.ExchangePageBytes, 10)
 	}
 	if c.ScanPricePerTB > 0 {
 		m[EnvScanPricePerTB] = strconv.FormatFloat(c.ScanPricePerTB, 'g', -1, 64)

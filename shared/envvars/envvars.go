@@ -44,11 +44,12 @@ const (
 	SortWindowBytes   = "ICEKEEPER_SORT_WINDOW_BYTES"
 	ScanPricePerTB    = "ICEKEEPER_SCAN_PRICE_PER_TB"
 	LedgerBackOff     = "ICEKEEPER_LEDGER_BACKOFF"
+	ExchangePageBytes = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
 )
 
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes,
 	}
 }

@@ -132,6 +132,9 @@ type Exchange struct {
 	// RowLineage: the maps read and wrote the rows with Iceberg's row
 	// lineage fields (v3), so the reduce writes them too.
 	RowLineage bool `json:"row_lineage,omitempty"`
+	// SortOrderID is the sort order of the pinned metadata the exchange
+	// sorts by (the tasks' SortOrderID).
+	SortOrderID *int `json:"sort_order_id,omitempty"`
 }
 
 // ExchangePage is one scratch page of a map.

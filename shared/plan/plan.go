@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -363,7 +364,13 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	// binpack.Plan decides as cfg.PlanCompaction would, without copying
 	// the tasks; the tasks no group holds are dropped at once (a million
 	// files: see docs/PERFORMANCE.md).
+	maxCommits, err := optin.PartialProgress(tbl.Properties())
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
 	var cp compaction.Plan
+	var grouped int // the plan's tasks, first in scanTasks
+	var exchangeGroups []compaction.Group
 	var sortOrderID *int
 	var zOrderIDs []int
 	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
@@ -390,17 +397,30 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			return res, false, fmt.Errorf("plan %s: %w", name, kerr)
 		}
 		onlyCandidates := strategy == optin.StrategyZOrder && !operator
-		sp, err := binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes, onlyCandidates)
+		var sp binpack.SortedPlan
+		if strategy == optin.StrategySort && maxCommits == 0 {
+			// A run too large for one rewriter is sorted in two stages
+			// (package exchange), so it comes out disjoint too. Not in
+			// batches: a batch commits on its own, an exchange's maps
+			// and reduces only together.
+			sp, err = binpack.PlanSortedExchanging(cfg, key, scanTasks, p.settings.MaxGroupBytes)
+		} else {
+			sp, err = binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes, onlyCandidates)
+		}
 		if err != nil {
 			return res, false, fmt.Errorf("plan %s: %s compaction plan: %w", name, strategy, err)
 		}
-		if cp, res.OverlappingSortRuns = sp.Plan, sp.Oversized; sp.Oversized > 0 {
+		grouped = binpack.Grouped(sp.Plan)
+		cp, exchangeGroups = splitExchanges(sp)
+		if res.OverlappingSortRuns = sp.Oversized; sp.Oversized > 0 {
 			log.Warn("runs of overlapping files are larger than one rewriter's group: only their candidates are rewritten and they stay overlapping", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
 		}
 	} else if cp, err = binpack.Plan(cfg, scanTasks); err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
+	} else {
+		grouped = binpack.Grouped(cp)
 	}
-	clear(scanTasks[binpack.Grouped(cp):])
+	clear(scanTasks[grouped:])
 	files := cp.TotalInputFiles
 	idle, hotMinFiles, err := optin.HotPartitions(tbl.Properties())
 	if err != nil {
@@ -413,11 +433,22 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			return res, false, fmt.Errorf("plan %s: %w", name, err)
 		}
 		cp.Groups, res.HotPartitions = health.ScopeHot(cp.Groups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
+		var hot []health.HotPartition
+		exchangeGroups, hot = health.ScopeHot(exchangeGroups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
+		res.HotPartitions = append(res.HotPartitions, hot...)
 		for _, h := range res.HotPartitions {
 			log.Info("hot partition", "partition", h.Partition, "skipped", h.Skipped, "why", h.Why)
 		}
 	}
 	groups := SplitGroups(cp.Groups, p.settings.MaxGroupBytes)
+	regular := len(groups)
+	var exchanges []exchangePlan
+	for _, xg := range exchangeGroups {
+		x := exchangePlan{maps: SplitGroups([]compaction.Group{xg}, p.settings.MaxGroupBytes)}
+		x.reduces = max(2, int((xg.TotalSizeBytes+p.settings.MaxGroupBytes-1)/p.settings.MaxGroupBytes))
+		exchanges = append(exchanges, x)
+		groups = append(groups, x.maps...)
+	}
 	res.SkippedFiles = cp.SkippedFiles
 	if len(groups) == 0 && hotGroups > 0 {
 		res.Outcome = OutcomeNothingToDo
@@ -445,14 +476,18 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
 	}
 	jobGroups := make([]jobs.Group, 0, len(groups))
+	outputSpec := func(specID int) int {
+		switch outSpec {
+		case optin.OutputSpecCurrent:
+			return tbl.Metadata().DefaultPartitionSpec()
+		case optin.OutputSpecInput:
+			return specID
+		}
+		return outSpec
+	}
 	for i, g := range groups {
 		pg := messages.PlanGroup{Index: i, SpecID: int(g.Tasks[0].File.SpecID()), Partition: PartitionString(g.Tasks[0]), InputBytes: g.TotalSizeBytes}
-		switch pg.OutputSpecID = outSpec; outSpec {
-		case optin.OutputSpecCurrent:
-			pg.OutputSpecID = tbl.Metadata().DefaultPartitionSpec()
-		case optin.OutputSpecInput:
-			pg.OutputSpecID = pg.SpecID
-		}
+		pg.OutputSpecID = outputSpec(pg.SpecID)
 		for _, t := range g.Tasks {
 			pg.InputPaths = append(pg.InputPaths, t.File.FilePath())
 			pg.InputRows += t.File.Count()
@@ -464,11 +499,35 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		job.InputRows += pg.InputRows
 		jobGroups = append(jobGroups, jobs.Group{Index: i, InputFiles: int64(len(g.Tasks)), InputBytes: g.TotalSizeBytes})
 	}
-	job.TargetFileSize = cfg.TargetFileSizeBytes
-	maxCommits, err := optin.PartialProgress(tbl.Properties())
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	// Each exchange's groups: its maps (planned above, after the regular
+	// groups), then its reduces, which read no table file and whose tasks
+	// the committer sends once the maps are done.
+	mapAt, reduceAt := regular, len(groups)
+	for id, x := range exchanges {
+		ex := messages.Exchange{ID: id, SortOrderID: sortOrderID}
+		for j := range x.maps {
+			ex.Maps = append(ex.Maps, mapAt+j)
+		}
+		for j := range x.reduces {
+			ex.Reduces = append(ex.Reduces, reduceAt+j)
+		}
+		for j := range x.maps {
+			m := ex
+			m.Role = messages.ExchangeMap
+			planObj.Groups[mapAt+j].Exchange = &m
+		}
+		first := planObj.Groups[mapAt]
+		for j := range x.reduces {
+			r := ex
+			r.Role, r.Range = messages.ExchangeReduce, j
+			planObj.Groups = append(planObj.Groups, messages.PlanGroup{Index: reduceAt + j, SpecID: first.SpecID, Partition: first.Partition, OutputSpecID: first.OutputSpecID, Exchange: &r})
+			jobGroups = append(jobGroups, jobs.Group{Index: reduceAt + j})
+		}
+		log.Info("a run too large for one rewriter is sorted in two stages", "exchange", id, "maps", len(x.maps), "reduces", x.reduces, "partition", first.Partition)
+		mapAt += len(x.maps)
+		reduceAt += x.reduces
 	}
+	job.TargetFileSize = cfg.TargetFileSizeBytes
 	if maxCommits > 0 {
 		// Partial progress: groups commit in batches of this many (jobs,
 		// batches.go); one batch is one commit, as without it.
@@ -476,11 +535,37 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			job.BatchSize = n
 		}
 	}
-	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, _ messages.PlanGroup) {
+	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, pg messages.PlanGroup) {
 		t.TargetFileSize = cfg.TargetFileSizeBytes
 		t.SortOrderID = sortOrderID
 		t.ZOrderFieldIDs = zOrderIDs
+		t.Exchange = pg.Exchange
 	})
+}
+
+// exchangePlan is one two-stage sort: its map groups (chunks of the run's
+// files, in key order) and its number of reduces (key ranges).
+type exchangePlan struct {
+	maps    []compaction.Group
+	reduces int
+}
+
+// splitExchanges takes a sorted plan's exchange groups out of its groups.
+func splitExchanges(sp binpack.SortedPlan) (compaction.Plan, []compaction.Group) {
+	if len(sp.Exchanges) == 0 {
+		return sp.Plan, nil
+	}
+	cp := sp.Plan
+	var regular, exchanges []compaction.Group
+	for i, g := range sp.Groups {
+		if slices.Contains(sp.Exchanges, i) {
+			exchanges = append(exchanges, g)
+		} else {
+			regular = append(regular, g)
+		}
+	}
+	cp.Groups = regular
+	return cp, exchanges
 }
 
 // deepestOverlap is the run key of an operator's z-order: the z column

@@ -41,6 +41,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/deletefiles"
+	"github.com/icekeeper/icekeeper/shared/exchange"
 	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
@@ -128,6 +129,9 @@ type Settings struct {
 	// SpillDir is where sorted runs go ("": the system's temporary
 	// directory, /tmp on Lambda).
 	SpillDir string
+	// ExchangePageBytes is the Arrow size of a two-stage sort's scratch
+	// pages (0: exchange.DefaultPageBytes).
+	ExchangePageBytes int64
 }
 
 // RetryDelay is how long a task that failed on its n-th delivery waits
@@ -296,7 +300,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		// Keep failing so the message reaches the dead-letter queue.
 		return Result{}, fmt.Errorf("%w: group failed earlier: %s", ErrTerminal, g.Reason)
 	case g.State == jobs.GroupDone:
-		handed, err := r.handOff(ctx, task.JobID, task.Group)
+		handed, err := r.handOff(ctx, task.JobID, task.Group, task.Exchange)
 		return Result{Outcome: OutcomeDuplicate, Attempt: g.Winner, HandedOff: handed}, err
 	}
 	if !job.Claimable() {
@@ -320,7 +324,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		case errors.Is(err, jobs.ErrNotRunning):
 			return Result{}, fmt.Errorf("%w: %v", ErrStale, err)
 		case errors.Is(err, jobs.ErrGroupSettled):
-			handed, herr := r.handOff(ctx, task.JobID, task.Group)
+			handed, herr := r.handOff(ctx, task.JobID, task.Group, task.Exchange)
 			return Result{Outcome: OutcomeDuplicate, HandedOff: handed}, herr
 		}
 		return Result{}, err
@@ -333,9 +337,12 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	)
 	err = r.tracer.Phase(ctx, tracing.PhaseWrite, func(ctx context.Context) error {
 		var werr error
-		if task.Deletes != nil {
+		switch {
+		case task.Deletes != nil:
 			written, counters, tbl, werr = r.rewriteDeletes(ctx, task, attempt)
-		} else {
+		case task.Exchange != nil && task.Exchange.Role == messages.ExchangeReduce:
+			written, counters, tbl, werr = r.reduce(ctx, task, attempt)
+		default:
 			written, counters, tbl, werr = r.rewrite(ctx, task, attempt)
 		}
 		return werr
@@ -376,6 +383,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		desc.SpecID = int(written[0].SpecID())
 	}
 	desc.InputPaths = counters.inputPaths
+	desc.Exchange = counters.exchange
 	if task.Deletes != nil {
 		desc.InputDeletes = messages.SortedCopy(task.Deletes.InputDeletes)
 	}
@@ -436,7 +444,7 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 		}
 		res.Outcome = OutcomeDuplicate
 	}
-	handed, err := r.handOff(ctx, task.JobID, task.Group)
+	handed, err := r.handOff(ctx, task.JobID, task.Group, task.Exchange)
 	res.HandedOff = handed
 	return res, err
 }
@@ -445,8 +453,40 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 // a batched job (partial progress) group's batch when every group of it is
 // done. Several rewriters may send it; the committer is idempotent, and
 // one committing another batch commits this one next.
-func (r *Rewriter) handOff(ctx context.Context, jobID string, group int) (bool, error) {
+//
+// A two-stage sort's map group (x) hands its exchange over instead, when
+// every map of it is done: the committer then starts the reduces.
+func (r *Rewriter) handOff(ctx context.Context, jobID string, group int, x *messages.Exchange) (bool, error) {
+	if x != nil && x.Role == messages.ExchangeMap {
+		return r.sendExchangeReady(ctx, jobID, x)
+	}
 	return r.sendCommit(ctx, jobID, group, false)
+}
+
+// sendExchangeReady asks the committer to start exchange x's reduces if
+// every one of its maps is done (several maps may ask; the committer's
+// answer is the same each time).
+func (r *Rewriter) sendExchangeReady(ctx context.Context, jobID string, x *messages.Exchange) (bool, error) {
+	job, err := r.jobs.Get(ctx, jobID)
+	if err != nil {
+		return false, err
+	}
+	if job.State != jobs.Planned && job.State != jobs.Running {
+		return false, nil
+	}
+	for _, m := range x.Maps {
+		if !slices.Contains(job.DoneGroups, m) {
+			return false, nil
+		}
+	}
+	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, ExchangeReady: true, Exchange: x.ID})
+	if err != nil {
+		return false, err
+	}
+	if err := r.commits.Send(ctx, string(body)); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // handOffFailed sends a batched job's batch to the committer because group
@@ -502,6 +542,8 @@ type measured struct {
 	inputPaths []string
 	// rowMap is where the surviving rows went (nil: not recorded).
 	rowMap *rowmap.Map
+	// exchange is a two-stage sort's map output (nil otherwise).
+	exchange *messages.ExchangeOutput
 	// SchemaID is the schema the rows were read and written with.
 	SchemaID int
 }
@@ -623,15 +665,36 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 
 	records = counting(records, &m.RowsScanned)
 	var sorted sortrows.Stats
+	var keys []sortrows.Key
 	if task.SortOrderID != nil {
 		// A sort compaction's group: its rows are sorted as a whole
 		// before the writer sees them (package sortrows), so its files
 		// do not overlap one another.
-		keys, err := sortKeys(tbl.Metadata(), *task.SortOrderID, schema, arrowSchema)
+		keys, err = sortKeys(tbl.Metadata(), *task.SortOrderID, schema, arrowSchema)
 		if err != nil {
 			return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
 		}
 		records = sortrows.Sort(ctx, records, keys, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted})
+	}
+	if x := task.Exchange; x != nil && x.Role == messages.ExchangeMap {
+		// A two-stage sort's map: the sorted rows go to scratch pages,
+		// not to the table; the reduces write the files.
+		if len(keys) == 0 {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: an exchange's map without a sort order", ErrTerminal, task.Group)
+		}
+		idx, err := exchange.WritePages(ctx, r.blobs, exchange.MapPrefix(task.JobID, x.ID, task.Group, attempt), records, keys[0].Column, r.settings.ExchangePageBytes)
+		if err != nil {
+			return nil, m, tbl, classify(fmt.Errorf("group %d: write the exchange's pages: %w", task.Group, err))
+		}
+		m.RowsWritten = idx.Rows
+		if m.RowsWritten != m.RowsScanned || sorted.Rows != m.RowsScanned {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: paged %d rows, sorted %d, the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, sorted.Rows, m.RowsScanned)
+		}
+		m.exchange = &messages.ExchangeOutput{ID: x.ID, Index: idx, RowLineage: preserveLineage}
+		m.SortRuns, m.SpilledBytes = sorted.Runs, sorted.SpilledBytes
+		m.attributeDeletes()
+		m.DurationMillis = r.now().Sub(start).Milliseconds()
+		return nil, m, tbl, nil
 	}
 	if len(task.ZOrderFieldIDs) > 0 {
 		// A z-order compaction's group: its rows are sorted by the
@@ -680,10 +743,102 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		}
 		m.rowMap = &rm
 	}
+	m.attributeDeletes()
+	m.DurationMillis = r.now().Sub(start).Milliseconds()
+	return written, m, tbl, nil
+}
+
+// attributeDeletes splits the rows the deletes dropped by kind, within
+// what the scan actually dropped.
+func (m *measured) attributeDeletes() {
 	deleted := m.RowsBeforeDeletes - m.RowsScanned
 	m.DeletedRowsDV = min(m.DeletedRowsDV, deleted)
 	m.DeletedRowsPosition = min(m.DeletedRowsPosition, deleted-m.DeletedRowsDV)
 	m.DeletedRowsEquality = max(0, deleted-m.DeletedRowsDV-m.DeletedRowsPosition)
+}
+
+// reduce writes one key range of a two-stage sort: the rows of every
+// map's pages in that range, merged in sort order, into the table's new
+// files (package exchange).
+func (r *Rewriter) reduce(ctx context.Context, task messages.Task, attempt string) ([]iceberg.DataFile, measured, *table.Table, error) {
+	start := r.now()
+	var m measured
+	x := task.Exchange
+	ident, err := messages.TableIdent(task.Table)
+	if err != nil {
+		return nil, m, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	if _, err := outputs.RunID(attempt, 0); err != nil {
+		return nil, m, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	if task.SortOrderID == nil {
+		return nil, m, nil, fmt.Errorf("%w: group %d: an exchange's reduce without a sort order", ErrTerminal, task.Group)
+	}
+	tbl, err := r.tables.Open(ctx, ident, task.Pin)
+	if err != nil {
+		if errors.Is(err, pin.ErrMismatch) {
+			err = fmt.Errorf("%w: %w", ErrTerminal, err)
+		}
+		return nil, m, nil, err
+	}
+	indexes := make([]messages.ExchangeIndex, 0, len(x.MapDescriptors))
+	for _, key := range x.MapDescriptors {
+		data, err := r.blobs.Get(ctx, key)
+		if err != nil {
+			return nil, m, tbl, fmt.Errorf("group %d: read map descriptor %s: %w", task.Group, key, err)
+		}
+		var d messages.Descriptor
+		if err := messages.Decode(data, &d); err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
+		}
+		if d.JobID != task.JobID || d.Exchange == nil || d.Exchange.ID != x.ID || !slices.Contains(x.Maps, d.Group) {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: %s is not a map of exchange %d of job %s", ErrTerminal, task.Group, key, x.ID, task.JobID)
+		}
+		indexes = append(indexes, d.Exchange.Index)
+	}
+	schema := tbl.Schema()
+	m.SchemaID = schema.ID
+	writeOpts := []table.WriteRecordOption{table.WithRecordBatchBufferSize(WriteBufferBatches)}
+	if task.TargetFileSize > 0 {
+		writeOpts = append(writeOpts, table.WithTargetFileSize(task.TargetFileSize))
+	}
+	if x.RowLineage {
+		schema = iceberg.SchemaWithRowLineage(schema)
+		writeOpts = append(writeOpts, table.WithPreserveRowLineage(schema))
+	}
+	arrowSchema, err := table.SchemaToArrowSchemaWithOptions(schema, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Properties()})
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: write schema: %w", ErrTerminal, err)
+	}
+	keys, err := sortKeys(tbl.Metadata(), *task.SortOrderID, schema, arrowSchema)
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
+	}
+	ranges, err := exchange.DecodeRanges(x.Boundaries, keys[0], arrowSchema.Field(keys[0].Column).Type)
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
+	}
+	out, err := writeTable(tbl, task.OutputSpec(), task.SpecID)
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("%w: %w", ErrTerminal, err)
+	}
+	var merged sortrows.Stats
+	records := exchange.Read(ctx, r.blobs, indexes, ranges, x.Range, keys, sortrows.Options{BatchRows: ArrowBatchRows, Stats: &merged})
+	records = counting(records, &m.RowsScanned)
+	var written []iceberg.DataFile
+	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
+		if err != nil {
+			return written, m, tbl, classify(fmt.Errorf("write group %d: %w", task.Group, err))
+		}
+		written = append(written, df)
+		m.FilesOut++
+		m.BytesOut += df.FileSizeBytes()
+		m.RowsWritten += df.Count()
+	}
+	if m.RowsWritten != m.RowsScanned {
+		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but read %d from the exchange", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
+	}
+	m.SortRuns = merged.Runs
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
 	return written, m, tbl, nil
 }

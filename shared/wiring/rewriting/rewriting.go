@@ -15,7 +15,7 @@ var Needs = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket,
 
 // Rewriter builds the rewriter.
 func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
-	s := rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL, SortWindowBytes: d.Config.SortWindowBytes}
+	s := rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL, SortWindowBytes: d.Config.SortWindowBytes, ExchangePageBytes: d.Config.ExchangePageBytes}
 	if limit := wiring.MemoryLimit(); limit > 0 && s.SortWindowBytes == 0 {
 		// A sort window of a quarter of the memory limit: the reader's
 		// pages, the writer's open row group and the batches in flight
