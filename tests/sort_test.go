@@ -19,6 +19,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/exchange"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/pruning"
@@ -421,5 +424,223 @@ func TestPruning_SortAndZOrderCutTheFilesAQueryTouches(t *testing.T) {
 	}
 	if zordered["amount ="] >= sorted["amount ="]/1.5 {
 		t.Errorf("z-order does not help point queries on amount: %.0f%% vs %.0f%% sorted by id", zordered["amount ="]*100, sorted["amount ="]*100)
+	}
+}
+
+// twoStageTable makes one run of overlapping files far larger than one
+// rewriter's group: eight files that each hold a shuffled share of ids
+// 0..7999 (every file spans them all), with deletes. It returns the
+// run's bytes.
+func (e *env) twoStageTable(version int) int64 {
+	e.t.Helper()
+	e.createTable(sampletable.Options{FormatVersion: version, Properties: map[string]string{optin.PropertyCompactionStrategy: "sort"}})
+	e.sortByID()
+	perm := rand.New(rand.NewPCG(uint64(version), 21)).Perm(8000)
+	for f := range 8 {
+		ids := make([]int64, 1000)
+		for i := range ids {
+			ids[i] = int64(perm[f*1000+i])
+		}
+		e.appendIDs(ids)
+	}
+	if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{3, 1999, 4000, 4001, 7998}); err != nil {
+		e.t.Fatal(err)
+	}
+	var total int64
+	for _, task := range e.liveTasks() {
+		total += task.File.FileSizeBytes()
+	}
+	return total
+}
+
+// runTwoStage drains tasks and commits until the job ends (maps, the
+// exchange's hand-over, reduces, the commit).
+func (e *env) runTwoStage(jobID string) {
+	e.t.Helper()
+	for range 6 {
+		e.drainTasks()
+		e.drainCommits()
+		if e.job(jobID).State.Terminal() {
+			return
+		}
+	}
+	e.t.Fatalf("job %s did not end: %s", jobID, e.diagnose(jobID))
+}
+
+// TestSort_ARunLargerThanOneRewriterIsSortedInTwoStagesIntoDisjointRanges:
+// a run of eight overlapping files, four times one rewriter's group
+// (ICEKEEPER_MAX_GROUP_BYTES), is planned as map groups that sort and page
+// their share and at least four reduce groups that each write one key
+// range. Every new file is sorted, no two overlap (overlap depth 1 on id),
+// the reduces' ranges are disjoint, rows and the deletes applied are
+// unchanged, the scratch pages are gone, and a second plan finds nothing
+// to do. On v2 (position deletes) and v3 (deletion vectors, row lineage).
+func TestSort_ARunLargerThanOneRewriterIsSortedInTwoStagesIntoDisjointRanges(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			e := setup(t, func(c *config.Config) { c.ExchangePageBytes = 8 << 10 })
+			total := e.twoStageTable(version)
+			e.withMaxGroupBytes(total/4 + 1)
+			e.setProperties(iceberg.Properties{table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/16, 10)})
+			before := e.fingerprint()
+
+			res := e.plan()
+			if res.Outcome != plan.OutcomePlanned || res.OverlappingSortRuns != 0 {
+				t.Fatalf("plan: %s, %d oversized runs (%s)", res.Outcome, res.OverlappingSortRuns, res.Reason)
+			}
+			var maps, reduces []messages.PlanGroup
+			for _, pg := range e.planOf(res.JobID).Groups {
+				switch {
+				case pg.Exchange == nil:
+					t.Fatalf("group %d is not part of the exchange", pg.Index)
+				case pg.Exchange.Role == messages.ExchangeMap:
+					maps = append(maps, pg)
+				default:
+					reduces = append(reduces, pg)
+				}
+			}
+			if len(maps) < 4 || len(reduces) < 4 {
+				t.Fatalf("%d maps and %d reduces, want at least 4 of each for a run 4 groups large", len(maps), len(reduces))
+			}
+			t.Logf("%d maps, %d reduces over %d bytes", len(maps), len(reduces), total)
+			e.runTwoStage(res.JobID)
+			e.requireCommitted(res.JobID, before)
+			spans := e.sortedLayout(res.JobID)
+			var wrote int
+			for _, d := range e.descriptors(res.JobID) {
+				if d.Exchange == nil && len(d.NewFiles) > 0 {
+					wrote++
+				}
+			}
+			t.Logf("%d reduces wrote %d files: %v", wrote, len(spans), spans)
+			if wrote < 4 || len(spans) < 4 {
+				t.Fatalf("%d reduces wrote %d files: want at least 4 rewriters' disjoint ranges", wrote, len(spans))
+			}
+			// The boundaries come from the maps' pages: each range holds
+			// a fair share of the ids, not a sliver.
+			for _, sp := range spans {
+				if sp[1]-sp[0] < 8000/16 {
+					t.Errorf("a range of ids %d..%d: the boundaries are far from even (%v)", sp[0], sp[1], spans)
+				}
+			}
+			if left := e.blobsUnder(exchange.Prefix(res.JobID)); len(left) != 0 {
+				t.Fatalf("scratch pages left after the commit: %v", left)
+			}
+			tbl := e.load()
+			l, err := pruning.Collect(e.ctx, tbl, tbl.CurrentSnapshot(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lookup, _ := l.PointLookup("id"); lookup.Files > 1.01 {
+				t.Errorf("a point lookup on id opens %.2f files after the two-stage sort, want 1", lookup.Files)
+			}
+			if again := e.plan(); again.Outcome != plan.OutcomeNothingToDo {
+				t.Fatalf("second plan %s (%d groups): the sorted run was planned again", again.Outcome, again.Groups)
+			}
+		})
+	}
+}
+
+// withMaxGroupBytes rebuilds the planner with another group size limit
+// (ICEKEEPER_MAX_GROUP_BYTES), for tests that size it from their table.
+func (e *env) withMaxGroupBytes(n int64) {
+	e.t.Helper()
+	e.cfg.MaxGroupBytes = n
+	e.deps.Config.MaxGroupBytes = n
+	p, err := e.deps.Planner(e.cat)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.planner = p
+}
+
+// planOf reads a job's stored plan.
+func (e *env) planOf(jobID string) messages.Plan {
+	e.t.Helper()
+	data, err := e.deps.Blobs.Get(e.ctx, e.job(jobID).PlanKey)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var p messages.Plan
+	if err := messages.Decode(data, &p); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// blobsUnder lists icekeeper's bucket under prefix.
+func (e *env) blobsUnder(prefix string) []string {
+	e.t.Helper()
+	keys, err := e.deps.Blobs.List(e.ctx, prefix)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return keys
+}
+
+// TestSort_TwoStageReducesStartedTwiceStillCommitEachRowOnce: the
+// exchange's hand-over arrives twice (a redelivered request, or two maps
+// ending together), so every reduce task is sent twice: the duplicates are
+// dropped and each row is written once.
+func TestSort_TwoStageReducesStartedTwiceStillCommitEachRowOnce(t *testing.T) {
+	e := setup(t, func(c *config.Config) { c.ExchangePageBytes = 8 << 10 })
+	e.withMaxGroupBytes(e.twoStageTable(2)/4 + 1)
+	before := e.fingerprint()
+	res := e.plan()
+	if res.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %s (%s)", res.Outcome, res.Reason)
+	}
+	e.drainTasks() // the maps
+	again, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: res.JobID, ExchangeReady: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.deps.Commits.Send(e.ctx, string(again)); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.drainCommits(); st.Delivered < 2 {
+		t.Fatalf("%d commit requests, want the maps' hand-over and the repeat", st.Delivered)
+	}
+	e.runTwoStage(res.JobID)
+	e.requireCommitted(res.JobID, before)
+	e.sortedLayout(res.JobID)
+	if left := e.blobsUnder(exchange.Prefix(res.JobID)); len(left) != 0 {
+		t.Fatalf("scratch pages left: %v", left)
+	}
+}
+
+// TestSort_ATwoStageJobThatFailsLeavesNoScratchAndNoFile: a map's page
+// disappears before the reduces read it, so a reduce fails on every
+// delivery; the job fails, the table is unchanged, and neither scratch
+// pages nor any file a reduce wrote are left.
+func TestSort_ATwoStageJobThatFailsLeavesNoScratchAndNoFile(t *testing.T) {
+	e := setup(t, func(c *config.Config) { c.ExchangePageBytes = 8 << 10 })
+	e.withMaxGroupBytes(e.twoStageTable(2)/4 + 1)
+	before := e.fingerprint()
+	onDisk := e.dataFilesOnDisk()
+	res := e.plan()
+	if res.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %s (%s)", res.Outcome, res.Reason)
+	}
+	e.drainTasks()
+	pages := e.blobsUnder(exchange.Prefix(res.JobID))
+	if len(pages) < 4 {
+		t.Fatalf("%d scratch pages after the maps", len(pages))
+	}
+	if err := e.deps.Blobs.Delete(e.ctx, pages[len(pages)/2]); err != nil {
+		t.Fatal(err)
+	}
+	e.runTwoStage(res.JobID)
+	if j := e.job(res.JobID); j.State != jobs.Failed {
+		t.Fatalf("job %s (%s), want failed", j.State, j.Reason)
+	}
+	if got := e.fingerprint(); got != before {
+		t.Fatalf("rows changed: %s -> %s", before, got)
+	}
+	if left := e.blobsUnder(exchange.Prefix(res.JobID)); len(left) != 0 {
+		t.Fatalf("scratch pages left after the failure: %v", left)
+	}
+	if now := e.dataFilesOnDisk(); len(now) != len(onDisk) {
+		t.Fatalf("%d data files on disk, %d before: a reduce's files were left", len(now), len(onDisk))
 	}
 }

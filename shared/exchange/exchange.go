@@ -131,14 +131,23 @@ func WritePages(ctx context.Context, store Store, prefix string, records iter.Se
 				return idx, fmt.Errorf("exchange: key column %d out of range", keyColumn)
 			}
 		}
-		page = append(page, rec)
-		size += sortrows.RecordBytes(rec)
-		rows += rec.NumRows()
-		if size >= pageBytes {
-			if err := flush(); err != nil {
-				return idx, err
+		// A batch larger than a page is cut: pages are the sample the
+		// boundaries are chosen from, so they must be small enough.
+		n := rec.NumRows()
+		per := max(1, int64(float64(pageBytes)*float64(n)/float64(max(sortrows.RecordBytes(rec), 1))))
+		for lo := int64(0); lo < n; lo += per {
+			piece := rec.NewSlice(lo, min(lo+per, n))
+			page = append(page, piece)
+			size += sortrows.RecordBytes(piece)
+			rows += piece.NumRows()
+			if size >= pageBytes {
+				if err := flush(); err != nil {
+					rec.Release()
+					return idx, err
+				}
 			}
 		}
+		rec.Release()
 	}
 	if err := flush(); err != nil {
 		return idx, err
