@@ -163,6 +163,7 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	deletionParts := bucket + "/" + a.s.key(JobsPrefix) + "*/deletions/*"
 	listingMarkers := bucket + "/" + a.s.key(JobsPrefix) + "*/listing/*"
 	foundObjects := bucket + "/" + a.s.key(JobsPrefix) + "*/found/*"
+	exchangePages := bucket + "/" + a.s.key(JobsPrefix) + "*/exchange/*"
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
@@ -185,6 +186,9 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 		statement("ListingFindingsWrite", []string{"s3:PutObject"}, []string{foundObjects}),
 		statement("ListingMarkersRemove", []string{"s3:DeleteObject"}, []string{listingMarkers}),
 		a.jobFoldersListing("ListingMarkersList", bucket, "listing"),
+		// A two-stage sort's map writes its sorted rows as scratch pages,
+		// which the reduces read (shared/exchange).
+		statement("ExchangePagesWrite", []string{"s3:PutObject"}, []string{exchangePages}),
 	)
 	q.Commits.GrantSendMessages(fns.Rewriter)
 	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
@@ -199,7 +203,12 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	// (shared/commit/orphans.go).
 	add(fns.Committer, statement("ListingRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/listing*", foundObjects}),
 		a.jobFoldersListing("ListingFoldersList", bucket, "listing", "found"))
-	// Large deletions go to the rewriters as tasks.
+	// A two-stage sort's scratch pages, removed when its job ends
+	// (shared/commit/exchange.go).
+	add(fns.Committer, statement("ExchangePagesRemove", []string{"s3:DeleteObject"}, []string{exchangePages}),
+		a.jobFoldersListing("ExchangePagesList", bucket, "exchange"))
+	// Large deletions go to the rewriters as tasks, and a two-stage
+	// sort's reduces.
 	q.Tasks.GrantSendMessages(fns.Committer)
 }
 
