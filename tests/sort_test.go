@@ -644,3 +644,64 @@ func TestSort_ATwoStageJobThatFailsLeavesNoScratchAndNoFile(t *testing.T) {
 		t.Fatalf("%d data files on disk, %d before: a reduce's files were left", len(now), len(onDisk))
 	}
 }
+
+// TestZOrder_ARunLargerThanOneRewriterIsZOrderedInTwoStages: an operator's
+// z-order of a run eight times one rewriter's group goes through the
+// exchange with ranges of the z-value: every map spreads the columns over
+// the whole run's range, so their z-values compare, and the reduces'
+// files each cover a box: point queries on either column open well under
+// all of them. Rows are unchanged and no scratch is left.
+func TestZOrder_ARunLargerThanOneRewriterIsZOrderedInTwoStages(t *testing.T) {
+	e := setup(t, func(c *config.Config) { c.ExchangePageBytes = 16 << 10 })
+	e.createTable(sampletable.Options{FormatVersion: 2})
+	const side = 256
+	perm := rand.New(rand.NewPCG(11, 12)).Perm(side * side)
+	per := len(perm) / 8
+	for f := range 8 {
+		var xs, ys []int64
+		for _, p := range perm[f*per : (f+1)*per] {
+			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
+		}
+		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
+	}
+	var total int64
+	for _, task := range e.liveTasks() {
+		total += task.File.FileSizeBytes()
+	}
+	e.withMaxGroupBytes(total/8 + 1) // eight reduces: a file each (the writer rolls between 64K-row batches)
+	e.setProperties(iceberg.Properties{table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/64, 10), table.ParquetRowGroupLimitKey: "2048"})
+	before := e.fingerprint()
+	res, err := e.planner.PlanLayout(asFunction(e.ctx, "Planner"), e.name(), "test", plan.Layout{Strategy: optin.StrategyZOrder, ZOrderColumns: []string{"id", "amount"}})
+	if err != nil || res.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %v %+v", err, res)
+	}
+	var maps, reduces int
+	for _, pg := range e.planOf(res.JobID).Groups {
+		if pg.Exchange != nil && pg.Exchange.Role == messages.ExchangeMap {
+			maps++
+		} else if pg.Exchange != nil {
+			reduces++
+		}
+	}
+	if maps < 4 || reduces < 8 {
+		t.Fatalf("%d maps and %d reduces, want 4 or more maps and 8 or more reduces", maps, reduces)
+	}
+	e.runTwoStage(res.JobID)
+	e.requireCommitted(res.JobID, before)
+	if left := e.blobsUnder(exchange.Prefix(res.JobID)); len(left) != 0 {
+		t.Fatalf("scratch pages left: %v", left)
+	}
+	tbl := e.load()
+	l, err := pruning.Collect(e.ctx, tbl, tbl.CurrentSnapshot(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := l.FullScan().Files
+	for _, col := range []string{"id", "amount"} {
+		lookup, _ := l.PointLookup(col)
+		t.Logf("%v files; a lookup on %s opens %.1f", files, col, lookup.Files)
+		if files < 8 || lookup.Files > files*0.6 {
+			t.Errorf("a point lookup on %s opens %.1f of %v files: the z-order does not cluster it", col, lookup.Files, files)
+		}
+	}
+}

@@ -48,8 +48,8 @@ func (c *Committer) startReduces(ctx context.Context, log *slog.Logger, job jobs
 			break
 		}
 	}
-	if ex == nil || ex.SortOrderID == nil {
-		return c.abort(ctx, log, job, jobs.Failed, fmt.Sprintf("exchange %d is not in the plan, or has no sort order", id), "", messages.FailInvariant)
+	if ex == nil || (ex.SortOrderID == nil && len(ex.ZOrderFieldIDs) == 0) {
+		return c.abort(ctx, log, job, jobs.Failed, fmt.Sprintf("exchange %d is not in the plan, or has no sort order or z-order", id), "", messages.FailInvariant)
 	}
 	var indexes []messages.ExchangeIndex
 	var keys []string
@@ -76,9 +76,11 @@ func (c *Committer) startReduces(ctx context.Context, log *slog.Logger, job jobs
 	if lineage != 0 && lineage != len(ex.Maps) {
 		return c.abort(ctx, log, job, jobs.Failed, fmt.Sprintf("exchange %d: %d of %d maps kept row lineage", id, lineage, len(ex.Maps)), "", messages.FailInvariant)
 	}
-	key, err := c.firstSortKey(ctx, ident, job, *ex.SortOrderID)
-	if err != nil {
-		return c.abortOnInvariant(ctx, log, job, res, err)
+	var key sortrows.Key // a z-value: ascending, never null
+	if ex.SortOrderID != nil {
+		if key, err = c.firstSortKey(ctx, ident, job, *ex.SortOrderID); err != nil {
+			return c.abortOnInvariant(ctx, log, job, res, err)
+		}
 	}
 	boundaries, err := exchange.Boundaries(indexes, key, len(ex.Reduces))
 	if err != nil {
@@ -97,7 +99,7 @@ func (c *Committer) startReduces(ctx context.Context, log *slog.Logger, job jobs
 			Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: gi, Token: job.Token,
 			Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
 			SpecID: pg.SpecID, OutputSpecID: &outSpec, Partition: pg.Partition,
-			TargetFileSize: job.TargetFileSize, SortOrderID: ex.SortOrderID, Exchange: &x,
+			TargetFileSize: job.TargetFileSize, SortOrderID: ex.SortOrderID, ZOrderFieldIDs: ex.ZOrderFieldIDs, Exchange: &x,
 		}
 		body, err := messages.Encode(task)
 		if err != nil {

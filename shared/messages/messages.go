@@ -133,8 +133,17 @@ type Exchange struct {
 	// lineage fields (v3), so the reduce writes them too.
 	RowLineage bool `json:"row_lineage,omitempty"`
 	// SortOrderID is the sort order of the pinned metadata the exchange
-	// sorts by (the tasks' SortOrderID).
-	SortOrderID *int `json:"sort_order_id,omitempty"`
+	// sorts by (the tasks' SortOrderID), or ZOrderFieldIDs the columns of
+	// a z-order exchange, whose ranges are ranges of the z-value.
+	SortOrderID    *int  `json:"sort_order_id,omitempty"`
+	ZOrderFieldIDs []int `json:"z_order_field_ids,omitempty"`
+	// ZOrderLower and ZOrderUpper are, per z-order column, the smallest
+	// lower and the largest upper bound of the exchange's files (Iceberg's
+	// single-value binary form; nil: a file has none): every map spreads
+	// the column's keys over the same range (zorder.Norm), so their
+	// z-values are comparable.
+	ZOrderLower [][]byte `json:"z_order_lower,omitempty"`
+	ZOrderUpper [][]byte `json:"z_order_upper,omitempty"`
 }
 
 // ExchangePage is one scratch page of a map.

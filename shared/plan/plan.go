@@ -398,11 +398,13 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		}
 		onlyCandidates := strategy == optin.StrategyZOrder && !operator
 		var sp binpack.SortedPlan
-		if strategy == optin.StrategySort && maxCommits == 0 {
+		if (strategy == optin.StrategySort || strategy == optin.StrategyZOrder && operator) && maxCommits == 0 {
 			// A run too large for one rewriter is sorted in two stages
 			// (package exchange), so it comes out disjoint too. Not in
 			// batches: a batch commits on its own, an exchange's maps
-			// and reduces only together.
+			// and reduces only together. Not for the table's own z-order,
+			// which rewrites only a run's candidates: its clustered
+			// partitions would be rewritten whole for every new file.
 			sp, err = binpack.PlanSortedExchanging(cfg, key, scanTasks, p.settings.MaxGroupBytes)
 		} else {
 			sp, err = binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes, onlyCandidates)
@@ -504,7 +506,10 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	// the committer sends once the maps are done.
 	mapAt, reduceAt := regular, len(groups)
 	for id, x := range exchanges {
-		ex := messages.Exchange{ID: id, SortOrderID: sortOrderID}
+		ex := messages.Exchange{ID: id, SortOrderID: sortOrderID, ZOrderFieldIDs: zOrderIDs}
+		if len(zOrderIDs) > 0 {
+			ex.ZOrderLower, ex.ZOrderUpper = zOrderSpan(tbl.Schema(), zOrderIDs, x.maps)
+		}
 		for j := range x.maps {
 			ex.Maps = append(ex.Maps, mapAt+j)
 		}
@@ -541,6 +546,43 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		t.ZOrderFieldIDs = zOrderIDs
 		t.Exchange = pg.Exchange
 	})
+}
+
+// zOrderSpan is, per z-order column, the smallest lower bound and the
+// largest upper bound of the groups' files, as the manifests hold them
+// (nil for a column some file has no bound of).
+func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (lower, upper [][]byte) {
+	lower, upper = make([][]byte, len(ids)), make([][]byte, len(ids))
+	for i, id := range ids {
+		f, ok := schema.FindFieldByID(id)
+		k := bounds.KindOf(f.Type)
+		if !ok || k == 0 {
+			continue
+		}
+		var lo, hi bounds.Value
+		var loRaw, hiRaw []byte
+		complete, first := true, true
+		for _, g := range groups {
+			for _, t := range g.Tasks {
+				r, ok := bounds.Of(t.File, id, k, f.Type)
+				if !ok {
+					complete = false
+					break
+				}
+				if first || bounds.Compare(k, r.Lo, lo) < 0 {
+					lo, loRaw = r.Lo, t.File.LowerBoundValues()[id]
+				}
+				if first || bounds.Compare(k, r.Hi, hi) > 0 {
+					hi, hiRaw = r.Hi, t.File.UpperBoundValues()[id]
+				}
+				first = false
+			}
+		}
+		if complete && !first {
+			lower[i], upper[i] = loRaw, hiRaw
+		}
+	}
+	return lower, upper
 }
 
 // exchangePlan is one two-stage sort: its map groups (chunks of the run's

@@ -21,15 +21,14 @@ package pruning
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
+	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
 // Read is what one query opens and reads.
@@ -94,17 +93,6 @@ type file struct {
 	has    []bool
 }
 
-// PartitionKey names a file's partition: its spec and its values.
-func PartitionKey(df iceberg.DataFile) string {
-	p := df.Partition()
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", df.SpecID())
-	for _, id := range slices.Sorted(maps.Keys(p)) {
-		fmt.Fprintf(&b, "/%d=%v", id, p[id])
-	}
-	return b.String()
-}
-
 // Keep chooses the files Collect takes: e is the file's manifest entry.
 type Keep func(e iceberg.ManifestEntry) bool
 
@@ -153,7 +141,7 @@ func Collect(ctx context.Context, tbl *table.Table, snap *table.Snapshot, keep K
 }
 
 func (l *Layout) add(df iceberg.DataFile) {
-	key := PartitionKey(df)
+	key := messages.PartitionKey(df)
 	p := l.parts[key]
 	if p == nil {
 		p = &partition{}
@@ -354,13 +342,13 @@ func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (R
 	if before != nil {
 		if err := eachEntry(ctx, pinned, before, func(e iceberg.ManifestEntry) {
 			if df := e.DataFile(); df.ContentType() == iceberg.EntryContentData && rw.Inputs[df.FilePath()] {
-				touched[PartitionKey(df)] = true
+				touched[messages.PartitionKey(df)] = true
 			}
 		}); err != nil {
 			return Reads{}, err
 		}
 	}
-	bl, err := Collect(ctx, pinned, before, func(e iceberg.ManifestEntry) bool { return touched[PartitionKey(e.DataFile())] })
+	bl, err := Collect(ctx, pinned, before, func(e iceberg.ManifestEntry) bool { return touched[messages.PartitionKey(e.DataFile())] })
 	if err != nil {
 		return Reads{}, err
 	}
@@ -368,7 +356,7 @@ func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (R
 		if e.SequenceNum() > rw.SequenceNumber {
 			return false
 		}
-		return touched[PartitionKey(e.DataFile())] || rw.Snapshots[e.SnapshotID()]
+		return touched[messages.PartitionKey(e.DataFile())] || rw.Snapshots[e.SnapshotID()]
 	})
 	if err != nil {
 		return Reads{}, err

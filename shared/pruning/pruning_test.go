@@ -12,6 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
@@ -178,7 +179,7 @@ func TestCollect_KeepsTheChosenFilesAndCountsTheWholeTable(t *testing.T) {
 	}
 	var first string
 	one, err := Collect(ctx, tbl, tbl.CurrentSnapshot(), func(e iceberg.ManifestEntry) bool {
-		k := PartitionKey(e.DataFile())
+		k := messages.PartitionKey(e.DataFile())
 		if first == "" {
 			first = k
 		}

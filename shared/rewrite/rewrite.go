@@ -676,26 +676,6 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		}
 		records = sortrows.Sort(ctx, records, keys, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted})
 	}
-	if x := task.Exchange; x != nil && x.Role == messages.ExchangeMap {
-		// A two-stage sort's map: the sorted rows go to scratch pages,
-		// not to the table; the reduces write the files.
-		if len(keys) == 0 {
-			return nil, m, tbl, fmt.Errorf("%w: group %d: an exchange's map without a sort order", ErrTerminal, task.Group)
-		}
-		idx, err := exchange.WritePages(ctx, r.blobs, exchange.MapPrefix(task.JobID, x.ID, task.Group, attempt), records, keys[0].Column, r.settings.ExchangePageBytes)
-		if err != nil {
-			return nil, m, tbl, classify(fmt.Errorf("group %d: write the exchange's pages: %w", task.Group, err))
-		}
-		m.RowsWritten = idx.Rows
-		if m.RowsWritten != m.RowsScanned || sorted.Rows != m.RowsScanned {
-			return nil, m, tbl, fmt.Errorf("%w: group %d: paged %d rows, sorted %d, the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, sorted.Rows, m.RowsScanned)
-		}
-		m.exchange = &messages.ExchangeOutput{ID: x.ID, Index: idx, RowLineage: preserveLineage}
-		m.SortRuns, m.SpilledBytes = sorted.Runs, sorted.SpilledBytes
-		m.attributeDeletes()
-		m.DurationMillis = r.now().Sub(start).Milliseconds()
-		return nil, m, tbl, nil
-	}
 	if len(task.ZOrderFieldIDs) > 0 {
 		// A z-order compaction's group: its rows are sorted by the
 		// z-value of its columns (package zorder), carried as an extra
@@ -711,9 +691,39 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		}
 		z := sortrows.Key{Column: arrowSchema.NumFields()}
 		norms := zOrderNorms(schema, task.ZOrderFieldIDs, tasks)
-		records = zorder.Drop(sortrows.Sort(ctx, zorder.Append(records, cols, norms, memory.DefaultAllocator), []sortrows.Key{z}, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted}))
+		if task.Exchange != nil {
+			// Every map of an exchange spreads the keys over the whole
+			// run's range, so that their z-values compare.
+			norms = exchangeNorms(schema, task.Exchange)
+		}
+		records = sortrows.Sort(ctx, zorder.Append(records, cols, norms, memory.DefaultAllocator), []sortrows.Key{z}, sortrows.Options{WindowBytes: r.settings.SortWindowBytes, SpillDir: r.settings.SpillDir, BatchRows: ArrowBatchRows, Stats: &sorted})
+		if task.Exchange != nil {
+			keys = []sortrows.Key{z} // the pages keep the z-value: the ranges are its
+		} else {
+			records = zorder.Drop(records)
+		}
 	}
 
+	if x := task.Exchange; x != nil && x.Role == messages.ExchangeMap {
+		// A two-stage sort's map: the sorted rows go to scratch pages,
+		// not to the table; the reduces write the files.
+		if len(keys) == 0 {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: an exchange's map without a sort order or z-order", ErrTerminal, task.Group)
+		}
+		idx, err := exchange.WritePages(ctx, r.blobs, exchange.MapPrefix(task.JobID, x.ID, task.Group, attempt), records, keys[0].Column, r.settings.ExchangePageBytes)
+		if err != nil {
+			return nil, m, tbl, classify(fmt.Errorf("group %d: write the exchange's pages: %w", task.Group, err))
+		}
+		m.RowsWritten = idx.Rows
+		if m.RowsWritten != m.RowsScanned || sorted.Rows != m.RowsScanned {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: paged %d rows, sorted %d, the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, sorted.Rows, m.RowsScanned)
+		}
+		m.exchange = &messages.ExchangeOutput{ID: x.ID, Index: idx, RowLineage: preserveLineage}
+		m.SortRuns, m.SpilledBytes = sorted.Runs, sorted.SpilledBytes
+		m.attributeDeletes()
+		m.DurationMillis = r.now().Sub(start).Milliseconds()
+		return nil, m, tbl, nil
+	}
 	var written []iceberg.DataFile
 	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
 		if err != nil {
@@ -771,8 +781,8 @@ func (r *Rewriter) reduce(ctx context.Context, task messages.Task, attempt strin
 	if _, err := outputs.RunID(attempt, 0); err != nil {
 		return nil, m, nil, fmt.Errorf("%w: %w", ErrTerminal, err)
 	}
-	if task.SortOrderID == nil {
-		return nil, m, nil, fmt.Errorf("%w: group %d: an exchange's reduce without a sort order", ErrTerminal, task.Group)
+	if task.SortOrderID == nil && len(task.ZOrderFieldIDs) == 0 {
+		return nil, m, nil, fmt.Errorf("%w: group %d: an exchange's reduce without a sort order or z-order", ErrTerminal, task.Group)
 	}
 	tbl, err := r.tables.Open(ctx, ident, task.Pin)
 	if err != nil {
@@ -810,11 +820,19 @@ func (r *Rewriter) reduce(ctx context.Context, task messages.Task, attempt strin
 	if err != nil {
 		return nil, m, tbl, fmt.Errorf("%w: write schema: %w", ErrTerminal, err)
 	}
-	keys, err := sortKeys(tbl.Metadata(), *task.SortOrderID, schema, arrowSchema)
-	if err != nil {
-		return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
+	var keys []sortrows.Key
+	var keyType arrow.DataType
+	if task.SortOrderID != nil {
+		if keys, err = sortKeys(tbl.Metadata(), *task.SortOrderID, schema, arrowSchema); err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
+		}
+		keyType = arrowSchema.Field(keys[0].Column).Type
+	} else {
+		// A z-order's pages carry the z-value as a last column.
+		keys = []sortrows.Key{{Column: arrowSchema.NumFields()}}
+		keyType = &arrow.FixedSizeBinaryType{ByteWidth: 8 * len(task.ZOrderFieldIDs)}
 	}
-	ranges, err := exchange.DecodeRanges(x.Boundaries, keys[0], arrowSchema.Field(keys[0].Column).Type)
+	ranges, err := exchange.DecodeRanges(x.Boundaries, keys[0], keyType)
 	if err != nil {
 		return nil, m, tbl, fmt.Errorf("%w: group %d: %w", ErrTerminal, task.Group, err)
 	}
@@ -824,6 +842,14 @@ func (r *Rewriter) reduce(ctx context.Context, task messages.Task, attempt strin
 	}
 	var merged sortrows.Stats
 	records := exchange.Read(ctx, r.blobs, indexes, ranges, x.Range, keys, sortrows.Options{BatchRows: ArrowBatchRows, Stats: &merged})
+	if task.SortOrderID == nil {
+		// The writer must not re-sort by the table's order, and gets the
+		// rows without the z-value.
+		if out.tbl, err = withoutSortOrder(out.tbl); err != nil {
+			return nil, m, tbl, fmt.Errorf("%w: group %d: z-order: %w", ErrTerminal, task.Group, err)
+		}
+		records = zorder.Drop(records)
+	}
 	records = counting(records, &m.RowsScanned)
 	var written []iceberg.DataFile
 	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
@@ -872,6 +898,25 @@ func zOrderNorms(schema *iceberg.Schema, ids []int, tasks []table.FileScanTask) 
 		}
 		if complete {
 			norms[i], _ = zorder.NormFor(k, span.Lo, span.Hi)
+		}
+	}
+	return norms
+}
+
+// exchangeNorms are a z-order exchange's norms, from the run's bounds the
+// planner put in the task.
+func exchangeNorms(schema *iceberg.Schema, x *messages.Exchange) []zorder.Norm {
+	norms := make([]zorder.Norm, len(x.ZOrderFieldIDs))
+	for i, id := range x.ZOrderFieldIDs {
+		f, ok := schema.FindFieldByID(id)
+		k := bounds.KindOf(f.Type)
+		if !ok || k == 0 || i >= len(x.ZOrderLower) || i >= len(x.ZOrderUpper) || x.ZOrderLower[i] == nil || x.ZOrderUpper[i] == nil {
+			continue
+		}
+		lo, ok1 := bounds.Decode(k, f.Type, x.ZOrderLower[i])
+		hi, ok2 := bounds.Decode(k, f.Type, x.ZOrderUpper[i])
+		if ok1 && ok2 {
+			norms[i], _ = zorder.NormFor(k, lo, hi)
 		}
 	}
 	return norms
