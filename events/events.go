@@ -130,6 +130,11 @@ type Query struct {
 	RowsReturned int64         `json:"rows_returned"`
 	Engine       string        `json:"engine,omitempty"`
 	QueryID      string        `json:"query_id,omitempty"`
+	// Partitions are the partitions the query read, each field=value of
+	// the table's partition fields (region=eu, or ts_day=2026-12-01), as
+	// icekeeper's health report names them; none for a query over the
+	// whole table.
+	Partitions []string `json:"partitions,omitempty"`
 }
 
 // QueryColumn is one filtered column: its name and the kind of predicate
@@ -334,6 +339,11 @@ func decodeQuery(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 	for _, c := range d.Columns {
 		if strings.TrimSpace(c.Column) == "" || !predicates[c.Predicate] {
 			return Trigger{}, fmt.Errorf("%w: query event %s: column %q with predicate %q: want a column and one of eq, in, range, is_null, prefix, other", ErrRejected, ev.ID, c.Column, c.Predicate)
+		}
+	}
+	for _, p := range d.Partitions {
+		if k, v, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(k) == "" || v == "" || len(p) > 256 {
+			return Trigger{}, fmt.Errorf("%w: query event %s: partition %q: want field=value (at most 256 characters)", ErrRejected, ev.ID, p)
 		}
 	}
 	q := d.Query

@@ -21,7 +21,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 		{"icekeeper-commit.json", Trigger{Kind: KindCommit, Tables: []string{"demo.events"}, ID: "6a7e8feb-b491-4cf7-a9f1-bf3703467718"}},
 		{"icekeeper-query.json", Trigger{Kind: KindQuery, Tables: []string{"demo.events"}, ID: "0b4c2f7e-2d2b-4a6b-9a61-3b8e4c6a1f20", Query: &Query{
 			Columns:      []QueryColumn{{Column: "id", Predicate: "eq"}, {Column: "amount", Predicate: "range"}},
-			BytesScanned: 73400320, RowsReturned: 12, Engine: "trino", QueryID: "20261201_091500_00042_abcde",
+			BytesScanned: 73400320, RowsReturned: 12, Engine: "trino", QueryID: "20261201_091500_00042_abcde", Partitions: []string{"region=region-01"},
 		}}},
 		{"athena-query-state-change.json", Trigger{Kind: KindAthena, ID: "abcdef00-1234-5678-9abc-def012345678", AthenaQueryID: "01234567-0123-0123-0123-012345678901"}},
 	}
@@ -104,6 +104,7 @@ func TestDecode_RejectsMalformedOrUnknownEvents(t *testing.T) {
 		"query bad predicate": `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","columns":[{"column":"id","predicate":"between"}]}}`,
 		"query no column":     `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","columns":[{"predicate":"eq"}]}}`,
 		"query negative":      `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","bytes_scanned":-1}}`,
+		"query bad partition": `{"detail-type":"Icekeeper Query Observed","source":"icekeeper","detail":{"namespace":"db","table":"t","partitions":["eu"]}}`,
 		"query spoofed":       `{"detail-type":"Icekeeper Query Observed","source":"aws.athena","detail":{"namespace":"db","table":"t"}}`,
 		"athena no id":        `{"detail-type":"Athena Query State Change","source":"aws.athena","detail":{"currentState":"SUCCEEDED","statementType":"DML"}}`,
 	} {

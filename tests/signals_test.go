@@ -3,10 +3,12 @@ package tests
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/athena"
 	athenatypes "github.com/aws/aws-sdk-go-v2/service/athena/types"
@@ -15,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
@@ -32,6 +35,7 @@ func athenaEvent(queryID string) []byte {
 // grants is dropped.
 func TestSignals_QueryEventsAreRecordedForGrantedTables(t *testing.T) {
 	d := setupDispatch(t, config.ModeAdvisory, "demo")
+	d.createNamed("demo.events", smallTable)
 	resp := d.handle(mustRead(t, filepath.Join("..", "events", "icekeeper-query.json")))
 	if o := outcomeOf(t, resp, "demo.events"); o.Action != trigger.ActionObserved {
 		t.Fatalf("query event outcome %+v", o)
@@ -49,7 +53,7 @@ func TestSignals_QueryEventsAreRecordedForGrantedTables(t *testing.T) {
 		}
 		return *out.QueryExecutionId
 	}
-	resp = d.handle(athenaEvent(start(`SELECT * FROM "events" WHERE "id" = 7 AND amount > 3`)))
+	resp = d.handle(athenaEvent(start(`SELECT * FROM "events" WHERE "id" = 7 AND amount > 3 AND region IN ('region-01', 'region-09')`)))
 	if o := outcomeOf(t, resp, "demo.events"); o.Action != trigger.ActionObserved {
 		t.Fatalf("athena event outcome %+v", o)
 	}
@@ -71,6 +75,12 @@ func TestSignals_QueryEventsAreRecordedForGrantedTables(t *testing.T) {
 	}
 	if amount := days[0].Columns["amount"]; amount.Filters != 2 || amount.Point != 0 {
 		t.Errorf("amount %+v, want two range filters", amount)
+	}
+	// The partitions read: the event's own, and Athena's IN on the
+	// identity partition column region (id, not a partition source,
+	// names none).
+	if p := days[0].Partitions; p["region=region-01"] != 2 || p["region=region-09"] != 1 || len(p) != 2 {
+		t.Errorf("partitions %v, want region=region-01 twice and region=region-09 once", p)
 	}
 }
 
@@ -182,5 +192,58 @@ func TestSignals_AnOwnersOrderChangeBeforeTheCommitWins(t *testing.T) {
 	}
 	if s := e.load().Properties()[optin.PropertyCompactionStrategy]; s != "" {
 		t.Fatalf("strategy %q set though the change was dropped", s)
+	}
+}
+
+// TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst: a sort
+// compaction bounded by icekeeper.compaction.max-bytes-per-job to about
+// one partition a job takes the partition queries read most first (the
+// signals' partitions: region-02, then region-00), leaves the rest for
+// later visits, and gets through every partition in the end.
+func TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 6, RowsPerFile: 50, Properties: map[string]string{optin.PropertyCompactionStrategy: "sort"}})
+	e.sortByID()
+	per := map[string]int64{}
+	for _, task := range e.liveTasks() {
+		per[plan.PartitionString(task)] += task.File.FileSizeBytes()
+	}
+	var largest int64
+	for _, b := range per {
+		largest = max(largest, b)
+	}
+	e.setProperties(iceberg.Properties{optin.PropertyMaxBytesPerJob: strconv.FormatInt(largest+largest/2, 10)})
+	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: e.cfg.JobsTable}
+	for i := range 13 {
+		part := "region=" + sampletable.Region(2)
+		if i >= 10 {
+			part = "region=" + sampletable.Region(0)
+		}
+		if err := store.Record(e.ctx, signals.Observation{Table: e.name(), At: time.Now(), Partitions: []string{part}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	for range 4 {
+		res := e.plan()
+		if res.Outcome != plan.OutcomePlanned {
+			t.Fatalf("plan %d: %s (%s)", len(order)+1, res.Outcome, res.Reason)
+		}
+		groups := e.planOf(res.JobID).Groups
+		if len(groups) != 1 || res.DeferredGroups != 3-len(order) {
+			t.Fatalf("plan %d: %d groups, %d deferred; want one partition a job", len(order)+1, len(groups), res.DeferredGroups)
+		}
+		order = append(order, groups[0].Partition)
+		before := e.fingerprint()
+		e.drainTasks()
+		e.drainCommits()
+		e.requireCommitted(res.JobID, before)
+	}
+	t.Logf("order %v", order)
+	if !strings.HasSuffix(order[0], sampletable.Region(2)) || !strings.HasSuffix(order[1], sampletable.Region(0)) {
+		t.Fatalf("partitions rewritten in the order %v: want region-02 (most queried), then region-00", order)
+	}
+	if again := e.plan(); again.Outcome != plan.OutcomeNothingToDo {
+		t.Fatalf("after four jobs: %s (%d groups)", again.Outcome, again.Groups)
 	}
 }

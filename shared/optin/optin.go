@@ -107,6 +107,12 @@ const (
 	// columns, as one visible commit; compactions then rewrite the table
 	// into it. Off by default: the recommendation is only reported.
 	PropertyLayoutAuto = "icekeeper.layout.auto"
+	// PropertyMaxBytesPerJob (bytes) bounds the input one sort or z-order
+	// compaction rewrites: the partitions queried most lately first (the
+	// query signals), the rest on later visits. Default: none, except
+	// with PropertyLayoutAuto, where a new layout is rolled out
+	// gradually, DefaultLayoutJobGroups groups' worth a job.
+	PropertyMaxBytesPerJob = "icekeeper.compaction.max-bytes-per-job"
 	// Prefix is the namespace of icekeeper's table properties.
 	Prefix = "icekeeper."
 )
@@ -281,6 +287,10 @@ func ValidateProperties(props map[string]string) error {
 			}
 		case PropertyOutputSpec:
 			if _, err := ParseOutputSpec(v); err != nil {
+				errs = append(errs, err)
+			}
+		case PropertyMaxBytesPerJob:
+			if _, err := MaxBytesPerJob(map[string]string{k: v}, 0); err != nil {
 				errs = append(errs, err)
 			}
 		case PropertyCompactionStrategy, PropertyZOrderColumns:
@@ -532,4 +542,26 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// DefaultLayoutJobGroups: with icekeeper.layout.auto, a sort or z-order
+// compaction rewrites at most this many ICEKEEPER_MAX_GROUP_BYTES a job.
+const DefaultLayoutJobGroups = 4
+
+// MaxBytesPerJob reads PropertyMaxBytesPerJob: the most input bytes a sort
+// or z-order compaction job takes (0: no bound), given the group size
+// limit for the layout.auto default.
+func MaxBytesPerJob(props map[string]string, maxGroupBytes int64) (int64, error) {
+	v := strings.TrimSpace(props[PropertyMaxBytesPerJob])
+	if v == "" {
+		if LayoutAuto(props) {
+			return DefaultLayoutJobGroups * maxGroupBytes, nil
+		}
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: %s=%q: want a positive number of bytes", ErrBadProperty, PropertyMaxBytesPerJob, v)
+	}
+	return n, nil
 }

@@ -22,6 +22,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -45,6 +46,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/pruning"
+	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -139,7 +141,23 @@ type Result struct {
 	// too large for one rewriter: only their candidates are rewritten, and
 	// they stay overlapping (binpack.PlanSorted).
 	OverlappingSortRuns int `json:"overlapping_sort_runs,omitempty"`
+	// DeferredGroups and DeferredBytes are what a sort or z-order
+	// compaction left for later visits to stay within
+	// icekeeper.compaction.max-bytes-per-job (the least queried
+	// partitions' groups).
+	DeferredGroups int   `json:"deferred_groups,omitempty"`
+	DeferredBytes  int64 `json:"deferred_bytes,omitempty"`
 }
+
+// Heat says how much each partition field value of a table was queried
+// lately (signals.PartitionHeat).
+type Heat interface {
+	PartitionHeat(ctx context.Context, table string) (map[string]float64, error)
+}
+
+// SetHeat lets a bounded sort or z-order compaction rewrite the most
+// queried partitions first (none: in plan order).
+func (p *Planner) SetHeat(h Heat) { p.heat = h }
 
 // Planner plans compaction jobs.
 type Planner struct {
@@ -157,6 +175,7 @@ type Planner struct {
 	ignoreBackoff bool
 	// memoryBudget: see SetMemoryBudget.
 	memoryBudget int64
+	heat         Heat
 }
 
 // IgnoreBackoff makes the planner plan tables that are backed off after
@@ -451,6 +470,20 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		exchanges = append(exchanges, x)
 		groups = append(groups, x.maps...)
 	}
+	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
+		budget, err := optin.MaxBytesPerJob(tbl.Properties(), p.settings.MaxGroupBytes)
+		if err != nil {
+			return res, false, fmt.Errorf("plan %s: %w", name, err)
+		}
+		if budget > 0 {
+			var regularGroups []compaction.Group
+			regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget)
+			groups, regular = regularGroups, len(regularGroups)
+			for _, x := range exchanges {
+				groups = append(groups, x.maps...)
+			}
+		}
+	}
 	res.SkippedFiles = cp.SkippedFiles
 	if len(groups) == 0 && hotGroups > 0 {
 		res.Outcome = OutcomeNothingToDo
@@ -583,6 +616,76 @@ func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (l
 		}
 	}
 	return lower, upper
+}
+
+// withinBudget keeps, of a sort or z-order compaction's groups and
+// exchanges, the most queried partitions' (signals.Heat of each group's
+// partition; plan order among equals) up to budget input bytes, and at
+// least one: a new layout rolls out a job at a time, hottest first. It
+// returns what it kept and how many groups (an exchange counts its maps)
+// and bytes it left for later.
+func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget int64) ([]compaction.Group, []exchangePlan, int, int64) {
+	type unit struct {
+		group    *compaction.Group
+		exchange *exchangePlan
+		bytes    int64
+		heat     float64
+	}
+	var units []unit
+	var total int64
+	for i := range groups {
+		units = append(units, unit{group: &groups[i], bytes: groups[i].TotalSizeBytes})
+		total += groups[i].TotalSizeBytes
+	}
+	for i := range exchanges {
+		u := unit{exchange: &exchanges[i]}
+		for _, m := range exchanges[i].maps {
+			u.bytes += m.TotalSizeBytes
+		}
+		units = append(units, u)
+		total += u.bytes
+	}
+	if total <= budget {
+		return groups, exchanges, 0, 0
+	}
+	if p.heat != nil {
+		heat, err := p.heat.PartitionHeat(ctx, table)
+		if err != nil {
+			log.Warn("partition heat not read: the budget takes groups in plan order", "err", err.Error())
+		}
+		name := health.PartitionNamer(meta)
+		for i := range units {
+			first := units[i].group
+			if first == nil {
+				first = &units[i].exchange.maps[0]
+			}
+			units[i].heat = signals.Heat(heat, name(first.Tasks[0].File))
+		}
+		slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.heat, a.heat) })
+	}
+	var keptGroups []compaction.Group
+	var keptExchanges []exchangePlan
+	var used, deferredBytes int64
+	deferred := 0
+	for _, u := range units {
+		if used > 0 && used+u.bytes > budget {
+			deferredBytes += u.bytes
+			if u.group != nil {
+				deferred++
+			} else {
+				deferred += len(u.exchange.maps)
+			}
+			continue
+		}
+		used += u.bytes
+		if u.group != nil {
+			keptGroups = append(keptGroups, *u.group)
+		} else {
+			keptExchanges = append(keptExchanges, *u.exchange)
+		}
+	}
+	log.Info("sort compaction bounded by icekeeper.compaction.max-bytes-per-job: the most queried partitions first", "budget", budget, "kept_bytes", used, "deferred_groups", deferred, "deferred_bytes", deferredBytes)
+	return keptGroups, keptExchanges, deferred, deferredBytes
 }
 
 // exchangePlan is one two-stage sort: its map groups (chunks of the run's

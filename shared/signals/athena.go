@@ -67,7 +67,7 @@ func (a Athena) Observations(ctx context.Context, queryExecutionID string) ([]Ob
 	}
 	var obs []Observation
 	for _, t := range byTable {
-		obs = append(obs, Observation{Table: t.Table, Filters: t.Filters, BytesScanned: bytes / int64(len(byTable)), Engine: "athena", QueryID: queryExecutionID, At: now()})
+		obs = append(obs, Observation{Table: t.Table, Filters: t.Filters, Equals: t.Equals, BytesScanned: bytes / int64(len(byTable)), Engine: "athena", QueryID: queryExecutionID, At: now()})
 	}
 	return obs, nil
 }
@@ -76,6 +76,8 @@ func (a Athena) Observations(ctx context.Context, queryExecutionID string) ([]Ob
 type TableFilters struct {
 	Table   string
 	Filters []Filter
+	// Equals are the literals columns were compared with (=, IN).
+	Equals map[string][]string
 }
 
 // ParseFilters reads a query's tables and the predicates on their
@@ -97,8 +99,9 @@ func ParseFilters(sql, defaultDB string) ([]TableFilters, error) {
 	index := map[string]int{}      // full name -> tables index
 	aliases := map[string]string{} // alias or bare name -> full name
 	type pred struct {
-		col *sqlparser.ColName
-		p   Predicate
+		col    *sqlparser.ColName
+		p      Predicate
+		values []string
 	}
 	var preds []pred
 	err = sqlparser.Walk(func(node sqlparser.SQLNode) (bool, error) {
@@ -128,15 +131,15 @@ func ParseFilters(sql, defaultDB string) ([]TableFilters, error) {
 		case *sqlparser.ComparisonExpr:
 			col, other := columnAndOther(n.Left, n.Right)
 			if col != nil && other != nil {
-				preds = append(preds, pred{col, comparisonPredicate(n.Operator, other)})
+				preds = append(preds, pred{col, comparisonPredicate(n.Operator, other), literals(n.Operator, other)})
 			}
 		case *sqlparser.BetweenExpr:
 			if c, ok := n.Left.(*sqlparser.ColName); ok && n.IsBetween {
-				preds = append(preds, pred{c, PredicateRange})
+				preds = append(preds, pred{col: c, p: PredicateRange})
 			}
 		case *sqlparser.IsExpr:
 			if c, ok := n.Left.(*sqlparser.ColName); ok && n.Right == sqlparser.IsNullOp {
-				preds = append(preds, pred{c, PredicateIsNull})
+				preds = append(preds, pred{col: c, p: PredicateIsNull})
 			}
 		}
 		return true, nil
@@ -158,9 +161,39 @@ func ParseFilters(sql, defaultDB string) ([]TableFilters, error) {
 		if !ok {
 			continue
 		}
-		tables[i].Filters = append(tables[i].Filters, Filter{Column: p.col.Name.Lowered(), Predicate: p.p})
+		col := p.col.Name.Lowered()
+		tables[i].Filters = append(tables[i].Filters, Filter{Column: col, Predicate: p.p})
+		if len(p.values) > 0 {
+			if tables[i].Equals == nil {
+				tables[i].Equals = map[string][]string{}
+			}
+			tables[i].Equals[col] = append(tables[i].Equals[col], p.values...)
+		}
 	}
 	return tables, nil
+}
+
+// literals are the constants of an = or IN comparison, as text.
+func literals(op sqlparser.ComparisonExprOperator, other sqlparser.Expr) []string {
+	switch op {
+	case sqlparser.EqualOp:
+		if lit, ok := other.(*sqlparser.Literal); ok {
+			return []string{lit.Val}
+		}
+	case sqlparser.InOp:
+		tuple, ok := other.(sqlparser.ValTuple)
+		if !ok {
+			return nil
+		}
+		var out []string
+		for _, e := range tuple {
+			if lit, ok := e.(*sqlparser.Literal); ok {
+				out = append(out, lit.Val)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // columnAndOther returns the column of a comparison and its other side,

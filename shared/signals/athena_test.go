@@ -19,15 +19,18 @@ func TestParseFilters_TablesAndTheirPredicateColumns(t *testing.T) {
 	}{
 		"athena quoting, one table": {
 			`SELECT * FROM "shop"."Orders" WHERE "order_id" = 42 AND amount BETWEEN 1 AND 9 AND note LIKE 'ab%' AND region IS NULL AND "ts" >= TIMESTAMP '2026-12-01 00:00:00'`,
-			[]TableFilters{{Table: "shop.orders", Filters: []Filter{{"order_id", PredicateEq}, {"amount", PredicateRange}, {"note", PredicatePrefix}, {"region", PredicateIsNull}, {"ts", PredicateRange}}}},
+			[]TableFilters{{Table: "shop.orders", Filters: []Filter{{"order_id", PredicateEq}, {"amount", PredicateRange}, {"note", PredicatePrefix}, {"region", PredicateIsNull}, {"ts", PredicateRange}},
+				Equals: map[string][]string{"order_id": {"42"}}}},
 		},
 		"default database, IN and a string with a double quote": {
 			`select id from orders where id in (1, 2, 3) and note = 'say "hi"' and name like '%x'`,
-			[]TableFilters{{Table: "shop.orders", Filters: []Filter{{"id", PredicateIn}, {"note", PredicateEq}, {"name", PredicateOther}}}},
+			[]TableFilters{{Table: "shop.orders", Filters: []Filter{{"id", PredicateIn}, {"note", PredicateEq}, {"name", PredicateOther}},
+				Equals: map[string][]string{"id": {"1", "2", "3"}, "note": {`say "hi"`}}}},
 		},
 		"join: qualified columns go to their tables, the join condition to none": {
 			`SELECT o.id FROM shop.orders o JOIN shop.customers c ON o.customer_id = c.id WHERE o.day = DATE '2026-12-01' AND c.country = 'FR' AND status = 'x'`,
-			[]TableFilters{{Table: "shop.orders", Filters: []Filter{{"day", PredicateEq}}}, {Table: "shop.customers", Filters: []Filter{{"country", PredicateEq}}}},
+			[]TableFilters{{Table: "shop.orders", Filters: []Filter{{"day", PredicateEq}}, Equals: map[string][]string{"day": {"2026-12-01"}}},
+				{Table: "shop.customers", Filters: []Filter{{"country", PredicateEq}}, Equals: map[string][]string{"country": {"FR"}}}},
 		},
 		"no filter": {`SELECT count(*) FROM shop.orders`, []TableFilters{{Table: "shop.orders"}}},
 	}

@@ -67,13 +67,46 @@ type Filter struct {
 // Observation is one query on one table.
 type Observation struct {
 	// Table is the dotted table name ("ns.table").
-	Table        string    `json:"table"`
-	Filters      []Filter  `json:"columns"`
-	BytesScanned int64     `json:"bytes_scanned"`
-	RowsReturned int64     `json:"rows_returned"`
-	Engine       string    `json:"engine,omitempty"`
-	QueryID      string    `json:"query_id,omitempty"`
-	At           time.Time `json:"-"`
+	Table        string   `json:"table"`
+	Filters      []Filter `json:"columns"`
+	BytesScanned int64    `json:"bytes_scanned"`
+	RowsReturned int64    `json:"rows_returned"`
+	Engine       string   `json:"engine,omitempty"`
+	QueryID      string   `json:"query_id,omitempty"`
+	// Partitions are the partition fields' values the query read
+	// (field=value, as the health report names partitions), for
+	// rewriting the most-queried partitions first; at most MaxPartitions
+	// are recorded.
+	Partitions []string `json:"partitions,omitempty"`
+	// Equals are the literal values the query compared columns with (=,
+	// IN), which the planner turns into Partitions for the table's
+	// identity partition columns (PartitionsOf); not recorded.
+	Equals map[string][]string `json:"-"`
+	At     time.Time           `json:"-"`
+}
+
+// MaxPartitions bounds the partitions one observation adds to its day.
+const MaxPartitions = 16
+
+// PartitionsOf turns a query's literal comparisons into partition names:
+// for each identity partition field of spec whose source column the
+// query compared with literals, field=value per literal.
+func PartitionsOf(equals map[string][]string, schema *iceberg.Schema, spec iceberg.PartitionSpec) []string {
+	var out []string
+	for _, f := range spec.Fields() {
+		if !f.Transform.Equals(iceberg.IdentityTransform{}) {
+			continue
+		}
+		src, ok := schema.FindFieldByID(f.SourceID())
+		if !ok {
+			continue
+		}
+		for _, v := range equals[strings.ToLower(src.Name)] {
+			out = append(out, f.Name+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Validate checks an observation before it is recorded.
@@ -83,6 +116,11 @@ func (o Observation) Validate() error {
 	}
 	if o.BytesScanned < 0 || o.RowsReturned < 0 {
 		return fmt.Errorf("signals: %s: negative bytes scanned or rows returned", o.Table)
+	}
+	for _, p := range o.Partitions {
+		if k, v, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(k) == "" || v == "" || len(p) > 256 {
+			return fmt.Errorf("signals: %s: partition %q: want field=value (at most 256 characters)", o.Table, p)
+		}
 	}
 	for _, f := range o.Filters {
 		if strings.TrimSpace(f.Column) == "" {
@@ -111,6 +149,47 @@ type Day struct {
 	Queries      int64                `json:"queries"`
 	BytesScanned int64                `json:"bytes_scanned"`
 	Columns      map[string]ColumnDay `json:"columns"`
+	// Partitions counts the queries that read each partition field value
+	// (field=value), for those that said.
+	Partitions map[string]int64 `json:"partitions,omitempty"`
+}
+
+// dayWeight is a day's weight at now: 2^(-age/halfLife), age from the
+// day's noon; 0 for a date that does not parse.
+func dayWeight(date string, now time.Time, halfLife time.Duration) float64 {
+	if halfLife <= 0 {
+		halfLife = DefaultHalfLife
+	}
+	day, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return 0
+	}
+	age := max(0, now.Sub(day.Add(12*time.Hour)))
+	return math.Exp2(-float64(age) / float64(halfLife))
+}
+
+// PartitionHeat weighs the days' partition counts with the same decay as
+// Aggregate: how much each field=value was queried lately.
+func PartitionHeat(days []Day, now time.Time, halfLife time.Duration) map[string]float64 {
+	heat := map[string]float64{}
+	for _, d := range days {
+		w := dayWeight(d.Date, now, halfLife)
+		for p, n := range d.Partitions {
+			heat[p] += w * float64(n)
+		}
+	}
+	return heat
+}
+
+// Heat is how much a partition, named as the health report names it
+// (field=value/field=value), was queried: the sum of its fields' values'
+// heat.
+func Heat(heat map[string]float64, partition string) float64 {
+	var h float64
+	for _, pair := range strings.Split(partition, "/") {
+		h += heat[pair]
+	}
+	return h
 }
 
 // DateOf is the UTC day an observation counts in.
@@ -147,12 +226,7 @@ func Aggregate(days []Day, now time.Time, halfLife time.Duration) ([]ColumnSigna
 	points := map[string]float64{}
 	var queries float64
 	for _, d := range days {
-		day, err := time.Parse(time.DateOnly, d.Date)
-		if err != nil {
-			continue
-		}
-		age := max(0, now.Sub(day.Add(12*time.Hour)))
-		w := math.Exp2(-float64(age) / float64(halfLife))
+		w := dayWeight(d.Date, now, halfLife)
 		queries += w * float64(d.Queries)
 		for name, c := range d.Columns {
 			s := by[name]

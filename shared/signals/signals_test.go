@@ -2,11 +2,15 @@ package signals
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go"
 
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 )
@@ -179,5 +183,76 @@ func TestStore_RecordsAndReadsDaysConcurrently(t *testing.T) {
 	}
 	if err := s.Record(ctx, Observation{Table: "orders"}); err == nil {
 		t.Error("an observation without a namespace was recorded")
+	}
+}
+
+// TestStore_RecordsThePartitionsQueriesRead: partitions count per day,
+// once per query, at most MaxPartitions a query; their heat decays like
+// the columns' and a partition's heat sums its fields' values.
+func TestStore_RecordsThePartitionsQueriesRead(t *testing.T) {
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	ctx := context.Background()
+	res, err := cloud.Provision(ctx, "signals-parts", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Store{DB: cloud.Clients.DynamoDB, TableName: res.JobsTable}
+	for i := range 6 {
+		o := Observation{Table: "shop.orders", At: noon, Partitions: []string{"region=eu", "region=eu"}}
+		if i%3 == 0 {
+			o.Partitions = append(o.Partitions, "day=2026-12-01")
+		}
+		if err := s.Record(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var many []string
+	for i := range MaxPartitions + 5 {
+		many = append(many, fmt.Sprintf("id=%03d", i))
+	}
+	if err := s.Record(ctx, Observation{Table: "shop.orders", At: noon.AddDate(0, 0, -7), Partitions: many}); err != nil {
+		t.Fatal(err)
+	}
+	days, err := s.Days(ctx, "shop.orders", noon.AddDate(0, 0, -28), noon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != 2 {
+		t.Fatalf("%d days", len(days))
+	}
+	if today := days[1].Partitions; today["region=eu"] != 6 || today["day=2026-12-01"] != 2 {
+		t.Errorf("today's partitions %v, want region=eu 6 (once per query) and day=2026-12-01 2", today)
+	}
+	if old := days[0].Partitions; len(old) != MaxPartitions {
+		t.Errorf("%d partitions recorded from one query, want at most %d", len(old), MaxPartitions)
+	}
+	heat := PartitionHeat(days, noon, DefaultHalfLife)
+	if math.Abs(heat["region=eu"]-6) > 1e-9 || math.Abs(heat["id=000"]-0.5) > 1e-9 {
+		t.Errorf("heat %v: want region=eu 6 and a week-old id=000 at a half", heat)
+	}
+	if h := Heat(heat, "region=eu/day=2026-12-01"); math.Abs(h-8) > 1e-9 {
+		t.Errorf("heat of region=eu/day=2026-12-01 = %v, want 6+2", h)
+	}
+	if err := s.Record(ctx, Observation{Table: "shop.orders", Partitions: []string{"no-equals-sign"}}); err == nil {
+		t.Error("a partition without field=value was recorded")
+	}
+}
+
+// TestPartitionsOf_LiteralsOnIdentityPartitionColumns: = and IN literals
+// name partitions only through identity fields (named as the spec names
+// them); a transformed field or a column that is no partition source
+// names none.
+func TestPartitionsOf_LiteralsOnIdentityPartitionColumns(t *testing.T) {
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 2, Name: "Region", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp})
+	spec := iceberg.NewPartitionSpec(
+		iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region_part", Transform: iceberg.IdentityTransform{}},
+		iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1001, Name: "ts_day", Transform: iceberg.DayTransform{}})
+	got := PartitionsOf(map[string][]string{"region": {"eu", "us", "eu"}, "id": {"42"}, "ts": {"2026-12-01"}}, schema, spec)
+	if want := []string{"region_part=eu", "region_part=us"}; !slices.Equal(got, want) {
+		t.Errorf("partitions %v, want %v", got, want)
 	}
 }

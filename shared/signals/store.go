@@ -29,7 +29,8 @@ const DefaultRetention = 60 * 24 * time.Hour
 // item per table and day, job_id "signals#<table>", item_key
 // "day#<date>", purged by the table's TTL after Retention. Per column it
 // holds three numbers, named "col:<column>:f" (filters), ":p" (point
-// filters) and ":b" (bytes scanned).
+// filters) and ":b" (bytes scanned); per partition field value a query
+// said it read, "part:<field=value>" (queries).
 type Store struct {
 	DB        DynamoDB
 	TableName string
@@ -38,9 +39,10 @@ type Store struct {
 }
 
 const (
-	keyPrefix = "signals#"
-	dayPrefix = "day#"
-	colPrefix = "col:"
+	keyPrefix  = "signals#"
+	dayPrefix  = "day#"
+	colPrefix  = "col:"
+	partPrefix = "part:"
 )
 
 func itemKey(table, date string) map[string]types.AttributeValue {
@@ -82,6 +84,17 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 		":purge": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.At.Add(retention).Unix(), 10)},
 	}
 	adds := []string{"#q :one", "#b :bytes"}
+	parts := slices.Clone(o.Partitions)
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	if len(parts) > MaxPartitions {
+		parts = parts[:MaxPartitions]
+	}
+	for i, p := range parts {
+		ph := fmt.Sprintf("#p%03d", i)
+		names[ph] = partPrefix + p
+		adds = append(adds, ph+" :one")
+	}
 	for i, c := range cols {
 		f, p, b := fmt.Sprintf("#a%03d", 3*i), fmt.Sprintf("#a%03d", 3*i+1), fmt.Sprintf("#a%03d", 3*i+2)
 		names[f], names[p], names[b] = colPrefix+c+":f", colPrefix+c+":p", colPrefix+c+":b"
@@ -149,6 +162,13 @@ func dayOf(it map[string]types.AttributeValue) Day {
 	}
 	d.Queries, d.BytesScanned = num(it["queries"]), num(it["bytes_scanned"])
 	for name, v := range it {
+		if p, ok := strings.CutPrefix(name, partPrefix); ok {
+			if d.Partitions == nil {
+				d.Partitions = map[string]int64{}
+			}
+			d.Partitions[p] = num(v)
+			continue
+		}
 		if !strings.HasPrefix(name, colPrefix) || len(name) < len(colPrefix)+3 || name[len(name)-2] != ':' {
 			continue
 		}

@@ -371,7 +371,7 @@ func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, trig events.
 			return nil, fmt.Errorf("athena query %s: %w", trig.AthenaQueryID, err)
 		}
 	} else if trig.Query != nil && len(trig.Tables) == 1 {
-		o := signals.Observation{Table: trig.Tables[0], BytesScanned: trig.Query.BytesScanned, RowsReturned: trig.Query.RowsReturned, Engine: trig.Query.Engine, QueryID: trig.Query.QueryID, At: d.now()}
+		o := signals.Observation{Table: trig.Tables[0], BytesScanned: trig.Query.BytesScanned, RowsReturned: trig.Query.RowsReturned, Engine: trig.Query.Engine, QueryID: trig.Query.QueryID, Partitions: trig.Query.Partitions, At: d.now()}
 		for _, c := range trig.Query.Columns {
 			o.Filters = append(o.Filters, signals.Filter{Column: c.Column, Predicate: signals.Predicate(c.Predicate)})
 		}
@@ -387,6 +387,18 @@ func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, trig events.
 		}
 		if o.At.IsZero() {
 			o.At = d.now()
+		}
+		if len(o.Equals) > 0 && len(o.Partitions) == 0 {
+			// Literal comparisons on identity partition columns name the
+			// partitions the query read (for rewriting the most-queried
+			// first); the table's spec says which columns those are.
+			if ident, err := messages.TableIdent(o.Table); err == nil {
+				if tbl, err := d.catalog.LoadTable(ctx, ident); err == nil {
+					o.Partitions = signals.PartitionsOf(o.Equals, tbl.Schema(), tbl.Spec())
+				} else {
+					tl.Warn("partitions of the query not recorded: table not loaded", "err", err.Error())
+				}
+			}
 		}
 		if err := o.Validate(); err != nil {
 			outs = append(outs, d.skip(tl, TableOutcome{Table: o.Table}, SkipInvalidSignal, err.Error()))

@@ -53,8 +53,31 @@ func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	if err == nil {
 		p.SetTracer(d.Tracer)
 		p.SetMemoryBudget(wiring.MemoryLimit())
+		if d.Config.JobsTable != "" && d.Clients != nil && d.Clients.DynamoDB != nil {
+			p.SetHeat(PartitionHeat{Signals: signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}, Now: d.Now})
+		}
 	}
 	return p, err
+}
+
+// PartitionHeat adapts the query signals to the planner: the last four
+// weeks' partition counts, decayed (signals.PartitionHeat).
+type PartitionHeat struct {
+	Signals SignalDays
+	Now     func() time.Time
+}
+
+// PartitionHeat implements plan.Heat.
+func (h PartitionHeat) PartitionHeat(ctx context.Context, table string) (map[string]float64, error) {
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	days, err := h.Signals.Days(ctx, table, now().AddDate(0, 0, -28), now())
+	if err != nil {
+		return nil, err
+	}
+	return signals.PartitionHeat(days, now(), signals.DefaultHalfLife), nil
 }
 
 // Dispatcher builds the planner function's trigger dispatcher for the
