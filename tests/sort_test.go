@@ -257,21 +257,8 @@ func TestSort_ATableWithoutASortOrderFailsLoud(t *testing.T) {
 // not in the table fails loud.
 func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
 	e := setup(t)
-	e.createTable(sampletable.Options{FormatVersion: 2})
 	const side = 1024
-	perm := rand.New(rand.NewPCG(7, 8)).Perm(side * side)
-	quarter := len(perm) / 4
-	for f := range 4 {
-		var xs, ys []int64
-		for _, p := range perm[f*quarter : (f+1)*quarter] {
-			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
-		}
-		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
-	}
-	var total int64
-	for _, task := range e.liveTasks() {
-		total += task.File.FileSizeBytes()
-	}
+	total := e.shuffledGrid(side, 4, 7)
 	e.setProperties(iceberg.Properties{
 		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/256, 10), // below one 64K-row batch of z-ordered rows: a file per batch, 1/16 of the curve
 		// Row groups small enough that the writer sees its file grow and
@@ -327,22 +314,9 @@ func TestZOrder_NewFilesEachCoverABoxOfBothColumns(t *testing.T) {
 // amount; z-ordering helps both.
 func TestPruning_SortAndZOrderCutTheFilesAQueryTouches(t *testing.T) {
 	e := setup(t)
-	e.createTable(sampletable.Options{FormatVersion: 2})
 	// The writer rolls files between 64K-row batches: 1M rows give 16.
 	const side = 1024
-	perm := rand.New(rand.NewPCG(3, 4)).Perm(side * side)
-	quarter := len(perm) / 4
-	for f := range 4 {
-		var xs, ys []int64
-		for _, p := range perm[f*quarter : (f+1)*quarter] {
-			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
-		}
-		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
-	}
-	var total int64
-	for _, task := range e.liveTasks() {
-		total += task.File.FileSizeBytes()
-	}
+	total := e.shuffledGrid(side, 4, 3)
 	e.setProperties(iceberg.Properties{
 		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/256, 10), // below one 64K-row batch of ordered rows: a file per batch
 		table.ParquetRowGroupLimitKey:     "16384",
@@ -653,21 +627,7 @@ func TestSort_ATwoStageJobThatFailsLeavesNoScratchAndNoFile(t *testing.T) {
 // all of them. Rows are unchanged and no scratch is left.
 func TestZOrder_ARunLargerThanOneRewriterIsZOrderedInTwoStages(t *testing.T) {
 	e := setup(t, func(c *config.Config) { c.ExchangePageBytes = 16 << 10 })
-	e.createTable(sampletable.Options{FormatVersion: 2})
-	const side = 256
-	perm := rand.New(rand.NewPCG(11, 12)).Perm(side * side)
-	per := len(perm) / 8
-	for f := range 8 {
-		var xs, ys []int64
-		for _, p := range perm[f*per : (f+1)*per] {
-			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
-		}
-		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
-	}
-	var total int64
-	for _, task := range e.liveTasks() {
-		total += task.File.FileSizeBytes()
-	}
+	total := e.shuffledGrid(256, 8, 11)
 	e.withMaxGroupBytes(total/8 + 1) // eight reduces: a file each (the writer rolls between 64K-row batches)
 	e.setProperties(iceberg.Properties{table.WriteTargetFileSizeBytesKey: strconv.FormatInt(total/64, 10), table.ParquetRowGroupLimitKey: "2048"})
 	before := e.fingerprint()
@@ -704,4 +664,27 @@ func TestZOrder_ARunLargerThanOneRewriterIsZOrderedInTwoStages(t *testing.T) {
 			t.Errorf("a point lookup on %s opens %.1f of %v files: the z-order does not cluster it", col, lookup.Files, files)
 		}
 	}
+}
+
+// shuffledGrid makes a v2 sample table holding a side x side grid of
+// points, id the x (an int) and amount the y (a float), shuffled (seed)
+// over files appends that each span the whole grid; it returns the
+// table's bytes.
+func (e *env) shuffledGrid(side, files int, seed uint64) int64 {
+	e.t.Helper()
+	e.createTable(sampletable.Options{FormatVersion: 2})
+	perm := rand.New(rand.NewPCG(seed, seed+1)).Perm(side * side)
+	per := len(perm) / files
+	for f := range files {
+		var xs, ys []int64
+		for _, p := range perm[f*per : (f+1)*per] {
+			xs, ys = append(xs, int64(p%side)), append(ys, int64(p/side))
+		}
+		e.appendSampleRows(xs, func(i int) float64 { return float64(ys[i]) }, nil)
+	}
+	var total int64
+	for _, task := range e.liveTasks() {
+		total += task.File.FileSizeBytes()
+	}
+	return total
 }

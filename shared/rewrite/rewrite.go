@@ -724,15 +724,9 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 		m.DurationMillis = r.now().Sub(start).Milliseconds()
 		return nil, m, tbl, nil
 	}
-	var written []iceberg.DataFile
-	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
-		if err != nil {
-			return written, m, tbl, classify(fmt.Errorf("write group %d: %w", task.Group, err))
-		}
-		written = append(written, df)
-		m.FilesOut++
-		m.BytesOut += df.FileSizeBytes()
-		m.RowsWritten += df.Count()
+	written, err := r.writeRows(ctx, out, arrowSchema, records, attempt, writeOpts, task.Group, &m)
+	if err != nil {
+		return written, m, tbl, err
 	}
 	if m.RowsWritten != m.RowsScanned {
 		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but the scan produced %d", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
@@ -756,6 +750,23 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	m.attributeDeletes()
 	m.DurationMillis = r.now().Sub(start).Milliseconds()
 	return written, m, tbl, nil
+}
+
+// writeRows writes a group's rows to new files named for the attempt and
+// counts them in m; it returns what it wrote even on error, so the caller
+// can remove it.
+func (r *Rewriter) writeRows(ctx context.Context, out output, arrowSchema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], attempt string, opts []table.WriteRecordOption, group int, m *measured) ([]iceberg.DataFile, error) {
+	var written []iceberg.DataFile
+	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, opts) {
+		if err != nil {
+			return written, classify(fmt.Errorf("write group %d: %w", group, err))
+		}
+		written = append(written, df)
+		m.FilesOut++
+		m.BytesOut += df.FileSizeBytes()
+		m.RowsWritten += df.Count()
+	}
+	return written, nil
 }
 
 // attributeDeletes splits the rows the deletes dropped by kind, within
@@ -851,15 +862,9 @@ func (r *Rewriter) reduce(ctx context.Context, task messages.Task, attempt strin
 		records = zorder.Drop(records)
 	}
 	records = counting(records, &m.RowsScanned)
-	var written []iceberg.DataFile
-	for df, err := range writeGroup(ctx, out.tbl, arrowSchema, records, attempt, out.repartition, r.settings.RepartitionWindowBytes, writeOpts) {
-		if err != nil {
-			return written, m, tbl, classify(fmt.Errorf("write group %d: %w", task.Group, err))
-		}
-		written = append(written, df)
-		m.FilesOut++
-		m.BytesOut += df.FileSizeBytes()
-		m.RowsWritten += df.Count()
+	written, err := r.writeRows(ctx, out, arrowSchema, records, attempt, writeOpts, task.Group, &m)
+	if err != nil {
+		return written, m, tbl, err
 	}
 	if m.RowsWritten != m.RowsScanned {
 		return written, m, tbl, fmt.Errorf("%w: group %d: wrote %d rows but read %d from the exchange", ErrTerminal, task.Group, m.RowsWritten, m.RowsScanned)
