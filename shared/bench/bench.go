@@ -38,6 +38,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -458,7 +459,7 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	// 3. The icekeeper pipeline with one and two rewriters of one core.
 	for _, n := range []int{1, 2} {
 		engines = append(engines, engine{fmt.Sprintf("icekeeper pipeline, %d rewriter(s)", n), func() (Measurement, error) {
-			m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0, nil) })
+			m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, n, 0, pipelineRun{}) })
 			if err != nil {
 				return m, err
 			}
@@ -473,12 +474,31 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 				return Measurement{}, err
 			}
 			m, err := storage.measure(func() (Measurement, error) {
-				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, &plan.Layout{Strategy: optin.StrategySort})
+				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, pipelineRun{layout: &plan.Layout{Strategy: optin.StrategySort}})
 			})
 			if err != nil {
 				return m, err
 			}
 			m.Engine, m.InputB = EngineSorted, tr.InputBytes
+			if err := rollback(); err != nil {
+				return m, err
+			}
+			return m, setSortOrder(ctx, cat, ident, "")
+		}})
+		// 5. The same sort with a group limit of a quarter of each
+		// partition's share: each partition's run is sorted in two stages
+		// (four maps, the exchange, four reduces).
+		engines = append(engines, engine{"icekeeper pipeline, sorted by " + o.SortColumn + " in two stages, 1 rewriter", func() (Measurement, error) {
+			if err := setSortOrder(ctx, cat, ident, o.SortColumn); err != nil {
+				return Measurement{}, err
+			}
+			m, err := storage.measure(func() (Measurement, error) {
+				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, pipelineRun{layout: &plan.Layout{Strategy: optin.StrategySort}, maxGroupBytes: tr.InputBytes/int64(4*max(o.Partitions, 1)) + 1})
+			})
+			if err != nil {
+				return m, err
+			}
+			m.Engine, m.InputB = EngineTwoStage, tr.InputBytes
 			if err := rollback(); err != nil {
 				return m, err
 			}
@@ -574,13 +594,25 @@ func runRaw(ctx context.Context, o Options, paths []string, procs int, env []str
 // processes, commit here. targetOverride (bytes) sizes the groups; with
 // maxGroups > 0 only that many groups are rewritten and nothing is
 // committed (the memory check).
-func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, layout *plan.Layout) (Measurement, error) {
-	m, _, err := pipeline(ctx, o, cat, cc, cloud, name, n, targetOverride, 0, layout)
+func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, run pipelineRun) (Measurement, error) {
+	m, _, err := pipeline(ctx, o, cat, cc, cloud, name, n, targetOverride, 0, run)
 	return m, err
 }
 
-// EngineSorted names the sort compaction's measurements.
-const EngineSorted = "icekeeper, sorted"
+// pipelineRun is what one pipeline run plans: a layout (nil: the
+// table's), and a group size limit (0: the default).
+type pipelineRun struct {
+	layout        *plan.Layout
+	maxGroupBytes int64
+}
+
+// EngineSorted and EngineTwoStage name the sort compaction's
+// measurements: one rewriter's group per run, and the same sort of runs
+// four times the group limit (the two-stage exchange).
+const (
+	EngineSorted   = "icekeeper, sorted"
+	EngineTwoStage = "icekeeper, sorted in two stages"
+)
 
 // setSortOrder makes column the table's sort order ("" unsorted).
 func setSortOrder(ctx context.Context, cat catalog.Catalog, ident table.Identifier, column string) error {
@@ -591,11 +623,14 @@ func setSortOrder(ctx context.Context, cat catalog.Catalog, ident table.Identifi
 	return err
 }
 
-func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, maxGroups int, layout *plan.Layout) (Measurement, int64, error) {
+func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.Config, cloud *localcloud.Cloud, name string, n int, targetOverride int64, maxGroups int, run pipelineRun) (Measurement, int64, error) {
 	m := Measurement{Engine: "icekeeper", Procs: n}
 	cfg := config.Defaults()
 	cfg.Catalog = cc
 	cfg.TargetFileSize = targetOverride
+	if run.maxGroupBytes > 0 {
+		cfg.MaxGroupBytes = run.maxGroupBytes
+	}
 	cfg.LeaseTTL = time.Hour
 	res, err := cloud.Provision(ctx, "bench", "", cfg.MaxTaskAttempts)
 	if err != nil {
@@ -623,8 +658,8 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	cpu0 := selfCPU()
 	start := time.Now()
 	var pr plan.Result
-	if layout != nil {
-		pr, err = st.Plan.PlanLayout(ctx, name, "bench", *layout)
+	if run.layout != nil {
+		pr, err = st.Plan.PlanLayout(ctx, name, "bench", *run.layout)
 	} else {
 		pr, err = st.Plan.PlanTable(ctx, name, "bench")
 	}
@@ -634,40 +669,48 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	if pr.JobID == "" {
 		return m, 0, fmt.Errorf("planner did not plan %s: %s (%s)", name, pr.Outcome, pr.Reason)
 	}
-	var waits []func() (Proc, error)
-	for i := 0; i < n; i++ {
-		_, wait, err := child(ctx, o.Self, env, "rewriter", RewriterArgs{MaxGroups: maxGroups})
-		if err != nil {
-			return m, 0, err
-		}
-		waits = append(waits, wait)
-	}
-	for _, w := range waits {
-		p, err := w()
-		if err != nil {
-			return m, 0, err
-		}
-		var out localrun.Stats
-		if err := decodeOut(p, &out); err != nil {
-			return m, 0, err
-		}
-		m.CPU += p.CPU
-		m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
-	}
 	groupBytes := pr.InputBytes / int64(max(pr.Groups, 1))
-	if maxGroups > 0 {
-		m.Wall = time.Since(start)
-		return m, groupBytes, nil // the memory check commits nothing
-	}
-	if _, err := localrun.Drain(ctx, deps.Commits, st.Committer, 1, 0); err != nil {
-		return m, 0, err
+	// Rewriters drain the task queue, then the committer the commit
+	// queue; a two-stage sort goes round twice (its reduces are sent by
+	// the committer once its maps are done).
+	var j jobs.Job
+	for round := 0; ; round++ {
+		var waits []func() (Proc, error)
+		for i := 0; i < n; i++ {
+			_, wait, err := child(ctx, o.Self, env, "rewriter", RewriterArgs{MaxGroups: maxGroups})
+			if err != nil {
+				return m, 0, err
+			}
+			waits = append(waits, wait)
+		}
+		for _, w := range waits {
+			p, err := w()
+			if err != nil {
+				return m, 0, err
+			}
+			var out localrun.Stats
+			if err := decodeOut(p, &out); err != nil {
+				return m, 0, err
+			}
+			m.CPU += p.CPU
+			m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
+		}
+		if maxGroups > 0 {
+			m.Wall = time.Since(start)
+			return m, groupBytes, nil // the memory check commits nothing
+		}
+		if _, err := localrun.Drain(ctx, deps.Commits, st.Committer, 1, 0); err != nil {
+			return m, 0, err
+		}
+		if j, err = deps.Jobs.Get(ctx, pr.JobID); err != nil {
+			return m, 0, err
+		}
+		if j.State.Terminal() || round == 3 {
+			break
+		}
 	}
 	m.Wall = time.Since(start)
 	m.CoordCPU = selfCPU() - cpu0
-	j, err := deps.Jobs.Get(ctx, pr.JobID)
-	if err != nil {
-		return m, 0, err
-	}
 	m.Committed = j.State == "committed"
 	if !m.Committed {
 		return m, 0, fmt.Errorf("pipeline job %s: %s (%s)", j.ID, j.State, j.Reason)
@@ -715,7 +758,7 @@ func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.
 	big := int64(o.SizeMB) << 20
 	for _, target := range []int64{big / 4, big} {
 		o.progress("%s: rewriter memory on a group of about %d MB", name, target>>20)
-		m, groupBytes, err := pipeline(ctx, o, cat, cc, cloud, name, 1, target, 1, nil)
+		m, groupBytes, err := pipeline(ctx, o, cat, cc, cloud, name, 1, target, 1, pipelineRun{})
 		if err != nil {
 			return r, err
 		}

@@ -69,6 +69,9 @@ func (r Report) Markdown() string {
 			if bp, ok := t.find("icekeeper", 1); ok {
 				fmt.Fprintf(&b, "Sorting by %s: %.2fx the bin-packing's wall time and %.2fx its CPU, one rewriter, same input, same run.\n\n", r.Options.SortColumn, srt.Wall.Seconds()/bp.Wall.Seconds(), srt.CPU.Seconds()/bp.CPU.Seconds())
 			}
+			if two, ok := t.find(EngineTwoStage, 1); ok {
+				fmt.Fprintf(&b, "Sorting it in two stages (a group limit of a quarter of each partition's run: maps, the exchange through the bucket, reduces): %.2fx the one-group sort's wall time, %.2fx its CPU and %.2fx its peak RSS, one rewriter, same input, same run.\n\n", two.Wall.Seconds()/srt.Wall.Seconds(), two.CPU.Seconds()/srt.CPU.Seconds(), float64(two.PeakRSS)/float64(max(srt.PeakRSS, 1)))
+			}
 		}
 	}
 	b.WriteString(r.targets())
