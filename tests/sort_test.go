@@ -688,3 +688,31 @@ func (e *env) shuffledGrid(side, files int, seed uint64) int64 {
 	}
 	return total
 }
+
+// TestZOrder_AConcurrentDeleteOnAZOrderedGroupIsNeverMisplaced: a z-order
+// of a table without a sort order writes its rows in z order, not in the
+// order it read them. A position delete committed on its input files
+// while it runs must then not be rebased by input position (it would
+// delete other rows and bring the deleted ones back): the job aborts, and
+// the table holds exactly the rows the delete left.
+func TestZOrder_AConcurrentDeleteOnAZOrderedGroupIsNeverMisplaced(t *testing.T) {
+	e := setup(t)
+	e.shuffledGrid(64, 4, 5)
+	res, err := e.planner.PlanLayout(asFunction(e.ctx, "Planner"), e.name(), "test", plan.Layout{Strategy: optin.StrategyZOrder, ZOrderColumns: []string{"id", "amount"}})
+	if err != nil || res.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %v %+v", err, res)
+	}
+	e.drainTasks()
+	if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), []int64{5, 17, 40}); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	e.drainCommits()
+	if got := e.fingerprint(); got != want {
+		j := e.job(res.JobID)
+		t.Fatalf("rows after the job (%s: %s): %s, want what the concurrent delete left, %s", j.State, j.Reason, got, want)
+	}
+	if j := e.job(res.JobID); j.State != jobs.Aborted {
+		t.Fatalf("job %s (%s), want aborted: a z-ordered group cannot be rebased", j.State, j.Reason)
+	}
+}

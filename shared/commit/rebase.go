@@ -416,7 +416,10 @@ func (m rowMaps) of(path string) (*rowmap.Resolved, error) {
 		return r, nil
 	}
 	g := m.st.groups[gi]
-	if g.desc.RowMapKey == "" {
+	// A sorted or z-ordered group's rows are permuted: a row map of it
+	// (a rewriter from before that was refused) would place deletes on
+	// other rows.
+	if g.desc.RowMapKey == "" || g.desc.Counters.SortRuns > 0 {
 		return nil, fmt.Errorf("%w: %w: cannot rebase: group %d's rows were sorted or moved to another partition spec, so where the rows of %s went is not recorded", ErrAborted, ErrConcurrent, g.desc.Group, path)
 	}
 	data, err := m.c.blobs.Get(m.ctx, g.desc.RowMapKey)

@@ -625,11 +625,17 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	}
 	// Where each surviving row goes, for the committer to rebase deletes
 	// committed during the job (package rowmap): only when the rows are
-	// written in the order they are read. Files with equality deletes go
-	// last, so every file before them has a known number of survivors.
+	// written in the order they are read. Not when they move to another
+	// spec, when the writer sorts each batch by the table's order, or
+	// when the group itself is sorted or z-ordered (its rows are
+	// permuted: a delete rebased by input position would hit another row
+	// and bring the deleted one back; the job aborts instead). Files with
+	// equality deletes go last, so every file before them has a known
+	// number of survivors.
 	var dropped []*dv.RoaringPositionBitmap
 	var bounds []int64
-	mapped := !out.repartition && tbl.Metadata().DefaultSortOrder() == table.UnsortedSortOrderID
+	reordered := task.SortOrderID != nil || len(task.ZOrderFieldIDs) > 0
+	mapped := !out.repartition && !reordered && tbl.Metadata().DefaultSortOrder() == table.UnsortedSortOrderID
 	if mapped {
 		tasks = equalityLast(tasks)
 		fs, err := tbl.FS(ctx)
