@@ -42,9 +42,6 @@ func NewRanges(key Key, boundaries arrow.Array) (Ranges, error) {
 // Len is the number of ranges.
 func (r Ranges) Len() int { return r.boundaries.Len() + 1 }
 
-// Key is the key the ranges cut.
-func (r Ranges) Key() Key { return r.key }
-
 // order compares a[i] with b[j] in the key's direction (neither null).
 func (r Ranges) order(a arrow.Array, i int, b arrow.Array, j int) int {
 	c := r.cmp(a, i, b, j)
