@@ -165,6 +165,7 @@ const (
 	catJobs      = "jobs"
 	catLeaks     = "leaks"
 	catOps       = "operations"
+	catScan      = "scan planning"
 )
 
 var categories = []struct{ name, subtest string }{
@@ -173,6 +174,7 @@ var categories = []struct{ name, subtest string }{
 	{catJobs, "jobs_plan_and_end_without_failing"},
 	{catLeaks, "no_unreferenced_files"},
 	{catOps, "history_operations_succeed"},
+	{catScan, "planner_scan_planning_matches_iceberg_go"},
 }
 
 // diffRun is one seed's run.
@@ -354,6 +356,9 @@ func (r *diffRun) checkRows(what string) {
 		return
 	}
 	if c.equal() {
+		if diff, err := scanPlanningDiffers(w.ctx, w.tbl); err != nil || diff != "" {
+			r.fail(catScan, "%s: the planner's scan planning (package filescan) differs from iceberg-go's: %s%v", what, diff, err)
+		}
 		return
 	}
 	var blame string

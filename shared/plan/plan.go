@@ -40,6 +40,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/filescan"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
@@ -365,10 +366,6 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	if err := p.checkPlanningMemory(ctx, tbl, snap); err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
-	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: plan files at snapshot %d: %w", name, pin.SnapshotID, err)
-	}
 	cfg, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
@@ -392,13 +389,15 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	var exchangeGroups []compaction.Group
 	var sortOrderID *int
 	var zOrderIDs []int
+	var key binpack.SortKey
+	var boundsFor []int // the columns whose bounds planning reads
 	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
-		var key binpack.SortKey
 		var kerr error
 		if strategy == optin.StrategySort {
 			var orderID int
 			key, orderID, kerr = sortKey(tbl)
 			sortOrderID = &orderID
+			boundsFor = []int{key.FieldID}
 		} else {
 			cols := layout.ZOrderColumns
 			if cols == nil {
@@ -407,13 +406,26 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			if kerr == nil {
 				key, zOrderIDs, kerr = zOrderKey(tbl, cols)
 			}
-			if kerr == nil && operator {
-				key = deepestOverlap(tbl.Schema(), zOrderIDs, scanTasks, key)
-			}
+			boundsFor = zOrderIDs
 			res.ZOrderColumns = cols
 		}
 		if kerr != nil {
 			return res, false, fmt.Errorf("plan %s: %w", name, kerr)
+		}
+	}
+	// Scan planning that keeps per file only what planning reads (package
+	// filescan): a million files fit a 1 GB planner.
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: open table IO: %w", name, err)
+	}
+	scanTasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, filescan.Options{Bounds: boundsFor})
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: plan files at snapshot %d: %w", name, pin.SnapshotID, err)
+	}
+	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
+		if strategy == optin.StrategyZOrder && operator {
+			key = deepestOverlap(tbl.Schema(), zOrderIDs, scanTasks, key)
 		}
 		onlyCandidates := strategy == optin.StrategyZOrder && !operator
 		var sp binpack.SortedPlan
