@@ -128,7 +128,7 @@ func (e *env) hideFile(path string) (restore func()) {
 // TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud: when scan
 // planning would hold more file metadata than the planner's memory limit
 // (here a budget just below the estimate of this table: its files times
-// the per-file and per-column cost), planning fails at once with
+// the per-file cost; a binpack compaction reads no bounds), planning fails at once with
 // plan.ErrTooLargeToPlan and a message naming the files, the memory and
 // the setting to raise, writes nothing, frees the lease and, failing
 // again, backs the table off. With the budget above the estimate the same
@@ -137,8 +137,7 @@ func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
 	e := setup(t)
 	e.createTable(smallTable)
 	files := int64(len(e.liveTasks()))
-	columns := int64(len(e.load().Schema().Fields()))
-	estimate := files * (500 + 450*columns)
+	estimate := files * 300
 
 	e.planner.SetMemoryBudget(estimate - 1)
 	for i := 0; i < 2; i++ {

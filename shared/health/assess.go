@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icekeeper/icekeeper/shared/binpack"
+	"github.com/icekeeper/icekeeper/shared/filescan"
 	"github.com/icekeeper/icekeeper/shared/expire"
 )
 
@@ -103,15 +104,15 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 	names := newPartitionNamer(meta)
 	if snap := meta.CurrentSnapshot(); snap != nil {
 		r.SnapshotID = snap.SnapshotID
-		skip, err := TooLargeToPlan(ctx, tbl, snap, o.memoryBudget)
+		// The column overlaps hold every file's bounds of a few columns
+		// until the layout is measured: not for a table too large to plan.
+		overlaps := overlapColumns(meta)
+		skip, err := TooLargeToPlan(ctx, tbl, snap, len(overlaps), o.memoryBudget)
 		if err != nil {
 			return r, fmt.Errorf("health: assess %s: %w", r.Table, err)
 		}
-		// The column overlaps hold every file's bounds of a few columns
-		// until the layout is measured: not for a table too large to plan.
-		var overlaps []int
-		if skip == "" {
-			overlaps = overlapColumns(meta)
+		if skip != "" {
+			overlaps = nil
 		}
 		if err := r.measureLayout(ctx, fsys, snap, tbl.Schema(), overlaps, th, names); err != nil {
 			return r, err
@@ -227,9 +228,13 @@ func (r *Report) partition(index map[partitionKey]int, names *partitionNamer, df
 // iceberg-go's compaction planner on them; it also counts, per partition,
 // the files over the delete ratio.
 func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *table.Snapshot, th Thresholds, names *partitionNamer) (compaction.Plan, error) {
-	scan := tbl.Scan(table.WithSnapshotID(snap.SnapshotID))
-	defer scan.Close()
-	tasks, err := scan.PlanFiles(ctx)
+	// The planner's own scan planning, so that what health recommends is
+	// what the planner plans.
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return compaction.Plan{}, fmt.Errorf("health: assess %s: open table IO: %w", r.Table, err)
+	}
+	tasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, filescan.Options{})
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: plan files at snapshot %d: %w", r.Table, snap.SnapshotID, err)
 	}

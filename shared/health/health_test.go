@@ -754,11 +754,12 @@ func TestAssess_ATableTooLargeToPlanIsReportedNotPlanned(t *testing.T) {
 	f := setup(t)
 	tbl := f.create(t, "too_large", sample(2))
 	snap := tbl.CurrentSnapshot()
-	files, need, known, err := ScanPlanningMemory(context.Background(), tbl, snap)
+	cols := len(overlapColumns(tbl.Metadata()))
+	files, need, known, err := ScanPlanningMemory(context.Background(), tbl, snap, cols)
 	if err != nil || !known || files == 0 {
 		t.Fatalf("estimate: %d files, %d bytes, known %v, %v", files, need, known, err)
 	}
-	if want := files * (500 + 450*int64(len(tbl.Schema().Fields()))); need != want {
+	if want := files * (300 + 48*int64(cols)); need != want {
 		t.Fatalf("estimate %d bytes, want %d", need, want)
 	}
 	th, err := ThresholdsFor(tbl.Properties(), 0)

@@ -8,27 +8,25 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// Scan planning (iceberg-go's Scan.PlanFiles, which Assess and the
-// planner both run) holds every live data file of the snapshot at once,
-// with its column statistics. Measured 2026-12-01 (docs/PERFORMANCE.md,
-// "Planner at 1,000,000 files"): about 600 bytes per file and 550 more per
-// column with statistics. The estimate uses less than that on purpose: it
-// refuses a table only when planning is sure to exceed the budget.
+// Scan planning (package filescan, which Assess and the planner both run)
+// holds every live data file of the snapshot at once, without its column
+// statistics but the bounds of the columns it is asked for. Measured
+// 2026-12-01 (docs/PERFORMANCE.md, "Planner at 1,000,000 files"): a live
+// heap of about 370 bytes per file at its peak (the task, the file and its
+// path), and 2 x 8 bytes and a bound's bytes per file and bounds column.
+// The estimate uses less than that on purpose: it refuses a table only
+// when planning is sure to exceed the budget.
 const (
-	planningBytesPerFile   = 500
-	planningBytesPerColumn = 450
-	// maxStatsColumns is write.metadata.metrics.max-inferred-column-defaults'
-	// default: writers keep statistics for the first 100 columns.
-	maxStatsColumns = 100
+	planningBytesPerFile         = 300
+	planningBytesPerBoundsColumn = 48
 )
 
 // ScanPlanningMemory estimates the memory scan planning of snap needs
 // from its manifest list alone (one read, which planning repeats from
-// cache): its live data files times what one file with statistics costs
-// (the top-level columns, at most 100: a nested column's leaves each carry
-// statistics too, so counting it once keeps the estimate low). known is
-// false when a manifest does not count its files (v1).
-func ScanPlanningMemory(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (files, bytes int64, known bool, err error) {
+// cache): its live data files times what one costs, with the bounds of
+// boundsColumns columns. known is false when a manifest does not count
+// its files (v1).
+func ScanPlanningMemory(ctx context.Context, tbl *table.Table, snap *table.Snapshot, boundsColumns int) (files, bytes int64, known bool, err error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("open table IO: %w", err)
@@ -47,22 +45,22 @@ func ScanPlanningMemory(ctx context.Context, tbl *table.Table, snap *table.Snaps
 		}
 		files += int64(added) + int64(existing)
 	}
-	columns := min(len(tbl.Schema().AsStruct().FieldList), maxStatsColumns)
-	return files, files * (planningBytesPerFile + planningBytesPerColumn*int64(columns)), true, nil
+	return files, files * (planningBytesPerFile + planningBytesPerBoundsColumn*int64(boundsColumns)), true, nil
 }
 
-// TooLargeToPlan reports, for a snapshot whose scan planning needs more
-// than budget bytes (0: no budget), why it is not planned: its files, the
-// estimate and the budget. "" means it can be planned.
-func TooLargeToPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, budget int64) (string, error) {
+// TooLargeToPlan reports, for a snapshot whose scan planning (with the
+// bounds of boundsColumns columns) needs more than budget bytes (0: no
+// budget), why it is not planned: its files, the estimate and the budget.
+// "" means it can be planned.
+func TooLargeToPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, boundsColumns int, budget int64) (string, error) {
 	if budget <= 0 {
 		return "", nil
 	}
-	files, need, known, err := ScanPlanningMemory(ctx, tbl, snap)
+	files, need, known, err := ScanPlanningMemory(ctx, tbl, snap, boundsColumns)
 	if err != nil || !known || need <= budget {
 		return "", err
 	}
-	return fmt.Sprintf("snapshot %d has %d live data files; scan planning holds every file's metadata and column statistics, at least %d MB here, and the planner's memory limit is %d MB: give the planner more memory (the CDK context %q, or the function's memory size)",
+	return fmt.Sprintf("snapshot %d has %d live data files; scan planning holds every file's path, size, partition and deletes, at least %d MB here, and the planner's memory limit is %d MB: give the planner more memory (the CDK context %q, or the function's memory size)",
 		snap.SnapshotID, files, need>>20, budget>>20, "plannerMemoryMb"), nil
 }
 

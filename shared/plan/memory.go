@@ -21,10 +21,10 @@ var ErrTooLargeToPlan = errors.New("plan: the table has too many files for the p
 // refuses none. The functions set it to Go's memory limit.
 func (p *Planner) SetMemoryBudget(budget int64) { p.memoryBudget = budget }
 
-// checkPlanningMemory refuses a snapshot too large to plan within the
-// planner's memory budget.
-func (p *Planner) checkPlanningMemory(ctx context.Context, tbl *table.Table, snap *table.Snapshot) error {
-	why, err := health.TooLargeToPlan(ctx, tbl, snap, p.memoryBudget)
+// checkPlanningMemory refuses a snapshot too large to plan, with the
+// bounds of boundsColumns columns, within the planner's memory budget.
+func (p *Planner) checkPlanningMemory(ctx context.Context, tbl *table.Table, snap *table.Snapshot, boundsColumns int) error {
+	why, err := health.TooLargeToPlan(ctx, tbl, snap, boundsColumns, p.memoryBudget)
 	if err != nil {
 		return fmt.Errorf("estimate scan planning memory: %w", err)
 	}

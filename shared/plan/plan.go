@@ -363,9 +363,6 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	res.SnapshotID = pin.SnapshotID
 	log = log.With("snapshot_id", pin.SnapshotID)
 
-	if err := p.checkPlanningMemory(ctx, tbl, snap); err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
 	cfg, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
@@ -412,6 +409,9 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		if kerr != nil {
 			return res, false, fmt.Errorf("plan %s: %w", name, kerr)
 		}
+	}
+	if err := p.checkPlanningMemory(ctx, tbl, snap, len(boundsFor)); err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
 	// Scan planning that keeps per file only what planning reads (package
 	// filescan): a million files fit a 1 GB planner.
