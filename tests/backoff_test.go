@@ -137,7 +137,7 @@ func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
 	e := setup(t)
 	e.createTable(smallTable)
 	files := int64(len(e.liveTasks()))
-	estimate := files * 300
+	estimate := files * 600
 
 	e.planner.SetMemoryBudget(estimate - 1)
 	for i := 0; i < 2; i++ {

@@ -759,7 +759,7 @@ func TestAssess_ATableTooLargeToPlanIsReportedNotPlanned(t *testing.T) {
 	if err != nil || !known || files == 0 {
 		t.Fatalf("estimate: %d files, %d bytes, known %v, %v", files, need, known, err)
 	}
-	if want := files * (300 + 48*int64(cols)); need != want {
+	if want := files * (600 + 48*int64(cols)); need != want {
 		t.Fatalf("estimate %d bytes, want %d", need, want)
 	}
 	th, err := ThresholdsFor(tbl.Properties(), 0)

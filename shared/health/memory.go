@@ -13,11 +13,14 @@ import (
 // statistics but the bounds of the columns it is asked for. Measured
 // 2026-12-01 (docs/PERFORMANCE.md, "Planner at 1,000,000 files"): a live
 // heap of about 370 bytes per file at its peak (the task, the file and its
-// path), and 2 x 8 bytes and a bound's bytes per file and bounds column.
-// The estimate uses less than that on purpose: it refuses a table only
-// when planning is sure to exceed the budget.
+// path), and a process of about 715 bytes per file when Go's memory limit
+// is below what planning needs (2,000,000 files peaked at 1,487 MB in a
+// 1024 MB function, which Lambda would have stopped, while 1,000,000
+// peaked at 977 MB); 2 x 8 bytes and a bound's bytes per file and bounds
+// column. The estimate uses less than that on purpose: it refuses a table
+// only when planning is sure to exceed the budget.
 const (
-	planningBytesPerFile         = 300
+	planningBytesPerFile         = 600
 	planningBytesPerBoundsColumn = 48
 )
 
