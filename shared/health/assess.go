@@ -15,8 +15,8 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icekeeper/icekeeper/shared/binpack"
-	"github.com/icekeeper/icekeeper/shared/filescan"
 	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/filescan"
 )
 
 // Assess reports the health of tbl's current snapshot as of now, with the
