@@ -23,6 +23,7 @@ require (
 	github.com/sivchari/kumo v0.33.1
 	github.com/zeebo/xxh3 v1.1.0
 	gocloud.dev v0.46.0
+	golang.org/x/sync v0.22.0
 	golang.org/x/term v0.48.0
 	modernc.org/sqlite v1.57.0
 	vitess.io/vitess v0.24.4
@@ -124,7 +125,6 @@ require (
 	golang.org/x/mod v0.38.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
