@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/icekeeper/icekeeper/shared/envvars"
 	"strconv"
 	"time"
+
+	"github.com/icekeeper/icekeeper/shared/envvars"
 )
 
 // EnvNames lists every variable the functions read.
@@ -63,6 +64,9 @@ func (s Settings) FunctionEnvironment(n Names) map[string]string {
 		// and the committer, so the larger of the two (an upper bound).
 		envvars.RewriterMemoryMB: strconv.Itoa(s.Rewriter.MemoryMB),
 		envvars.CoordinatorMemMB: strconv.Itoa(max(s.Planner.MemoryMB, s.Committer.MemoryMB)),
+		// What the committer's memory can commit (overridable through the
+		// environment setting).
+		envvars.MaxJobFiles: strconv.FormatInt(MaxJobFilesFor(s.Committer.MemoryMB), 10),
 	}
 	if s.CatalogSigV4 {
 		env[envvars.CatalogSigV4] = "true"
@@ -94,4 +98,11 @@ func formatProperties(m map[string]string) string {
 		out += k + "=" + m[k]
 	}
 	return out
+}
+
+// MaxJobFilesFor is the compaction job size, in input files, a committer of
+// memoryMB commits: 100,000 per 1024 MB, as measured
+// (envvars.DefaultMaxJobFiles).
+func MaxJobFilesFor(memoryMB int) int64 {
+	return envvars.DefaultMaxJobFiles * int64(memoryMB) / 1024
 }

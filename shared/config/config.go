@@ -62,6 +62,7 @@ const (
 	EnvRewriterMemoryMB  = envvars.RewriterMemoryMB
 	EnvCoordinatorMemMB  = envvars.CoordinatorMemMB
 	EnvOrphanListFanOut  = envvars.OrphanListFanOut
+	EnvMaxJobFiles       = envvars.MaxJobFiles
 	EnvRebaseDeletes     = envvars.RebaseDeletes
 )
 
@@ -93,6 +94,8 @@ const (
 	// DefaultOrphanListFanOut: tables whose current snapshot has this many
 	// data and delete files have their orphan listing fanned out.
 	DefaultOrphanListFanOut = int64(100_000)
+	// DefaultMaxJobFiles: see envvars.DefaultMaxJobFiles.
+	DefaultMaxJobFiles = envvars.DefaultMaxJobFiles
 )
 
 // Config is every setting of the pipeline.
@@ -133,6 +136,11 @@ type Config struct {
 	// snapshot has at least this many data and delete files lists its
 	// location with one rewriter task per prefix; 0 never fans out.
 	OrphanListFanOutFiles int64
+	// MaxJobFiles caps a compaction job's input files, so that its
+	// committer can hold them (the committer reads every input file's
+	// metadata, with statistics): the groups beyond are left for the next
+	// jobs. 0: no cap.
+	MaxJobFiles int64
 	// MaxTaskAttempts is how many deliveries a rewriter task gets before its
 	// group fails the job; it must equal the task queue's maxReceiveCount.
 	MaxTaskAttempts int
@@ -182,6 +190,7 @@ func Defaults() Config {
 		MaxGroupBytes:         DefaultMaxGroupBytes,
 		InlineTaskBytes:       DefaultInlineTaskBytes,
 		OrphanListFanOutFiles: DefaultOrphanListFanOut,
+		MaxJobFiles:           DefaultMaxJobFiles,
 		MaxTaskAttempts:       DefaultMaxTaskAttempts,
 		CommitRetries:         DefaultCommitRetries,
 		RebaseDeletes:         true,
@@ -319,6 +328,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.CoordinatorMemoryMB, EnvCoordinatorMemMB)
 	setI64(&c.TargetFileSize, EnvTargetFileSize)
 	setI64(&c.OrphanListFanOutFiles, EnvOrphanListFanOut)
+	setI64(&c.MaxJobFiles, EnvMaxJobFiles)
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
@@ -340,8 +350,8 @@ func (c Config) Env() map[string]string {
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
 		EnvCommitTakeover:   c.CommitTakeover.String(),
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
-		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10),
-		EnvRebaseDeletes:    strconv.FormatBool(c.RebaseDeletes),
+		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10), EnvMaxJobFiles: strconv.FormatInt(c.MaxJobFiles, 10),
+		EnvRebaseDeletes: strconv.FormatBool(c.RebaseDeletes),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)
@@ -406,6 +416,9 @@ func (c Config) Validate(need ...Need) error {
 	}
 	if c.MaxGroupBytes <= 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must be positive", ErrInvalid, EnvMaxGroupBytes))
+	}
+	if c.MaxJobFiles < 0 {
+		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvMaxJobFiles))
 	}
 	if c.SortWindowBytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvSortWindowBytes))

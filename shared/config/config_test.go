@@ -16,7 +16,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		EnvCatalogSignName: "glue", EnvCatalogProperties: "s3.region=us-east-1, rest.sigv4-enabled=true",
 		EnvLeaseTable: "leases", EnvJobsTable: "jobs", EnvTaskQueueURL: "q1", EnvCommitQueueURL: "q2",
 		EnvBucket: "b", EnvMode: "active", EnvGrants: "db.a, sales", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
-		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m", EnvScanPricePerTB: "6.25", EnvLedgerBackOff: "72h",
+		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m", EnvScanPricePerTB: "6.25", EnvLedgerBackOff: "72h", EnvMaxJobFiles: "250000",
 	}
 	c, err := FromLookup(lookup(env))
 	if err != nil {
@@ -26,7 +26,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		t.Fatalf("catalog %+v", c.Catalog)
 	}
 	if c.LeaseTTL != 45*time.Minute || c.MaxGroupBytes != 1<<30 || c.MaxTaskAttempts != 4 || c.CommitTakeover != 20*time.Minute ||
-		c.ScanPricePerTB != 6.25 || c.LedgerBackOff != 72*time.Hour {
+		c.ScanPricePerTB != 6.25 || c.LedgerBackOff != 72*time.Hour || c.MaxJobFiles != 250_000 {
 		t.Fatalf("settings %+v", c)
 	}
 	if c.Mode != ModeActive || c.Grants != "db.a, sales" {
@@ -49,7 +49,7 @@ func TestFromLookup_BadValuesNameTheSetting(t *testing.T) {
 	t.Parallel()
 	for k, v := range map[string]string{
 		EnvLeaseTTL: "soon", EnvMaxGroupBytes: "-1", EnvMode: "on", EnvMinInterval: "later", EnvMaxTaskAttempts: "x", EnvCatalogSigV4: "maybe", EnvCatalogProperties: "novalue",
-		EnvScanPricePerTB: "-5", EnvLedgerBackOff: "0s",
+		EnvScanPricePerTB: "-5", EnvLedgerBackOff: "0s", EnvMaxJobFiles: "-1",
 	} {
 		_, err := FromLookup(lookup(map[string]string{k: v}))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), k) {

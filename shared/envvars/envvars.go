@@ -45,11 +45,19 @@ const (
 	ScanPricePerTB    = "ICEKEEPER_SCAN_PRICE_PER_TB"
 	LedgerBackOff     = "ICEKEEPER_LEDGER_BACKOFF"
 	ExchangePageBytes = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
+	MaxJobFiles       = "ICEKEEPER_MAX_JOB_FILES"
 )
+
+// DefaultMaxJobFiles is MaxJobFiles' default, for the 1024 MB committer
+// that both the functions' defaults and the stack assume: a compaction job
+// of this many input files commits in it (measured 2026-12-01: 100,000
+// files peaked at 837 MB, 200,000 at 1,081 MB; docs/PERFORMANCE.md). The
+// stack scales it by the committer's memory.
+const DefaultMaxJobFiles = int64(100_000)
 
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles,
 	}
 }

@@ -97,6 +97,9 @@ type Settings struct {
 	TargetFileSize int64
 	// OrphanListFanOutFiles: see config.Config; 0 never fans out.
 	OrphanListFanOutFiles int64
+	// MaxJobFiles caps a compaction job's input files (what one committer
+	// can commit; see config.Config); 0: no cap.
+	MaxJobFiles int64
 }
 
 // Outcome says what planning a table did.
@@ -142,10 +145,10 @@ type Result struct {
 	// too large for one rewriter: only their candidates are rewritten, and
 	// they stay overlapping (binpack.PlanSorted).
 	OverlappingSortRuns int `json:"overlapping_sort_runs,omitempty"`
-	// DeferredGroups and DeferredBytes are what a sort or z-order
-	// compaction left for later visits to stay within
-	// icekeeper.compaction.max-bytes-per-job (the least queried
-	// partitions' groups).
+	// DeferredGroups and DeferredBytes are what a compaction left for
+	// later visits to stay within ICEKEEPER_MAX_JOB_FILES, or a sort or
+	// z-order compaction within icekeeper.compaction.max-bytes-per-job
+	// (the least queried partitions' groups).
 	DeferredGroups int   `json:"deferred_groups,omitempty"`
 	DeferredBytes  int64 `json:"deferred_bytes,omitempty"`
 }
@@ -482,18 +485,19 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		exchanges = append(exchanges, x)
 		groups = append(groups, x.maps...)
 	}
-	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
-		budget, err := optin.MaxBytesPerJob(tbl.Properties(), p.settings.MaxGroupBytes)
-		if err != nil {
+	var budget int64
+	layoutJob := strategy == optin.StrategySort || strategy == optin.StrategyZOrder
+	if layoutJob {
+		if budget, err = optin.MaxBytesPerJob(tbl.Properties(), p.settings.MaxGroupBytes); err != nil {
 			return res, false, fmt.Errorf("plan %s: %w", name, err)
 		}
-		if budget > 0 {
-			var regularGroups []compaction.Group
-			regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget)
-			groups, regular = regularGroups, len(regularGroups)
-			for _, x := range exchanges {
-				groups = append(groups, x.maps...)
-			}
+	}
+	if budget > 0 || p.settings.MaxJobFiles > 0 {
+		var regularGroups []compaction.Group
+		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, layoutJob)
+		groups, regular = regularGroups, len(regularGroups)
+		for _, x := range exchanges {
+			groups = append(groups, x.maps...)
 		}
 	}
 	res.SkippedFiles = cp.SkippedFiles
@@ -630,37 +634,47 @@ func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (l
 	return lower, upper
 }
 
-// withinBudget keeps, of a sort or z-order compaction's groups and
-// exchanges, the most queried partitions' (signals.Heat of each group's
-// partition; plan order among equals) up to budget input bytes, and at
-// least one: a new layout rolls out a job at a time, hottest first. It
-// returns what it kept and how many groups (an exchange counts its maps)
-// and bytes it left for later.
-func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget int64) ([]compaction.Group, []exchangePlan, int, int64) {
+// withinBudget keeps, of a compaction's groups and exchanges, those that
+// fit budget input bytes (a sort or z-order compaction's
+// icekeeper.compaction.max-bytes-per-job; 0: any) and maxFiles input files
+// (ICEKEEPER_MAX_JOB_FILES, what one committer can commit; 0: any), and at
+// least one. With byHeat the most queried partitions' come first
+// (signals.Heat of each group's partition; plan order among equals): a new
+// layout rolls out a job at a time, hottest first. Otherwise plan order.
+// It returns what it kept and how many groups (an exchange counts its
+// maps) and bytes it left for later visits.
+func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget, maxFiles int64, byHeat bool) ([]compaction.Group, []exchangePlan, int, int64) {
 	type unit struct {
 		group    *compaction.Group
 		exchange *exchangePlan
 		bytes    int64
+		files    int64
 		heat     float64
 	}
 	var units []unit
-	var total int64
+	var total, totalFiles int64
 	for i := range groups {
-		units = append(units, unit{group: &groups[i], bytes: groups[i].TotalSizeBytes})
+		units = append(units, unit{group: &groups[i], bytes: groups[i].TotalSizeBytes, files: int64(len(groups[i].Tasks))})
 		total += groups[i].TotalSizeBytes
+		totalFiles += int64(len(groups[i].Tasks))
 	}
 	for i := range exchanges {
 		u := unit{exchange: &exchanges[i]}
 		for _, m := range exchanges[i].maps {
 			u.bytes += m.TotalSizeBytes
+			u.files += int64(len(m.Tasks))
 		}
 		units = append(units, u)
 		total += u.bytes
+		totalFiles += u.files
 	}
-	if total <= budget {
+	over := func(bytes, files int64) bool {
+		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles
+	}
+	if !over(total, totalFiles) {
 		return groups, exchanges, 0, 0
 	}
-	if p.heat != nil {
+	if byHeat && p.heat != nil && budget > 0 {
 		heat, err := p.heat.PartitionHeat(ctx, table)
 		if err != nil {
 			log.Warn("partition heat not read: the budget takes groups in plan order", "err", err.Error())
@@ -677,10 +691,10 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 	}
 	var keptGroups []compaction.Group
 	var keptExchanges []exchangePlan
-	var used, deferredBytes int64
+	var used, usedFiles, deferredBytes int64
 	deferred := 0
 	for _, u := range units {
-		if used > 0 && used+u.bytes > budget {
+		if usedFiles > 0 && over(used+u.bytes, usedFiles+u.files) {
 			deferredBytes += u.bytes
 			if u.group != nil {
 				deferred++
@@ -690,13 +704,14 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 			continue
 		}
 		used += u.bytes
+		usedFiles += u.files
 		if u.group != nil {
 			keptGroups = append(keptGroups, *u.group)
 		} else {
 			keptExchanges = append(keptExchanges, *u.exchange)
 		}
 	}
-	log.Info("sort compaction bounded by icekeeper.compaction.max-bytes-per-job: the most queried partitions first", "budget", budget, "kept_bytes", used, "deferred_groups", deferred, "deferred_bytes", deferredBytes)
+	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferred, "deferred_bytes", deferredBytes)
 	return keptGroups, keptExchanges, deferred, deferredBytes
 }
 

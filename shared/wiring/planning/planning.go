@@ -48,7 +48,7 @@ func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	p, err := plan.New(plan.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
 		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
-		OrphanListFanOutFiles: d.Config.OrphanListFanOutFiles,
+		OrphanListFanOutFiles: d.Config.OrphanListFanOutFiles, MaxJobFiles: d.Config.MaxJobFiles,
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
 	if err == nil {
 		p.SetTracer(d.Tracer)
