@@ -54,7 +54,7 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 	}
 	var (
 		w   *pqarrow.FileWriter
-		out *countingFile
+		out *countingWriter
 	)
 	closeOut := func() error {
 		if w == nil {
@@ -96,7 +96,7 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 				if err != nil {
 					return res, err
 				}
-				out = &countingFile{f: f}
+				out = &countingWriter{w: f}
 				if w, err = pqarrow.NewFileWriter(rec.Schema(), out, writerProperties(), pqarrow.DefaultWriterProps()); err != nil {
 					return res, err
 				}
@@ -128,15 +128,22 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 // rowGroupBytes is iceberg-go's write.parquet.row-group-size-bytes default.
 const rowGroupBytes = 128 << 20
 
-type countingFile struct {
-	f *os.File
+// countingWriter counts the bytes written through it; Close closes what
+// it writes to, when that closes.
+type countingWriter struct {
+	w io.Writer
 	n int64
 }
 
-func (c *countingFile) Write(p []byte) (int, error) {
-	n, err := c.f.Write(p)
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
 }
 
-func (c *countingFile) Close() error { return c.f.Close() }
+func (c *countingWriter) Close() error {
+	if cl, ok := c.w.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}

@@ -140,17 +140,6 @@ func writeSyntheticManifest(wfs iceio.WriteFileIO, path string, schema *iceberg.
 	return w.ToManifestFile(path, cw.n)
 }
 
-type countingWriter struct {
-	w interface{ Write([]byte) (int, error) }
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
 func withColumnStats(b *iceberg.DataFileBuilder, i int) *iceberg.DataFileBuilder {
 	le := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 	return b.ColumnSizes(map[int]int64{1: 80_000, 2: 20_000, 3: 80_000, 4: 860_000}).
