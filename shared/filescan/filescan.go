@@ -10,8 +10,10 @@
 // and keeps a small File per data and delete file, with the partition
 // tuples shared.
 //
-// Invariants (TestPlan_MatchesIcebergGosScanPlanning compares Plan with
-// PlanFiles on random evolved tables with every kind of delete):
+// Invariants (the differential harness compares Plan with PlanFiles after
+// every step of its random evolved v2 and v3 histories, with every kind of
+// delete: tests/scanplanning_test.go; match_test.go checks each rule at
+// its edges):
 //   - the same data files: every live data file of the snapshot with rows,
 //     one whole-file task each (PlanFiles splits large files at row
 //     groups; compaction rewrites whole files), in manifest-list order;
@@ -38,6 +40,7 @@
 package filescan
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -203,7 +206,7 @@ func (s *scanner) index(deletes []entry) (*deleteIndex, error) {
 		}
 	}
 	bySeq := func(es []entry) {
-		slices.SortStableFunc(es, func(a, b entry) int { return cmpInt(a.seq, b.seq) })
+		slices.SortStableFunc(es, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	for _, es := range idx.posByPath {
 		bySeq(es)
@@ -216,16 +219,6 @@ func (s *scanner) index(deletes []entry) (*deleteIndex, error) {
 		bySeq(es)
 	}
 	return idx, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s *scanner) readData(ctx context.Context, manifests []iceberg.ManifestFile, idx *deleteIndex) ([]table.FileScanTask, error) {
