@@ -30,6 +30,13 @@
 //   - "Iceberg Table Committed" from icekeeper (the custom commit event other
 //     catalogs or writers can put on the bus): detail.namespace (a string,
 //     dotted for nested namespaces, or a list of levels) and detail.table.
+//   - "Icekeeper Compaction Continues" from icekeeper (put on the bus by
+//     icekeeper's committer when a compaction it committed left groups for
+//     a next job, Continuation): detail.namespace and detail.table as the
+//     commit event's, detail.job_id, detail.deferred_groups,
+//     detail.deferred_bytes. It wakes the table as a commit event does; the
+//     committer reopened the table's cooldown first, so the next job is
+//     planned at once.
 //   - "Icekeeper Query Observed" from icekeeper (the query signal any
 //     engine can put on the bus, docs/FORMATS.md): detail.namespace and
 //     detail.table as the commit event's, detail.columns (the filtered
@@ -72,6 +79,8 @@ const (
 	KindGlueDB   = "glue_database_state_change"
 	KindS3       = "s3_metadata_object_created"
 	KindCommit   = "icekeeper_commit"
+	// KindContinue is a compaction's next job, announced by the committer.
+	KindContinue = "icekeeper_continue"
 	// KindOrphanSchedule is the orphan cleanup sweep.
 	KindOrphanSchedule = "orphan_schedule"
 	// KindQuery is a query signal, KindAthena an Athena query to look up.
@@ -95,6 +104,7 @@ const (
 	DetailTypeCommit   = "Iceberg Table Committed"
 	SourceCommit       = "icekeeper"
 	DetailTypeQuery    = "Icekeeper Query Observed"
+	DetailTypeContinue = "Icekeeper Compaction Continues"
 	DetailTypeAthena   = "Athena Query State Change"
 	SourceAthena       = "aws.athena"
 )
@@ -120,6 +130,9 @@ type Trigger struct {
 	Query *Query `json:"query,omitempty"`
 	// AthenaQueryID is the Athena query to look up (KindAthena).
 	AthenaQueryID string `json:"athena_query_id,omitempty"`
+	// ContinuesJob is the committed job whose compaction the trigger
+	// continues (KindContinue), for logs.
+	ContinuesJob string `json:"continues_job,omitempty"`
 }
 
 // Query is the detail of an "Icekeeper Query Observed" event, less the
@@ -190,6 +203,8 @@ func Decode(raw []byte) (Trigger, error) {
 		return decodeS3(ev)
 	case ev.DetailType == DetailTypeCommit && ev.Source == SourceCommit:
 		return decodeCommit(ev)
+	case ev.DetailType == DetailTypeContinue && ev.Source == SourceCommit:
+		return decodeContinue(ev)
 	case ev.DetailType == DetailTypeQuery && ev.Source == SourceCommit:
 		return decodeQuery(ev)
 	case ev.DetailType == DetailTypeAthena && ev.Source == SourceAthena:
@@ -316,6 +331,46 @@ func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 		return Trigger{}, err
 	}
 	return Trigger{Kind: KindCommit, Tables: []string{name}, ID: ev.ID}, nil
+}
+
+// Continuation is the detail of an "Icekeeper Compaction Continues" event:
+// the committer committed job JobID of the table, which left DeferredGroups
+// groups (DeferredBytes input bytes) for the next job.
+type Continuation struct {
+	// Namespace is the table's namespace, one entry per level.
+	Namespace      []string `json:"namespace"`
+	Table          string   `json:"table"`
+	JobID          string   `json:"job_id"`
+	DeferredGroups int      `json:"deferred_groups"`
+	DeferredBytes  int64    `json:"deferred_bytes"`
+}
+
+// NewContinuation is the detail for the committed job jobID of the dotted
+// table name, which left groups (bytes) for the next job.
+func NewContinuation(name, jobID string, groups int, bytes int64) (Continuation, error) {
+	levels := strings.Split(name, ".")
+	if len(levels) < 2 {
+		return Continuation{}, fmt.Errorf("events: continuation of %q: want namespace.table", name)
+	}
+	return Continuation{Namespace: levels[:len(levels)-1], Table: levels[len(levels)-1], JobID: jobID, DeferredGroups: groups, DeferredBytes: bytes}, nil
+}
+
+func decodeContinue(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
+	var d struct {
+		commitDetail
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		return Trigger{}, fmt.Errorf("%w: continuation event %s: bad detail: %v", ErrRejected, ev.ID, err)
+	}
+	name, err := tableOf("continuation event", ev.ID, d.commitDetail)
+	if err != nil {
+		return Trigger{}, err
+	}
+	if strings.TrimSpace(d.JobID) == "" {
+		return Trigger{}, fmt.Errorf("%w: continuation event %s: detail.job_id is required", ErrRejected, ev.ID)
+	}
+	return Trigger{Kind: KindContinue, Tables: []string{name}, ID: ev.ID, ContinuesJob: d.JobID}, nil
 }
 
 // predicates are the predicate kinds a query signal may name.

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -19,6 +20,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 		{"glue-database-state-change.json", Trigger{Kind: KindGlueDB, Tables: []string{"demo.events"}, ID: "5089ddb8-2ab5-4739-7323-8519741f53d7"}},
 		{"s3-metadata-object-created.json", Trigger{Kind: KindS3, Locations: []string{"s3://lakehouse/warehouse/demo.db/events"}, ID: "17793124-05d4-b198-2fde-7ededc63b103"}},
 		{"icekeeper-commit.json", Trigger{Kind: KindCommit, Tables: []string{"demo.events"}, ID: "6a7e8feb-b491-4cf7-a9f1-bf3703467718"}},
+		{"icekeeper-continue.json", Trigger{Kind: KindContinue, Tables: []string{"demo.events"}, ID: "c4d1a9e2-7b3f-4e6a-8d2c-1f0e9a8b7c6d", ContinuesJob: "demo.events-1764626700000-3f9a"}},
 		{"icekeeper-query.json", Trigger{Kind: KindQuery, Tables: []string{"demo.events"}, ID: "0b4c2f7e-2d2b-4a6b-9a61-3b8e4c6a1f20", Query: &Query{
 			Columns:      []QueryColumn{{Column: "id", Predicate: "eq"}, {Column: "amount", Predicate: "range"}},
 			BytesScanned: 73400320, RowsReturned: 12, Engine: "trino", QueryID: "20261201_091500_00042_abcde", Partitions: []string{"region=region-01"},
@@ -146,5 +148,40 @@ func TestDecode_S3KeysAreURLDecoded(t *testing.T) {
 	got, err := Decode([]byte(`{"detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"wh/my+db.db/t%3D1/metadata/00001-x.metadata.json"}}}`))
 	if err != nil || !reflect.DeepEqual(got.Locations, []string{"s3://b/wh/my db.db/t=1"}) {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// TestDecode_ContinuationRoundTripsWhatTheCommitterPuts: the detail the
+// committer builds for a nested namespace decodes to the same table, and a
+// continuation without a job id or table is rejected.
+func TestDecode_ContinuationRoundTripsWhatTheCommitterPuts(t *testing.T) {
+	t.Parallel()
+	c, err := NewContinuation("lake.sales.orders", "job-7", 3, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := `{"detail-type":"` + DetailTypeContinue + `","source":"` + SourceCommit + `","id":"e1","detail":` + string(detail) + `}`
+	got, err := Decode([]byte(raw))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if want := (Trigger{Kind: KindContinue, Tables: []string{"lake.sales.orders"}, ID: "e1", ContinuesJob: "job-7"}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if _, err := NewContinuation("orders", "job-7", 1, 1); err == nil {
+		t.Fatal("a continuation of a table without a namespace was built")
+	}
+	for name, d := range map[string]string{
+		"no job id": `{"namespace":["demo"],"table":"events"}`,
+		"no table":  `{"namespace":["demo"],"job_id":"j"}`,
+	} {
+		raw := `{"detail-type":"` + DetailTypeContinue + `","source":"icekeeper","id":"e2","detail":` + d + `}`
+		if _, err := Decode([]byte(raw)); !errors.Is(err, ErrRejected) {
+			t.Errorf("%s: got %v, want ErrRejected", name, err)
+		}
 	}
 }

@@ -21,6 +21,7 @@ const (
 	SourceCommit       = "icekeeper"
 	DetailTypeCommit   = "Iceberg Table Committed"
 	DetailTypeQuery    = "Icekeeper Query Observed"
+	DetailTypeContinue = "Icekeeper Compaction Continues"
 	SourceAthena       = "aws.athena"
 	DetailTypeAthena   = "Athena Query State Change"
 	// ActionOrphans is the detail.icekeeper_action of the orphan
@@ -31,7 +32,7 @@ const (
 // Rules are the EventBridge rules that wake the planner. Glue and S3 are
 // nil when they would match nothing (see newRules).
 type Rules struct {
-	Sweep, Orphans, Glue, S3, Commit, Queries, Athena awsevents.Rule
+	Sweep, Orphans, Glue, S3, Commit, Continue, Queries, Athena awsevents.Rule
 }
 
 // newRules creates the rules that target the planner:
@@ -51,6 +52,11 @@ type Rules struct {
 //     own; see infra/README.md);
 //   - the custom commit event (source icekeeper, detail-type "Iceberg Table
 //     Committed") on ICEKEEPER_EVENT_BUS, always;
+//   - the committer's continuation (source icekeeper, detail-type
+//     "Icekeeper Compaction Continues") on ICEKEEPER_EVENT_BUS, not in mode
+//     off, where nothing is compacted: a
+//     committed compaction that left groups for later jobs wakes the
+//     planner for the next one;
 //   - query signals, when querySignals is on and not in mode off: the
 //     custom query event (detail-type "Icekeeper Query Observed") on
 //     ICEKEEPER_EVENT_BUS, and Athena's "Athena Query State Change" for
@@ -100,6 +106,15 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 	if !s.TableAccess() {
 		return r, nil
 	}
+	r.Continue = awsevents.NewRule(scope, jsii.String("ContinueEvents"), &awsevents.RuleProps{
+		Description: jsii.String("icekeeper: a committed compaction left groups for its next job"),
+		EventBus:    bus,
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings(SourceCommit),
+			DetailType: jsii.Strings(DetailTypeContinue),
+		},
+		Targets: &[]awsevents.IRuleTarget{target},
+	})
 	if s.QuerySignals {
 		r.Queries = awsevents.NewRule(scope, jsii.String("QuerySignals"), &awsevents.RuleProps{
 			Description: jsii.String("icekeeper: an engine observed a query (what it filtered on, what it scanned)"),

@@ -192,6 +192,11 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	)
 	q.Commits.GrantSendMessages(fns.Rewriter)
 	add(fns.Committer, statement("PlansAndDescriptorsRead", []string{"s3:GetObject"}, []string{jobs}))
+	// A compaction that left groups for later jobs announces its next one
+	// (the planner's ContinueEvents rule, infra/events.go).
+	if a.s.TableAccess() {
+		add(fns.Committer, statement("ContinueEvents", []string{"events:PutEvents"}, []string{a.busARN(bus)}))
+	}
 	// The maintenance log: one record per job (shared/joblog).
 	add(fns.Committer, statement("MaintenanceLogWrite", []string{"s3:PutObject"}, []string{joblog}))
 	// An expiry's durable record of the files it frees, removed part by

@@ -287,7 +287,7 @@ var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 7, // schedule, orphans, commit, Glue, S3, query signals, Athena
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 8, // schedule, orphans, commit, continuation, Glue, S3, query signals, Athena
 		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
 		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
 	} {
@@ -742,6 +742,31 @@ func TestIcekeeperStack_QuerySignalRulesTargetThePlanner(t *testing.T) {
 	}
 }
 
+// TestIcekeeperStack_ContinuationsWakeThePlanner: the committer may put
+// its "Icekeeper Compaction Continues" event on icekeeper's bus, and a rule
+// there wakes the planner for the compaction's next job; in mode off, where
+// nothing is compacted, neither exists.
+func TestIcekeeperStack_ContinuationsWakeThePlanner(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	f.tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"EventPattern": map[string]any{"source": []any{"icekeeper"}, "detail-type": []any{"Icekeeper Compaction Continues"}},
+	})
+	if !f.actions(t, "Committer")["events:PutEvents"] {
+		t.Error("the committer cannot announce a compaction's next job")
+	}
+	ctx := activeContext()
+	ctx[CtxMode] = "off"
+	off := mustSynth(t, ctx)
+	if off.actions(t, "Committer")["events:PutEvents"] {
+		t.Error("mode off: the committer may put events")
+	}
+	for id, r := range off.resources {
+		if r["Type"] == "AWS::Events::Rule" && strings.Contains(flat(r), "Icekeeper Compaction Continues") {
+			t.Errorf("mode off still has the continuation rule %s", id)
+		}
+	}
+}
+
 func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	ns := partition + ":s3:::lake/warehouse/analytics.db/*/"
@@ -909,7 +934,7 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 		t.Errorf("explicit namespace location not used: %v", reads)
 	}
 	// Sweep, orphans, commit, S3 metadata and the two query signal rules.
-	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(6)) })
+	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(7)) })
 }
 
 // matches is EventBridge's matching for the pattern features the stack
@@ -999,6 +1024,7 @@ func TestIcekeeperStack_RulesMatchThePlannersSampleEvents(t *testing.T) {
 		{"glue-database-state-change.json", "GlueTableChanges"},
 		{"s3-metadata-object-created.json", "TableMetadataWritten"},
 		{"icekeeper-commit.json", "CommitEvents"},
+		{"icekeeper-continue.json", "ContinueEvents"},
 	} {
 		ev := sample(c.file)
 		matched := ""

@@ -1,11 +1,16 @@
 package tests
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
 // TestPlanner_AJobTakesAtMostMaxJobFilesAndLeavesTheRestForTheNextJobs: a
@@ -51,5 +56,94 @@ func TestPlanner_AJobTakesAtMostMaxJobFilesAndLeavesTheRestForTheNextJobs(t *tes
 	}
 	if got := len(e.liveTasks()); got != 4 {
 		t.Fatalf("%d files left, want one per partition", got)
+	}
+}
+
+// continuations are the "Icekeeper Compaction Continues" events put on
+// the bus so far, each as EventBridge delivers it to the planner.
+func (r *recordingEventBridge) continuations(t *testing.T) [][]byte {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]byte
+	for i, e := range r.entries {
+		if e["detail-type"] != events.DetailTypeContinue {
+			continue
+		}
+		b, err := json.Marshal(map[string]any{"version": "0", "id": fmt.Sprintf("continue-%d", i), "source": e["source"],
+			"detail-type": e["detail-type"], "detail": json.RawMessage(e["detail"])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestCommitter_ACompactionThatLeftGroupsStartsItsNextJobAtOnce: a
+// compaction larger than one job (ICEKEEPER_MAX_JOB_FILES 12 of 40 files)
+// does not wait a cooldown (an hour here) per job. Each committed job that
+// left groups reopens the table's cooldown and announces the next job;
+// that announcement, delivered to the planner, plans it, until the last job
+// leaves nothing and announces nothing. A redelivered announcement, or a
+// writer's commit event, inside the new job's cooldown plans nothing more.
+// The rows never change.
+func TestCommitter_ACompactionThatLeftGroupsStartsItsNextJobAtOnce(t *testing.T) {
+	const maxFiles = 12
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MaxJobFiles = maxFiles })
+	if d.cfg.MinInterval < time.Hour {
+		t.Fatalf("cooldown %s: the test needs one longer than it runs", d.cfg.MinInterval)
+	}
+	d.createNamed("demo.events", withProps(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 10, RowsPerFile: 200, PositionDeletes: true}, optedIn))
+	want := d.fingerprint()
+
+	next := commitEvent("demo.events")
+	var jobIDs []string
+	for len(jobIDs) <= 10 {
+		o := outcomeOf(t, d.handle(next), "demo.events")
+		if o.Action != trigger.ActionPlanned || o.Plan == nil {
+			t.Fatalf("job %d: %+v: the continuation did not plan the next job", len(jobIDs)+1, o)
+		}
+		id := o.Plan.JobID
+		jobIDs = append(jobIDs, id)
+		if rec := d.job(id); rec.DeferredGroups != o.Plan.DeferredGroups || rec.DeferredBytes != o.Plan.DeferredBytes {
+			t.Fatalf("job %s records %d deferred groups (%d bytes), the plan %d (%d)", id, rec.DeferredGroups, rec.DeferredBytes, o.Plan.DeferredGroups, o.Plan.DeferredBytes)
+		}
+		if again := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); again.Skip != trigger.SkipCooldown {
+			t.Fatalf("a commit event while job %s runs: %+v, want coalesced", id, again)
+		}
+		before := len(d.events.continuations(t))
+		d.drainTasks()
+		d.drainCommits()
+		d.requireCommitted(id, want)
+		announced := d.events.continuations(t)
+		if o.Plan.DeferredGroups == 0 {
+			if len(announced) != before {
+				t.Fatalf("job %s left nothing but announced a next job", id)
+			}
+			break
+		}
+		if len(announced) != before+1 {
+			t.Fatalf("job %s left %d groups and made %d announcements, want 1", id, o.Plan.DeferredGroups, len(announced)-before)
+		}
+		next = announced[len(announced)-1]
+		var ev struct {
+			Detail events.Continuation `json:"detail"`
+		}
+		if err := json.Unmarshal(next, &ev); err != nil || ev.Detail.JobID != id || ev.Detail.DeferredGroups != o.Plan.DeferredGroups {
+			t.Fatalf("announcement %s (%v): want job %s with %d deferred groups", next, err, id, o.Plan.DeferredGroups)
+		}
+	}
+	if len(jobIDs) < 4 || len(jobIDs) > 10 {
+		t.Fatalf("%d jobs for 40 files in 4 partitions of 10 with at most %d per job", len(jobIDs), maxFiles)
+	}
+	if got := len(d.liveTasks()); got != 4 {
+		t.Fatalf("%d files left, want one per partition", got)
+	}
+	// The last announcement again (EventBridge delivers at least once):
+	// the job it planned holds the cooldown, so nothing more is planned.
+	last := d.events.continuations(t)
+	if again := outcomeOf(t, d.handle(last[len(last)-1]), "demo.events"); again.Skip != trigger.SkipCooldown {
+		t.Fatalf("a redelivered announcement: %+v, want coalesced", again)
 	}
 }

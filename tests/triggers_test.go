@@ -118,6 +118,10 @@ func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func
 	if err != nil {
 		t.Fatalf("dispatcher: %v", err)
 	}
+	// The committer announces a compaction's next job on the same bus.
+	if e.committer, err = e.deps.Committer(e.cat); err != nil {
+		t.Fatalf("committer: %v", err)
+	}
 	d.planner = plannerhandler.Handler{Dispatch: disp, Metrics: e.deps.Metrics, Log: e.deps.Log}
 	return d
 }
@@ -171,7 +175,7 @@ func withProps(o sampletable.Options, props map[string]string) sampletable.Optio
 func TestTriggers_SampleEventsReachTheirTable(t *testing.T) {
 	// The S3 sample names an s3:// location: see
 	// TestTriggers_S3EventResolvesTheTableByLocation.
-	for _, file := range []string{"glue-table-state-change.json", "glue-database-state-change.json", "icekeeper-commit.json"} {
+	for _, file := range []string{"glue-table-state-change.json", "glue-database-state-change.json", "icekeeper-commit.json", "icekeeper-continue.json"} {
 		t.Run(file, func(t *testing.T) {
 			d := setupDispatch(t, config.ModeActive, "demo")
 			d.createNamed("demo.events", withProps(smallTable, optedIn))

@@ -212,6 +212,9 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 			sorted = " (z-ordered on " + strings.Join(p.ZOrderColumns, ", ") + ")"
 		}
 		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, sorted, commits, p.InputFiles, humanBytes(p.InputBytes))
+		if p.DeferredGroups > 0 {
+			fmt.Fprintf(w, "left for the next job: %d groups, %s (one job takes at most ICEKEEPER_MAX_JOB_FILES files, a sort its max-bytes-per-job): run compact again; a deployed planner starts it by itself once this job commits\n", p.DeferredGroups, humanBytes(p.DeferredBytes))
+		}
 		if p.OverlappingSortRuns > 0 {
 			fmt.Fprintf(w, "note: %d runs of overlapping files were larger than one rewriter's group (ICEKEEPER_MAX_GROUP_BYTES): only their small files and files with deletes were rewritten, and they stay overlapping\n", p.OverlappingSortRuns)
 		}

@@ -359,6 +359,9 @@ func (c *Committer) endBatch(ctx context.Context, log *slog.Logger, job jobs.Job
 		log.Warn("release lease", "err", err.Error())
 	}
 	log.Info("batched job ended", "state", end.Final, "reason", end.FinalReason)
+	if committed > 0 {
+		c.continueCompaction(ctx, log, job, &res)
+	}
 	return res, nil
 }
 

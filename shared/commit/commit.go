@@ -211,6 +211,9 @@ type Result struct {
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 	// ConflictAbort: the job was aborted by a concurrent commit.
 	ConflictAbort bool `json:"conflict_abort,omitempty"`
+	// Continued: the job left groups of its compaction for a next one, and
+	// the committer announced it (continuation.go).
+	Continued bool `json:"continued,omitempty"`
 	// Batch is the batch of a batched job this result is about (partial
 	// progress; 0: the whole job).
 	Batch int `json:"batch,omitempty"`
@@ -240,6 +243,10 @@ type Committer struct {
 	// has at least fanOutParts parts; nil: the committer deletes itself.
 	fanOut      Sender
 	fanOutParts int
+	// cooldowns and announcer start a compaction's next job at once
+	// (continuation.go); nil: it waits for the planner's next visit.
+	cooldowns Cooldowns
+	announcer Announcer
 	// afterCatalogCommit runs right after the catalog accepted the commit
 	// (tests use it to simulate a crash before the bookkeeping).
 	afterCatalogCommit func(jobID string) error
@@ -989,6 +996,7 @@ func (c *Committer) finish(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		log.Warn("release lease", "err", err.Error())
 	}
 	log.Info("job committed", "committed_snapshot_id", snapshotID, "why", why)
+	c.continueCompaction(ctx, log, job, &res)
 	return res, nil
 }
 

@@ -130,6 +130,12 @@ type Job struct {
 	PlanMillis int64 `json:"plan_ms"`
 	// TargetFileSize is the output file size the planner chose.
 	TargetFileSize int64 `json:"target_file_size"`
+	// DeferredGroups and DeferredBytes are what the planner left of the
+	// compaction for later jobs (ICEKEEPER_MAX_JOB_FILES, a sort's budget):
+	// once this job commits, the committer lets the next one be planned at
+	// once (package commit, continueCompaction).
+	DeferredGroups int   `json:"deferred_groups,omitempty"`
+	DeferredBytes  int64 `json:"deferred_bytes,omitempty"`
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64 `json:"committed_snapshot_id,string,omitempty"`
 	// CommitterID owns the committing state.
@@ -637,6 +643,10 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 	if j.BatchSize > 0 {
 		it["batch_size"] = num(int64(j.BatchSize))
 	}
+	if j.DeferredGroups > 0 {
+		it["deferred_groups"] = num(int64(j.DeferredGroups))
+		it["deferred_bytes"] = num(j.DeferredBytes)
+	}
 	it["created_at"] = num(j.CreatedAt.UnixMilli())
 	it["updated_at"] = num(j.UpdatedAt.UnixMilli())
 	return it
@@ -661,6 +671,8 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		PlanKey:             getS(it, "plan_key"),
 		PlanMillis:          getN(it, "plan_ms"),
 		TargetFileSize:      getN(it, "target_file_size"),
+		DeferredGroups:      int(getN(it, "deferred_groups")),
+		DeferredBytes:       getN(it, "deferred_bytes"),
 		CommittedSnapshotID: getN(it, "committed_snapshot"),
 		CommitterID:         getS(it, "committer_id"),
 		CreatedAt:           time.UnixMilli(getN(it, "created_at")),

@@ -31,6 +31,9 @@
 //     (RecordFailure, RecordSuccess): a table whose jobs fail the same way
 //     twice in a row is backed off for a while (Lease.Backoff, read by
 //     Acquire), instead of being hammered by every trigger and sweep.
+//   - The same item holds the table's planning cooldown (next_plan_at,
+//     CooldownStore): of the triggers that arrive within it, one claims the
+//     slot with a conditional write.
 package lease
 
 import (

@@ -525,6 +525,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	job := jobs.Job{
 		ID: jobID, Table: name, Kind: jobs.KindCompaction, Trigger: trigger, Token: l.Token,
 		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
+		DeferredGroups: res.DeferredGroups, DeferredBytes: res.DeferredBytes,
 	}
 	jobGroups := make([]jobs.Group, 0, len(groups))
 	outputSpec := func(specID int) int {

@@ -3,11 +3,15 @@
 package committing
 
 import (
+	"errors"
+
 	"github.com/apache/iceberg-go/catalog"
 
+	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/joblog"
+	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/wiring"
 )
@@ -34,6 +38,15 @@ func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
 			// Deletions of more than one part go to the rewriters.
 			c.SetDeletionFanOut(d.Tasks, 2)
 		}
+		// A compaction that left groups for later jobs starts the next
+		// one at once: the table's cooldown in the lease table, and the
+		// announcement on the bus the planner's rule listens to.
+		cooldowns, cerr := lease.NewCooldownStore(d.Clients.DynamoDB, d.Config.LeaseTable)
+		bus, berr := audit.NewPublisher(d.Events, d.Config.EventBus)
+		if err = errors.Join(cerr, berr); err != nil {
+			return nil, err
+		}
+		c.SetContinuation(cooldowns, bus)
 	}
 	return c, err
 }

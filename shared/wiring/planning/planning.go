@@ -18,6 +18,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
@@ -94,7 +95,7 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 		return trigger.New(s, deps)
 	}
 	deps.Catalog = cat
-	if deps.Cooldowns, err = trigger.NewCooldownStore(d.Clients.DynamoDB, d.Config.LeaseTable); err != nil {
+	if deps.Cooldowns, err = lease.NewCooldownStore(d.Clients.DynamoDB, d.Config.LeaseTable); err != nil {
 		return nil, err
 	}
 	if deps.Auditor, err = audit.NewPublisher(d.Events, d.Config.EventBus); err != nil {

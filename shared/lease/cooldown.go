@@ -1,10 +1,9 @@
-package trigger
+package lease
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,24 +11,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// DynamoDB is the subset of the DynamoDB client the cooldown store needs.
-type DynamoDB interface {
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
 // CooldownStore keeps each table's next allowed planning time in the lease
-// table (attribute next_plan_at on the item keyed by table_id), with
-// conditional writes so that every planner agrees: of all the triggers that
-// arrive for one table within its cooldown, exactly one claims the slot.
+// table (attribute next_plan_at on the item keyed by table_id, the lease's
+// item), with conditional writes so that every planner agrees: of all the
+// triggers that arrive for one table within its cooldown, exactly one claims
+// the slot. The planner claims slots (package trigger); the committer
+// reopens a table's slot when a compaction it committed left groups for a
+// next job (package commit).
 type CooldownStore struct {
-	db        DynamoDB
+	db        cooldownDB
 	tableName string
 }
 
 // NewCooldownStore validates its arguments and returns a store.
-func NewCooldownStore(db DynamoDB, leaseTable string) (*CooldownStore, error) {
+func NewCooldownStore(db cooldownDB, leaseTable string) (*CooldownStore, error) {
 	if db == nil || leaseTable == "" {
-		return nil, errors.New("trigger: cooldown store needs a DynamoDB client and the lease table (ICEKEEPER_LEASE_TABLE)")
+		return nil, errors.New("lease: cooldown store needs a DynamoDB client and the lease table (ICEKEEPER_LEASE_TABLE)")
 	}
 	return &CooldownStore{db: db, tableName: leaseTable}, nil
 }
@@ -53,13 +50,14 @@ func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, 
 		if errors.As(err, &ccf) {
 			return false, nil
 		}
-		return false, fmt.Errorf("trigger: claim cooldown of %s: %w", table, err)
+		return false, fmt.Errorf("lease: claim cooldown of %s: %w", table, err)
 	}
 	return true, nil
 }
 
-// SetNext moves the table's next allowed planning time (after the table's
-// own icekeeper.compaction.min-interval was read).
+// SetNext moves the table's next allowed planning time: later, after the
+// table's own icekeeper.compaction.min-interval was read; to now, to give a
+// slot back or to let a compaction's next job be planned at once.
 func (s *CooldownStore) SetNext(ctx context.Context, table string, next time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.tableName),
@@ -68,11 +66,12 @@ func (s *CooldownStore) SetNext(ctx context.Context, table string, next time.Tim
 		ExpressionAttributeValues: map[string]types.AttributeValue{":next": num(next.UnixMilli())},
 	})
 	if err != nil {
-		return fmt.Errorf("trigger: set cooldown of %s: %w", table, err)
+		return fmt.Errorf("lease: set cooldown of %s: %w", table, err)
 	}
 	return nil
 }
 
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+// cooldownDB is the subset of the DynamoDB client the cooldown store needs.
+type cooldownDB interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }

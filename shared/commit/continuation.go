@@ -1,0 +1,64 @@
+package commit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+)
+
+// Cooldowns reopens a table's planning slot (lease.CooldownStore).
+type Cooldowns interface {
+	SetNext(ctx context.Context, table string, next time.Time) error
+}
+
+// Announcer puts one event on icekeeper's bus (audit.Publisher).
+type Announcer interface {
+	Publish(ctx context.Context, detailType string, detail any) error
+}
+
+// SetContinuation lets a committed compaction that left groups for later
+// jobs start the next one at once: the committer reopens the table's
+// cooldown in cooldowns and announces an "Icekeeper Compaction Continues"
+// event, which the stack routes to the planner. Without it the rest waits
+// for the planner's next visit after the cooldown.
+func (c *Committer) SetContinuation(cooldowns Cooldowns, announcer Announcer) {
+	c.cooldowns, c.announcer = cooldowns, announcer
+}
+
+// continueCompaction runs after a job committed and its lease was released.
+// When the planner left groups of the compaction for later jobs
+// (jobs.Job.DeferredGroups), it reopens the table's cooldown and announces
+// the continuation, so that the next job is planned now instead of a
+// cooldown (ICEKEEPER_MIN_INTERVAL, an hour by default) later.
+//
+// Both steps are best effort: the commit stands either way. The cooldown is
+// reopened first, so the announcement's planner visit finds the slot free;
+// should the announcement be lost, the next trigger or sweep finds it free.
+// The event changes nothing by itself: the planner claims the slot as for
+// any event, so a duplicate delivery, or a writer's commit event that
+// arrived first, plans once. A crash between the commit's bookkeeping and
+// this leaves the table to its normal cooldown.
+func (c *Committer) continueCompaction(ctx context.Context, log *slog.Logger, job jobs.Job, res *Result) {
+	if job.DeferredGroups <= 0 || c.cooldowns == nil || c.announcer == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	log = log.With("deferred_groups", job.DeferredGroups, "deferred_bytes", job.DeferredBytes)
+	if err := c.cooldowns.SetNext(ctx, job.Table, c.now()); err != nil {
+		log.Warn("the compaction's next job waits for the cooldown: reopen the table's cooldown", "err", err.Error())
+		return
+	}
+	detail, err := events.NewContinuation(job.Table, job.ID, job.DeferredGroups, job.DeferredBytes)
+	if err == nil {
+		err = c.announcer.Publish(ctx, events.DetailTypeContinue, detail)
+	}
+	if err != nil {
+		log.Warn("the compaction's next job waits for the next trigger or sweep: announce it", "err", err.Error())
+		return
+	}
+	res.Continued = true
+	log.Info("compaction continues: its next job can be planned now")
+}
