@@ -213,7 +213,11 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 		}
 		fmt.Fprintf(w, "planned: job %s, snapshot %d, %d groups%s%s, %d input files, %s\n", p.JobID, p.SnapshotID, p.Groups, sorted, commits, p.InputFiles, humanBytes(p.InputBytes))
 		if p.DeferredGroups > 0 {
-			fmt.Fprintf(w, "left for the next job: %d groups, %s (one job takes at most ICEKEEPER_MAX_JOB_FILES files, a sort its max-bytes-per-job): run compact again; a deployed planner starts it by itself once this job commits\n", p.DeferredGroups, humanBytes(p.DeferredBytes))
+			groups := "groups"
+			if p.DeferredGroups == 1 {
+				groups = "group"
+			}
+			fmt.Fprintf(w, "left for the next job: %d %s, %s (one job takes at most ICEKEEPER_MAX_JOB_FILES files, a sort its max-bytes-per-job): run compact again; a deployed planner starts it by itself once this job commits\n", p.DeferredGroups, groups, humanBytes(p.DeferredBytes))
 		}
 		if p.OverlappingSortRuns > 0 {
 			fmt.Fprintf(w, "note: %d runs of overlapping files were larger than one rewriter's group (ICEKEEPER_MAX_GROUP_BYTES): only their small files and files with deletes were rewritten, and they stay overlapping\n", p.OverlappingSortRuns)

@@ -121,6 +121,31 @@ func TestCompact_LocalRunsOneCycleOnALocalCatalog(t *testing.T) {
 	}
 }
 
+// TestCompact_SaysWhatItLeftForTheNextJob: a table larger than one job
+// (ICEKEEPER_MAX_JOB_FILES) is compacted a job per run, each run saying
+// what it left, until nothing is.
+func TestCompact_SaysWhatItLeftForTheNextJob(t *testing.T) {
+	cat, uri, wh := localSQLCatalog(t, "")
+	ident := table.Identifier{"shop", "orders"}
+	if _, err := sampletable.Create(context.Background(), cat, ident, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 50}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ICEKEEPER_MAX_JOB_FILES", "6")
+	compact := func() string {
+		out, err := runCLI(t, "compact", "shop.orders", "--local", "-q", "--catalog", "sql", "--catalog-name", "local", "--uri", uri, "--warehouse", wh)
+		if err != nil {
+			t.Fatalf("compact: %v\n%s", err, out)
+		}
+		return out
+	}
+	if out := compact(); !strings.Contains(out, "left for the next job: 1 group,") || !strings.Contains(out, "committed") {
+		t.Fatalf("first run:\n%s", out)
+	}
+	if out := compact(); strings.Contains(out, "left for the next job") || !strings.Contains(out, "committed") {
+		t.Fatalf("second run:\n%s", out)
+	}
+}
+
 // TestCompact_SortRewritesOverlappingFilesSorted: compact --sort on a
 // table whose appends repeat the same ids plans a sort compaction (the
 // table's strategy property is unset) and leaves files whose id ranges do
