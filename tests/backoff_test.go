@@ -11,6 +11,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/wiring/planning"
 )
 
@@ -158,6 +159,29 @@ func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
 	e2.createTable(smallTable)
 	e2.planner.SetMemoryBudget(estimate)
 	if r := e2.plan(); r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("with the budget at the estimate: %s (%s), want planned", r.Outcome, r.Reason)
+	}
+}
+
+// TestPlanner_ADeleteRewriteTooLargeForThePlannersMemoryFailsLoud: a
+// delete-file rewrite plans with the same light scan planning as a
+// compaction (package filescan) and is refused by the same guard, instead
+// of holding every file's complete metadata until the function runs out of
+// memory; with the budget at the estimate it plans.
+func TestPlanner_ADeleteRewriteTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
+	e := setup(t)
+	o := sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 2, RowsPerFile: 60}
+	e.createTable(o)
+	e.positionDeletesInEveryPartition(o, 5)
+	files := int64(len(e.liveTasks()))
+
+	e.planner.SetMemoryBudget(files*600 - 1)
+	r, err := e.planner.PlanDeleteRewrite(e.ctx, e.name(), "test")
+	if !errors.Is(err, plan.ErrTooLargeToPlan) || !strings.Contains(err.Error(), fmt.Sprintf("%d live data files", files)) || r.JobID != "" {
+		t.Fatalf("delete rewrite: %+v %v, want ErrTooLargeToPlan naming %d files and no job", r, err, files)
+	}
+	e.planner.SetMemoryBudget(files * 600)
+	if r := e.planDeleteRewrite(); r.Outcome != plan.OutcomePlanned {
 		t.Fatalf("with the budget at the estimate: %s (%s), want planned", r.Outcome, r.Reason)
 	}
 }

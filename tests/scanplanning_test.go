@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/apache/iceberg-go"
@@ -23,7 +24,11 @@ import (
 //     and partition, or an unpartitioned spec), checked against the live
 //     delete files directly; they include every one PlanFiles attaches
 //     (which also prunes by column statistics);
-//   - each task encodes and decodes to the same files and deletes.
+//   - with filescan.Options.EqualityColumnSizes (every other snapshot, so
+//     both readers are compared), a data file keeps exactly the column
+//     sizes of its equality deletes' columns, as PlanFiles' file has them;
+//     without it, none;
+//   - each task encodes and decodes to the same files, deletes and sizes.
 //
 // The differential harness runs it after every operation and job, on its
 // evolved v2 and v3 tables.
@@ -41,7 +46,8 @@ func scanPlanningDiffers(ctx context.Context, tbl *table.Table) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	ours, err := filescan.Plan(ctx, tbl.Metadata(), snap, fs, filescan.Options{Concurrency: 3})
+	withSizes := snap.SequenceNumber%2 == 0
+	ours, err := filescan.Plan(ctx, tbl.Metadata(), snap, fs, filescan.Options{Concurrency: 3, EqualityColumnSizes: withSizes})
 	if err != nil {
 		return "", fmt.Errorf("filescan.Plan: %w", err)
 	}
@@ -106,6 +112,17 @@ func scanPlanningDiffers(ctx context.Context, tbl *table.Table) (string, error) 
 				return fmt.Sprintf("%s: PlanFiles applies equality delete %s, filescan does not", what, k), nil
 			}
 		}
+		wantSizes := map[int]int64{}
+		for _, d := range o.EqualityDeleteFiles {
+			for _, id := range d.EqualityFieldIDs() {
+				if n, ok := tf.ColumnSizes()[id]; ok && withSizes {
+					wantSizes[id] = n
+				}
+			}
+		}
+		if !maps.Equal(f.ColumnSizes(), wantSizes) {
+			return fmt.Sprintf("%s: column sizes differ (equality column sizes kept: %v):\n  PlanFiles %v\n  filescan  %v", what, withSizes, wantSizes, f.ColumnSizes()), nil
+		}
 		enc, err := messages.EncodeScanTasks(tbl.Metadata(), []table.FileScanTask{o})
 		if err != nil {
 			return fmt.Sprintf("%s: does not encode: %v", what, err), nil
@@ -116,7 +133,8 @@ func scanPlanningDiffers(ctx context.Context, tbl *table.Table) (string, error) 
 		}
 		d := dec[0]
 		if d.File.FilePath() != what || d.File.Count() != f.Count() || messages.PartitionKey(d.File) != messages.PartitionKey(tf) || seq(d.DataSequenceNumber) != seq(t.DataSequenceNumber) ||
-			!slices.Equal(keys(d.DeleteFiles), keys(o.DeleteFiles)) || !slices.Equal(keys(d.DeletionVectorFiles), keys(o.DeletionVectorFiles)) || !slices.Equal(keys(d.EqualityDeleteFiles), got) {
+			!slices.Equal(keys(d.DeleteFiles), keys(o.DeleteFiles)) || !slices.Equal(keys(d.DeletionVectorFiles), keys(o.DeletionVectorFiles)) || !slices.Equal(keys(d.EqualityDeleteFiles), got) ||
+			!maps.Equal(d.File.ColumnSizes(), f.ColumnSizes()) {
 			return fmt.Sprintf("%s: decodes differently: %s rows %d partition %s seq %d, %d/%d/%d deletes", what, d.File.FilePath(), d.File.Count(), messages.PartitionKey(d.File), seq(d.DataSequenceNumber), len(d.DeleteFiles), len(d.DeletionVectorFiles), len(d.EqualityDeleteFiles)), nil
 		}
 		for _, pair := range [][2][]iceberg.DataFile{{d.EqualityDeleteFiles, o.EqualityDeleteFiles}, {d.DeletionVectorFiles, o.DeletionVectorFiles}} {

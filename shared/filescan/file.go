@@ -9,7 +9,9 @@ import (
 // File is a data or delete file as Plan keeps it: about 100 bytes and its
 // path, its partition tuple shared with the other files of its partition.
 // Its column statistics are the bounds Plan was asked for (and a position
-// delete file's file_path bounds); the other statistics are nil.
+// delete file's file_path bounds) and, when asked for, a data file's column
+// sizes of the equality columns of the deletes that apply to it; the other
+// statistics are nil.
 type File struct {
 	path      string
 	partKey   string
@@ -33,6 +35,7 @@ type fileBounds struct {
 }
 
 type extra struct {
+	columnSizes    map[int]int64 // a data file's, of its equality deletes' columns
 	equalityIDs    []int
 	ref            string
 	offset, length int64
@@ -50,13 +53,43 @@ func (f *File) FileFormat() iceberg.FileFormat            { return f.format }
 func (f *File) Partition() map[int]any                    { return f.part }
 func (f *File) Count() int64                              { return f.count }
 func (f *File) FileSizeBytes() int64                      { return f.size }
-func (f *File) ColumnSizes() map[int]int64                { return nil }
 func (f *File) ValueCounts() map[int]int64                { return nil }
 func (f *File) NullValueCounts() map[int]int64            { return nil }
 func (f *File) NaNValueCounts() map[int]int64             { return nil }
 func (f *File) DistinctValueCounts() map[int]int64        { return nil }
 func (f *File) SplitOffsets() []int64                     { return nil }
 func (f *File) SpecID() int32                             { return f.spec }
+
+// ColumnSizes are the sizes Plan kept (Options.EqualityColumnSizes), or nil.
+func (f *File) ColumnSizes() map[int]int64 {
+	if f.ext == nil {
+		return nil
+	}
+	return f.ext.columnSizes
+}
+
+// keepColumnSizes keeps, of a data file's column sizes, those of the
+// equality field ids of deletes.
+func (f *File) keepColumnSizes(sizes map[int]int64, deletes []iceberg.DataFile) {
+	var kept map[int]int64
+	for _, d := range deletes {
+		for _, id := range d.EqualityFieldIDs() {
+			if n, ok := sizes[id]; ok {
+				if kept == nil {
+					kept = map[int]int64{}
+				}
+				kept[id] = n
+			}
+		}
+	}
+	if kept == nil {
+		return
+	}
+	if f.ext == nil {
+		f.ext = &extra{}
+	}
+	f.ext.columnSizes = kept
+}
 
 // PartitionKey is the file's spec and partition tuple (PartitionKey).
 func (f *File) PartitionKey() string { return f.partKey }
@@ -169,6 +202,9 @@ func (f *File) Full(spec iceberg.PartitionSpec) (iceberg.DataFile, error) {
 		b.FirstRowID(f.firstRow)
 	}
 	if e := f.ext; e != nil {
+		if e.columnSizes != nil {
+			b.ColumnSizes(e.columnSizes)
+		}
 		if e.equalityIDs != nil {
 			b.EqualityFieldIDs(e.equalityIDs)
 		}

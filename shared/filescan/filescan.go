@@ -1,6 +1,7 @@
 // Package filescan plans a snapshot's file scan tasks from its manifests,
 // as iceberg-go's Scan.PlanFiles does for a scan without a filter, while
-// holding for each file only what compaction planning needs.
+// holding for each file only what planning needs: the planner's compaction
+// and delete-file rewrite, and health's compaction plan.
 //
 // Why: PlanFiles keeps every live file's complete metadata, column
 // statistics included: about 2.8 KB per file of a 4-column table, so a
@@ -43,6 +44,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"runtime"
@@ -67,6 +69,14 @@ type Options struct {
 	// keep (a sort key's or the z-order columns); nil keeps none, and then
 	// the data manifests are read without any statistics.
 	Bounds []int
+	// EqualityColumnSizes: a data file that equality deletes apply to keeps
+	// the column sizes of their equality field ids (ColumnSizes), for
+	// weighing converting the deletes against rewriting the file (package
+	// plan, the delete-file rewrite). When the snapshot has equality
+	// deletes, the data manifests are then read with every statistic
+	// (iceberg-go's projected reader never reads column sizes), which costs
+	// decoding time, not memory: only those sizes are kept.
+	EqualityColumnSizes bool
 	// Concurrency is how many manifests are read at once; 0 means eight, or
 	// GOMAXPROCS when that is more (reads are mostly waiting on S3).
 	Concurrency int
@@ -243,6 +253,13 @@ func (s *scanner) readData(ctx context.Context, manifests []iceberg.ManifestFile
 	}
 	perManifest := make([][]table.FileScanTask, len(manifests))
 	proj := iceberg.ManifestEntryProjection{IncludePruningStats: len(s.opts.Bounds) > 0}
+	sizes := s.opts.EqualityColumnSizes && (len(idx.eqGlobal) > 0 || len(idx.eqByPart) > 0)
+	entries := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+		if sizes {
+			return m.Entries(s.fs, true)
+		}
+		return iceberg.EntriesWithProjection(s.fs, m, true, proj)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Concurrency)
 	for i, m := range manifests {
@@ -251,7 +268,7 @@ func (s *scanner) readData(ctx context.Context, manifests []iceberg.ManifestFile
 			if counted {
 				tasks = buf[offsets[i] : offsets[i] : offsets[i]+caps[i]]
 			}
-			for e, err := range iceberg.EntriesWithProjection(s.fs, m, true, proj) {
+			for e, err := range entries(m) {
 				if err != nil {
 					return fmt.Errorf("filescan: read data manifest %s: %w", m.FilePath(), err)
 				}
@@ -317,6 +334,9 @@ func (s *scanner) task(e iceberg.ManifestEntry, idx *deleteIndex) table.FileScan
 		t.EqualityDeleteFiles = equalityDeletes(t.EqualityDeleteFiles, idx.eqGlobal, seq)
 		if len(f.part) > 0 {
 			t.EqualityDeleteFiles = equalityDeletes(t.EqualityDeleteFiles, idx.eqByPart[f.partKey], seq)
+		}
+		if s.opts.EqualityColumnSizes && len(t.EqualityDeleteFiles) > 0 {
+			f.keepColumnSizes(e.DataFile().ColumnSizes(), t.EqualityDeleteFiles)
 		}
 	}
 	if f.firstRow >= 0 {

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
-	"github.com/icekeeper/icekeeper/shared/binpack"
+	"github.com/icekeeper/icekeeper/shared/filescan"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
@@ -160,14 +160,20 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 		return fail(fmt.Errorf("read manifest list: %w", err))
 	}
 	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
-	// The data files the deletes apply to, with every delete file attached
-	// as a scan at S attaches it.
-	scanTasks, err := tbl.Scan(table.WithSnapshotID(pin.SnapshotID)).PlanFiles(ctx)
+	// The data files the deletes apply to, one whole-file task each, with
+	// the position deletes and deletion vectors a scan at S attaches, and
+	// the equality deletes by the spec's rule (package filescan: a superset
+	// of what a scan's statistics pruning attaches, so a conversion may
+	// read a data file it finds no row to delete in), with the sizes of
+	// their columns for conversionPays. As light as the compaction's
+	// planning, and refused loud when even that does not fit.
+	if err := p.checkPlanningMemory(ctx, tbl, snap, 0); err != nil {
+		return fail(err)
+	}
+	scanTasks, err := filescan.Plan(ctx, meta, snap, fsys, filescan.Options{EqualityColumnSizes: true})
 	if err != nil {
 		return fail(fmt.Errorf("plan files at snapshot %d: %w", pin.SnapshotID, err))
 	}
-	// One task per data file, not per split of it (binpack.WholeFiles).
-	scanTasks = binpack.WholeFiles(scanTasks)
 	specsInUse := map[int]bool{}
 	for _, t := range scanTasks {
 		specsInUse[int(t.File.SpecID())] = true
