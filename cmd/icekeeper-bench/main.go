@@ -54,6 +54,7 @@ func main() {
 	fs.IntVar(&o.CoordinatorMemoryMB, "coordinator-memory-mb", 0, "the memory the planner and committer processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's memory limit and the planner's memory budget are set from it as in the functions; the stack gives them 1024); 0 for none, to measure what they need")
 	fs.StringVar(&o.Storage, "storage", "local", "where the tables live: local (a folder) or s3 (a bucket in the emulator, every engine's S3 requests counted)")
 	fs.IntVar(&o.ColdStartRuns, "cold-starts", 7, "starts of each function binary to measure its cold start; 0 to skip")
+	fs.StringVar(&o.ColdStartBaseline, "cold-start-baseline", "", "also start the function binaries of this git revision, interleaved with these, and compare (e.g. HEAD~1)")
 	outFile := fs.String("out", "", "also write the Markdown report to this file")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	_ = fs.Parse(os.Args[1:])

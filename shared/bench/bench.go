@@ -106,6 +106,9 @@ type Options struct {
 	// the binaries are built from.
 	ColdStartRuns int
 	Repo          string
+	// ColdStartBaseline, when set, is a git revision whose function
+	// binaries start interleaved with these, side by side in the report.
+	ColdStartBaseline string
 	// Self is the benchmark executable (re-run as children).
 	Self string
 	// Progress receives progress lines.
@@ -274,7 +277,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	if o.ColdStartRuns > 0 {
-		if rep.ColdStarts, err = RunColdStarts(ctx, ColdStartOptions{Repo: o.Repo, Dir: o.Dir, Runs: o.ColdStartRuns, Progress: o.progress}); err != nil {
+		if rep.ColdStarts, err = RunColdStarts(ctx, ColdStartOptions{Repo: o.Repo, Dir: o.Dir, Runs: o.ColdStartRuns, Baseline: o.ColdStartBaseline, Progress: o.progress}); err != nil {
 			return rep, fmt.Errorf("bench cold start: %w", err)
 		}
 	}

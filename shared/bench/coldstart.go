@@ -24,7 +24,9 @@ import (
 // /2018-06-01/runtime/invocation/next), when Lambda would hand it its first
 // event, over several runs.
 type ColdStart struct {
-	Function    string          `json:"function"`
+	Function string `json:"function"`
+	// Revision is the baseline's git revision; "" for the tree measured.
+	Revision    string          `json:"revision,omitempty"`
 	BinaryBytes int64           `json:"binary_bytes"`
 	Runs        []time.Duration `json:"runs_ns"`
 }
@@ -46,7 +48,11 @@ type ColdStartOptions struct {
 	// Dir holds the binaries and the catalog.
 	Dir string
 	// Runs per function.
-	Runs     int
+	Runs int
+	// Baseline, when set, is a git revision of Repo whose functions are
+	// built too (from a temporary worktree) and started interleaved with
+	// the tree's, each run of a function right after the other's.
+	Baseline string
 	Progress func(format string, args ...any)
 }
 
@@ -62,15 +68,40 @@ func RunColdStarts(ctx context.Context, o ColdStartOptions) ([]ColdStart, error)
 	if o.Progress == nil {
 		o.Progress = func(string, ...any) {}
 	}
-	bin := filepath.Join(o.Dir, "lambda")
-	functions := []string{"planner", "rewriter", "committer"}
-	for _, fn := range functions {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", filepath.Join(bin, fn, "bootstrap"), "./functions/"+fn)
-		cmd.Dir = o.Repo
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build %s: %v\n%s", fn, err, out)
+	type binary struct{ function, revision, path string }
+	var binaries []binary
+	build := func(repo, revision, bin string) error {
+		for _, fn := range []string{"planner", "rewriter", "committer"} {
+			path := filepath.Join(bin, fn, "bootstrap")
+			cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", path, "./functions/"+fn)
+			cmd.Dir = repo
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("build %s at %s: %v\n%s", fn, repo, err, out)
+			}
+			binaries = append(binaries, binary{fn, revision, path})
 		}
+		return nil
+	}
+	if err := build(o.Repo, "", filepath.Join(o.Dir, "lambda")); err != nil {
+		return nil, err
+	}
+	if o.Baseline != "" {
+		tree := filepath.Join(o.Dir, "baseline-src")
+		if out, err := exec.CommandContext(ctx, "git", "-C", o.Repo, "worktree", "add", "--detach", tree, o.Baseline).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("check out the baseline %s: %v\n%s", o.Baseline, err, out)
+		}
+		defer exec.Command("git", "-C", o.Repo, "worktree", "remove", "--force", tree).Run()
+		if err := build(tree, o.Baseline, filepath.Join(o.Dir, "lambda-baseline")); err != nil {
+			return nil, err
+		}
+		// Each function's baseline runs right after it.
+		n := len(binaries) / 2
+		paired := make([]binary, 0, len(binaries))
+		for k := range n {
+			paired = append(paired, binaries[k], binaries[n+k])
+		}
+		binaries = paired
 	}
 	cloud := localcloud.Start()
 	defer cloud.Close()
@@ -104,25 +135,25 @@ func RunColdStarts(ctx context.Context, o ColdStartOptions) ([]ColdStart, error)
 	defer api.close()
 	// The runs are interleaved (planner, rewriter, committer, planner, ...)
 	// so that a drift in the machine's speed reaches every function alike.
-	out := make([]ColdStart, len(functions))
-	for k, fn := range functions {
-		st, err := os.Stat(filepath.Join(bin, fn, "bootstrap"))
+	out := make([]ColdStart, len(binaries))
+	for k, b := range binaries {
+		st, err := os.Stat(b.path)
 		if err != nil {
 			return nil, err
 		}
-		out[k] = ColdStart{Function: fn, BinaryBytes: st.Size()}
+		out[k] = ColdStart{Function: b.function, Revision: b.revision, BinaryBytes: st.Size()}
 	}
 	for i := 0; i < o.Runs; i++ {
-		for k, fn := range functions {
-			d, err := api.firstRequest(ctx, filepath.Join(bin, fn, "bootstrap"), append(env, "AWS_LAMBDA_FUNCTION_NAME=icekeeper-"+fn))
+		for k, b := range binaries {
+			d, err := api.firstRequest(ctx, b.path, append(env, "AWS_LAMBDA_FUNCTION_NAME=icekeeper-"+b.function))
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", fn, err)
+				return nil, fmt.Errorf("%s %s: %w", b.function, b.revision, err)
 			}
 			out[k].Runs = append(out[k].Runs, d)
 		}
 	}
 	for _, cs := range out {
-		o.Progress("cold start %s: median %s over %d runs, binary %.1f MB", cs.Function, cs.Median().Round(time.Millisecond/10), o.Runs, float64(cs.BinaryBytes)/1e6)
+		o.Progress("cold start %s %s: median %s over %d runs, binary %.1f MB", cs.Function, cs.Revision, cs.Median().Round(time.Millisecond/10), o.Runs, float64(cs.BinaryBytes)/1e6)
 	}
 	return out, nil
 }

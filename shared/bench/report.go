@@ -164,9 +164,18 @@ func (r Report) coldStarts() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Cold start\n\nEach function binary, built as `make lambdas` builds it (static, stripped, `lambda.norpc`) for this machine, started in mode active with a deployed function's configuration (resources in the emulator, the stack's default Glue catalog, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1769`) against a stand-in Runtime API on loopback: the time from exec to its first request for an event. %d starts each, interleaved across the functions; on Lambda the sandbox's own start comes on top.\n\n", len(r.ColdStarts[0].Runs))
-	b.WriteString("| function | binary MB | median ms | fastest ms | slowest ms | goal ms |\n|---|---|---|---|---|---|\n")
-	for _, c := range r.ColdStarts {
-		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.1f | 150 |\n", c.Function, float64(c.BinaryBytes)/1e6, ms64(c.Median()), ms64(slices.Min(c.Runs)), ms64(slices.Max(c.Runs)))
+	if base := r.ColdStarts[len(r.ColdStarts)-1].Revision; base != "" {
+		fmt.Fprintf(&b, "Each function's binary built at %s (the baseline) starts right after it in every round; the last column is the median's ratio.\n\n", base)
+	}
+	b.WriteString("| function | binary MB | median ms | fastest ms | slowest ms | goal ms | median / baseline's |\n|---|---|---|---|---|---|---|\n")
+	for i, c := range r.ColdStarts {
+		name, ratio := c.Function, ""
+		if c.Revision != "" {
+			name += " at " + c.Revision + " (baseline)"
+		} else if i+1 < len(r.ColdStarts) && r.ColdStarts[i+1].Revision != "" && r.ColdStarts[i+1].Function == c.Function {
+			ratio = fmt.Sprintf("%.2fx", ms64(c.Median())/ms64(r.ColdStarts[i+1].Median()))
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.1f | 150 | %s |\n", name, float64(c.BinaryBytes)/1e6, ms64(c.Median()), ms64(slices.Min(c.Runs)), ms64(slices.Max(c.Runs)), ratio)
 	}
 	b.WriteString("\n")
 	return b.String()
