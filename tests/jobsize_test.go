@@ -3,11 +3,15 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/trigger"
@@ -106,6 +110,9 @@ func TestCommitter_ACompactionThatLeftGroupsStartsItsNextJobAtOnce(t *testing.T)
 		}
 		id := o.Plan.JobID
 		jobIDs = append(jobIDs, id)
+		if o.Plan.Continues != (o.Plan.DeferredGroups > 0) || d.job(id).Continues != o.Plan.Continues {
+			t.Fatalf("job %s: %d deferred groups, continues %v (recorded %v): only the file cap left them, so it continues", id, o.Plan.DeferredGroups, o.Plan.Continues, d.job(id).Continues)
+		}
 		if rec := d.job(id); rec.DeferredGroups != o.Plan.DeferredGroups || rec.DeferredBytes != o.Plan.DeferredBytes {
 			t.Fatalf("job %s records %d deferred groups (%d bytes), the plan %d (%d)", id, rec.DeferredGroups, rec.DeferredBytes, o.Plan.DeferredGroups, o.Plan.DeferredBytes)
 		}
@@ -145,5 +152,44 @@ func TestCommitter_ACompactionThatLeftGroupsStartsItsNextJobAtOnce(t *testing.T)
 	last := d.events.continuations(t)
 	if again := outcomeOf(t, d.handle(last[len(last)-1]), "demo.events"); again.Skip != trigger.SkipCooldown {
 		t.Fatalf("a redelivered announcement: %+v, want coalesced", again)
+	}
+}
+
+// TestCommitter_AGraduallyRolledOutSortWaitsForTheNextVisits: groups the
+// owner's icekeeper.compaction.max-bytes-per-job left (a sort rolling out a
+// partition a job) are not the committer's file cap: the job does not
+// continue at once, and the table keeps its cooldown until the planner's
+// next visit.
+func TestCommitter_AGraduallyRolledOutSortWaitsForTheNextVisits(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo")
+	d.createNamed("demo.events", withProps(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 6, RowsPerFile: 50},
+		map[string]string{optin.PropertyEnabled: "true", optin.PropertyCompactionStrategy: "sort"}))
+	d.sortByID()
+	per := map[string]int64{}
+	for _, task := range d.liveTasks() {
+		per[plan.PartitionString(task)] += task.File.FileSizeBytes()
+	}
+	var largest int64
+	for _, b := range per {
+		largest = max(largest, b)
+	}
+	d.setProperties(iceberg.Properties{optin.PropertyMaxBytesPerJob: strconv.FormatInt(largest+largest/2, 10)})
+	want := d.fingerprint()
+
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || o.Plan.DeferredGroups != 3 || o.Plan.Continues {
+		t.Fatalf("%+v: want a job of one partition, three deferred, paced by the owner's bound", o.Plan)
+	}
+	if rec := d.job(o.Plan.JobID); rec.Continues || rec.DeferredGroups != 3 {
+		t.Fatalf("job record: continues %v, %d deferred groups", rec.Continues, rec.DeferredGroups)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	d.requireCommitted(o.Plan.JobID, want)
+	if n := len(d.events.continuations(t)); n != 0 {
+		t.Fatalf("a paced sort announced %d next jobs", n)
+	}
+	if again := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); again.Skip != trigger.SkipCooldown {
+		t.Fatalf("a commit event after the paced job: %+v, want the cooldown kept", again)
 	}
 }

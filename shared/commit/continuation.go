@@ -29,10 +29,13 @@ func (c *Committer) SetContinuation(cooldowns Cooldowns, announcer Announcer) {
 }
 
 // continueCompaction runs after a job committed and its lease was released.
-// When the planner left groups of the compaction for later jobs
-// (jobs.Job.DeferredGroups), it reopens the table's cooldown and announces
-// the continuation, so that the next job is planned now instead of a
-// cooldown (ICEKEEPER_MIN_INTERVAL, an hour by default) later.
+// When the planner left groups of the compaction for later jobs because of
+// the committer's file cap alone (jobs.Job.Continues, DeferredGroups), it
+// reopens the table's cooldown and announces the continuation, so that the
+// next job is planned now instead of a cooldown (ICEKEEPER_MIN_INTERVAL, an
+// hour by default) later. Groups the owner's
+// icekeeper.compaction.max-bytes-per-job left (a layout rolling out
+// gradually) wait for the planner's later visits, as the owner asked.
 //
 // Both steps are best effort: the commit stands either way. The cooldown is
 // reopened first, so the announcement's planner visit finds the slot free;
@@ -42,7 +45,7 @@ func (c *Committer) SetContinuation(cooldowns Cooldowns, announcer Announcer) {
 // arrived first, plans once. A crash between the commit's bookkeeping and
 // this leaves the table to its normal cooldown.
 func (c *Committer) continueCompaction(ctx context.Context, log *slog.Logger, job jobs.Job, res *Result) {
-	if job.DeferredGroups <= 0 || c.cooldowns == nil || c.announcer == nil {
+	if !job.Continues || job.DeferredGroups <= 0 || c.cooldowns == nil || c.announcer == nil {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)

@@ -131,11 +131,13 @@ type Job struct {
 	// TargetFileSize is the output file size the planner chose.
 	TargetFileSize int64 `json:"target_file_size"`
 	// DeferredGroups and DeferredBytes are what the planner left of the
-	// compaction for later jobs (ICEKEEPER_MAX_JOB_FILES, a sort's budget):
-	// once this job commits, the committer lets the next one be planned at
-	// once (package commit, continueCompaction).
+	// compaction for later jobs (ICEKEEPER_MAX_JOB_FILES, a sort's budget).
+	// With Continues (only the file cap left them), once this job commits
+	// the committer lets the next one be planned at once (package commit,
+	// continueCompaction).
 	DeferredGroups int   `json:"deferred_groups,omitempty"`
 	DeferredBytes  int64 `json:"deferred_bytes,omitempty"`
+	Continues      bool  `json:"continues,omitempty"`
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64 `json:"committed_snapshot_id,string,omitempty"`
 	// CommitterID owns the committing state.
@@ -646,6 +648,7 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 	if j.DeferredGroups > 0 {
 		it["deferred_groups"] = num(int64(j.DeferredGroups))
 		it["deferred_bytes"] = num(j.DeferredBytes)
+		it["continues"] = &types.AttributeValueMemberBOOL{Value: j.Continues}
 	}
 	it["created_at"] = num(j.CreatedAt.UnixMilli())
 	it["updated_at"] = num(j.UpdatedAt.UnixMilli())
@@ -673,6 +676,7 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		TargetFileSize:      getN(it, "target_file_size"),
 		DeferredGroups:      int(getN(it, "deferred_groups")),
 		DeferredBytes:       getN(it, "deferred_bytes"),
+		Continues:           getBool(it, "continues"),
 		CommittedSnapshotID: getN(it, "committed_snapshot"),
 		CommitterID:         getS(it, "committer_id"),
 		CreatedAt:           time.UnixMilli(getN(it, "created_at")),
@@ -740,4 +744,9 @@ func getN(it map[string]types.AttributeValue, k string) int64 {
 		return n
 	}
 	return 0
+}
+
+func getBool(it map[string]types.AttributeValue, k string) bool {
+	v, ok := it[k].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
 }

@@ -146,11 +146,17 @@ type Result struct {
 	// they stay overlapping (binpack.PlanSorted).
 	OverlappingSortRuns int `json:"overlapping_sort_runs,omitempty"`
 	// DeferredGroups and DeferredBytes are what a compaction left for
-	// later visits to stay within ICEKEEPER_MAX_JOB_FILES, or a sort or
+	// later jobs to stay within ICEKEEPER_MAX_JOB_FILES, or a sort or
 	// z-order compaction within icekeeper.compaction.max-bytes-per-job
 	// (the least queried partitions' groups).
 	DeferredGroups int   `json:"deferred_groups,omitempty"`
 	DeferredBytes  int64 `json:"deferred_bytes,omitempty"`
+	// Continues: only ICEKEEPER_MAX_JOB_FILES (what one committer can
+	// commit, a technical bound) left the deferred groups, so the next job
+	// starts as soon as this one commits (the committer announces it).
+	// When the owner's max-bytes-per-job bound them, a layout rolling out
+	// gradually, they wait for the planner's later visits.
+	Continues bool `json:"continues,omitempty"`
 }
 
 // Heat says how much each partition field value of a table was queried
@@ -494,7 +500,9 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	}
 	if budget > 0 || p.settings.MaxJobFiles > 0 {
 		var regularGroups []compaction.Group
-		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, layoutJob)
+		var paced bool
+		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes, paced = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, layoutJob)
+		res.Continues = res.DeferredGroups > 0 && !paced
 		groups, regular = regularGroups, len(regularGroups)
 		for _, x := range exchanges {
 			groups = append(groups, x.maps...)
@@ -525,7 +533,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	job := jobs.Job{
 		ID: jobID, Table: name, Kind: jobs.KindCompaction, Trigger: trigger, Token: l.Token,
 		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
-		DeferredGroups: res.DeferredGroups, DeferredBytes: res.DeferredBytes,
+		DeferredGroups: res.DeferredGroups, DeferredBytes: res.DeferredBytes, Continues: res.Continues,
 	}
 	jobGroups := make([]jobs.Group, 0, len(groups))
 	outputSpec := func(specID int) int {
@@ -642,9 +650,10 @@ func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (l
 // least one. With byHeat the most queried partitions' come first
 // (signals.Heat of each group's partition; plan order among equals): a new
 // layout rolls out a job at a time, hottest first. Otherwise plan order.
-// It returns what it kept and how many groups (an exchange counts its
-// maps) and bytes it left for later visits.
-func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget, maxFiles int64, byHeat bool) ([]compaction.Group, []exchangePlan, int, int64) {
+// It returns what it kept, how many groups (an exchange counts its maps)
+// and bytes it left for later jobs, and whether the byte budget bound
+// (paced: the rest waits for later visits, not for the next job at once).
+func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget, maxFiles int64, byHeat bool) (kept []compaction.Group, keptX []exchangePlan, deferredGroups int, deferredBytes int64, paced bool) {
 	type unit struct {
 		group    *compaction.Group
 		exchange *exchangePlan
@@ -673,8 +682,9 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles
 	}
 	if !over(total, totalFiles) {
-		return groups, exchanges, 0, 0
+		return groups, exchanges, 0, 0, false
 	}
+	paced = budget > 0 && total > budget
 	if byHeat && p.heat != nil && budget > 0 {
 		heat, err := p.heat.PartitionHeat(ctx, table)
 		if err != nil {
@@ -690,30 +700,27 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		}
 		slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.heat, a.heat) })
 	}
-	var keptGroups []compaction.Group
-	var keptExchanges []exchangePlan
-	var used, usedFiles, deferredBytes int64
-	deferred := 0
+	var used, usedFiles int64
 	for _, u := range units {
 		if usedFiles > 0 && over(used+u.bytes, usedFiles+u.files) {
 			deferredBytes += u.bytes
 			if u.group != nil {
-				deferred++
+				deferredGroups++
 			} else {
-				deferred += len(u.exchange.maps)
+				deferredGroups += len(u.exchange.maps)
 			}
 			continue
 		}
 		used += u.bytes
 		usedFiles += u.files
 		if u.group != nil {
-			keptGroups = append(keptGroups, *u.group)
+			kept = append(kept, *u.group)
 		} else {
-			keptExchanges = append(keptExchanges, *u.exchange)
+			keptX = append(keptX, *u.exchange)
 		}
 	}
-	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferred, "deferred_bytes", deferredBytes)
-	return keptGroups, keptExchanges, deferred, deferredBytes
+	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferredGroups, "deferred_bytes", deferredBytes, "paced", paced)
+	return kept, keptX, deferredGroups, deferredBytes, paced
 }
 
 // exchangePlan is one two-stage sort: its map groups (chunks of the run's
