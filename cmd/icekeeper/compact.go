@@ -217,7 +217,11 @@ func printCycle(w io.Writer, c localrun.Cycle) {
 			if p.DeferredGroups == 1 {
 				groups = "group"
 			}
-			fmt.Fprintf(w, "left for the next job: %d %s, %s (one job takes at most ICEKEEPER_MAX_JOB_FILES files, a sort its max-bytes-per-job): run compact again; a deployed planner starts it by itself once this job commits\n", p.DeferredGroups, groups, humanBytes(p.DeferredBytes))
+			why := "one job takes at most ICEKEEPER_MAX_JOB_FILES files: run compact again; a deployed planner starts it by itself once this job commits"
+			if !p.Continues {
+				why = "the table's icekeeper.compaction.max-bytes-per-job: run compact again; a deployed planner takes it on its next visits"
+			}
+			fmt.Fprintf(w, "left for the next job: %d %s, %s (%s)\n", p.DeferredGroups, groups, humanBytes(p.DeferredBytes), why)
 		}
 		if p.OverlappingSortRuns > 0 {
 			fmt.Fprintf(w, "note: %d runs of overlapping files were larger than one rewriter's group (ICEKEEPER_MAX_GROUP_BYTES): only their small files and files with deletes were rewritten, and they stay overlapping\n", p.OverlappingSortRuns)
