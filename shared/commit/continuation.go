@@ -50,7 +50,9 @@ func (c *Committer) continueCompaction(ctx context.Context, log *slog.Logger, jo
 	}
 	ctx = context.WithoutCancel(ctx)
 	log = log.With("deferred_groups", job.DeferredGroups, "deferred_bytes", job.DeferredBytes)
-	if err := c.cooldowns.SetNext(ctx, job.Table, c.now()); err != nil {
+	// Reopened to the epoch, not to this committer's now: a planner whose
+	// clock is behind this one's must find the slot free too.
+	if err := c.cooldowns.SetNext(ctx, job.Table, time.Unix(0, 0)); err != nil {
 		log.Warn("the compaction's next job waits for the cooldown: reopen the table's cooldown", "err", err.Error())
 		return
 	}

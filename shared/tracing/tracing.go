@@ -59,6 +59,9 @@ const HeaderName = "X-Amzn-Trace-Id"
 // invocation's trace header under (an untyped string: its choice).
 const lambdaContextKey = "x-amzn-trace-id"
 
+// maxCause is the most bytes of an error a document carries.
+const maxCause = 8 << 10
+
 // defaultDaemon is where the daemon listens unless AWS_XRAY_DAEMON_ADDRESS
 // says otherwise.
 const defaultDaemon = "127.0.0.1:2000"
@@ -302,7 +305,12 @@ func (s *span) end(err error) {
 		doc.Fault = true
 	}
 	if err != nil {
-		doc.Cause = &cause{Exceptions: []exception{{ID: randomHex(8), Message: err.Error()}}}
+		// A document must fit one datagram (64 KB): the cause is cut.
+		msg := err.Error()
+		if len(msg) > maxCause {
+			msg = msg[:maxCause] + "..."
+		}
+		doc.Cause = &cause{Exceptions: []exception{{ID: randomHex(8), Message: msg}}}
 	}
 	s.d.send(doc)
 }

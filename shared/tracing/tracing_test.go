@@ -139,6 +139,17 @@ func TestTracer_InALambdaInvocationPhasesHangOnTheFunctionsSegment(t *testing.T)
 		t.Fatalf("times %v to %v", doc["start_time"], doc["end_time"])
 	}
 
+	// A long error is cut to fit the daemon's datagram.
+	long := errors.New(strings.Repeat("x", 100<<10))
+	_ = tr.Phase(ctx, PhaseCommit, func(context.Context) error { return long })
+	doc, ok = next(5 * time.Second)
+	if !ok {
+		t.Fatal("a phase with a 100 KB error sent nothing")
+	}
+	if c, _ := doc["cause"].(map[string]any); c == nil || len(fmt.Sprint(c["exceptions"])) > maxCause+100 {
+		t.Fatalf("cause %v", doc["cause"])
+	}
+
 	ran := false
 	unsampled := context.WithValue(context.Background(), lambdaContextKey, "Root="+root+";Parent="+fn+";Sampled=0")
 	_ = tr.Phase(unsampled, PhaseWrite, func(context.Context) error { ran = true; return nil })
