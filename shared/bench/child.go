@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -14,10 +15,12 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
+	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
 	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/localrun"
@@ -221,17 +224,38 @@ func decodeOut(p Proc, v any) error {
 	return nil
 }
 
-// planChild is one planner invocation, as the Lambda function runs it.
+// planChild is one planner invocation, as the Lambda function runs it: a
+// commit event for the table through the function's handler, so the
+// table's health is assessed (its own compaction plan) before the job is
+// planned.
 func planChild(ctx context.Context, a PlanArgs) (plan.Result, error) {
 	deps, cat, err := childDeps(ctx, stages.PlannerNeeds)
 	if err != nil {
 		return plan.Result{}, err
 	}
-	p, err := deps.Planner(cat)
+	disp, err := deps.Dispatcher(cat)
 	if err != nil {
 		return plan.Result{}, err
 	}
-	return p.PlanTable(ctx, a.Table, "bench")
+	ns, name, ok := strings.Cut(a.Table, ".")
+	if !ok {
+		return plan.Result{}, fmt.Errorf("bench: table %q is not namespace.table", a.Table)
+	}
+	raw, err := json.Marshal(map[string]any{"version": "0", "id": "bench", "source": events.SourceCommit, "detail-type": events.DetailTypeCommit,
+		"detail": map[string]string{"namespace": ns, "table": name}})
+	if err != nil {
+		return plan.Result{}, err
+	}
+	resp, err := plannerhandler.Handler{Dispatch: disp, Metrics: deps.Metrics, Log: deps.Log}.Handle(ctx, raw)
+	if err != nil {
+		return plan.Result{}, err
+	}
+	for _, o := range resp.Tables {
+		if o.Table == a.Table && o.Plan != nil {
+			return *o.Plan, nil
+		}
+	}
+	return plan.Result{}, fmt.Errorf("bench: the planner planned nothing for %s: %+v", a.Table, resp)
 }
 
 // commitChild drains the commit queue with the real committer.

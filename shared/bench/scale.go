@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localcloud"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 	"github.com/icekeeper/icekeeper/shared/stages"
@@ -47,7 +48,8 @@ func syntheticTable(ctx context.Context, cat catalog.Catalog, ident table.Identi
 	if err := cat.CreateNamespace(ctx, catalog.NamespaceFromIdent(ident), nil); err != nil && !strings.Contains(err.Error(), "exists") {
 		return nil, err
 	}
-	tbl, err := cat.CreateTable(ctx, ident, sampletable.Schema(), catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	// Opted in, as a table the planner function visits.
+	tbl, err := cat.CreateTable(ctx, ident, sampletable.Schema(), catalog.WithProperties(iceberg.Properties{"format-version": "2", optin.PropertyEnabled: "true"}))
 	if err != nil {
 		return nil, err
 	}

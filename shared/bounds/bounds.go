@@ -112,10 +112,17 @@ func Decode(k Kind, t iceberg.Type, b []byte) (Value, bool) {
 }
 
 // Of returns a data file's range of the column with field id, of type t,
-// and whether the file has both bounds and they read.
+// and whether the file has both bounds and they read. For several columns
+// of one file use InMaps: iceberg-go's data files copy their bound maps,
+// every value, on each LowerBoundValues and UpperBoundValues call.
 func Of(df iceberg.DataFile, id int, k Kind, t iceberg.Type) (Range, bool) {
-	lo, ok1 := df.LowerBoundValues()[id]
-	hi, ok2 := df.UpperBoundValues()[id]
+	return InMaps(df.LowerBoundValues(), df.UpperBoundValues(), id, k, t)
+}
+
+// InMaps is Of over a file's lower and upper bound maps, read once.
+func InMaps(lower, upper map[int][]byte, id int, k Kind, t iceberg.Type) (Range, bool) {
+	lo, ok1 := lower[id]
+	hi, ok2 := upper[id]
 	if !ok1 || !ok2 {
 		return Range{}, false
 	}

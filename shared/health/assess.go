@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/expire"
@@ -171,17 +174,17 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 }
 
 // measureLayout reads the snapshot's manifests into r's partitions and
-// manifest counts, and the bounds of the overlaps columns (field ids).
+// manifest counts, and the bounds of the overlaps columns (field ids). The
+// manifests are read several at a time (on S3 each read is mostly
+// waiting), each into its own partitions, merged afterwards in manifest
+// order: the same partitions, counts and bounds, in the same order, as
+// reading them one after the other.
 func (r *Report) measureLayout(ctx context.Context, fsys icebergio.IO, snap *table.Snapshot, schema *iceberg.Schema, overlaps []int, th Thresholds, names *partitionNamer) error {
 	manifests, err := snap.Manifests(fsys)
 	if err != nil {
 		return fmt.Errorf("health: assess %s: read manifest list of snapshot %d: %w", r.Table, snap.SnapshotID, err)
 	}
-	index := map[partitionKey]int{}
 	for _, m := range manifests {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		r.ManifestBytes += m.Length()
 		if m.ManifestContent() == iceberg.ManifestContentDeletes {
 			r.DeleteManifests++
@@ -189,20 +192,74 @@ func (r *Report) measureLayout(ctx context.Context, fsys icebergio.IO, snap *tab
 			r.DataManifests++
 			r.DataManifestBytes += m.Length()
 		}
-		for e, err := range m.Entries(fsys, true) {
-			if err != nil {
-				return fmt.Errorf("health: assess %s: read manifest %s: %w", r.Table, m.FilePath(), err)
-			}
-			df := e.DataFile()
-			p := r.partition(index, names, df)
-			p.add(df, th)
-			if df.ContentType() == iceberg.EntryContentData && len(overlaps) > 0 {
-				if p.overlaps == nil {
-					p.overlaps = newOverlapCollector(schema, overlaps)
+	}
+	// Sizes, counts and kinds (always read), and the bounds when overlaps
+	// are measured: not the other column statistics.
+	proj := iceberg.ManifestEntryProjection{IncludePruningStats: len(overlaps) > 0}
+	perManifest := make([][]*PartitionHealth, len(manifests))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(8, runtime.GOMAXPROCS(0)))
+	for i, m := range manifests {
+		g.Go(func() error {
+			index := map[partitionKey]int{}
+			var parts []PartitionHealth
+			for e, err := range iceberg.EntriesWithProjection(fsys, m, true, proj) {
+				if err != nil {
+					return fmt.Errorf("health: assess %s: read manifest %s: %w", r.Table, m.FilePath(), err)
 				}
-				p.overlaps.add(df)
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				df := e.DataFile()
+				k := partitionKey{df.SpecID(), names.name(df.SpecID(), df.Partition())}
+				j, ok := index[k]
+				if !ok {
+					j = len(parts)
+					index[k] = j
+					parts = append(parts, PartitionHealth{Partition: k.name, SpecID: int(k.spec)})
+				}
+				p := &parts[j]
+				p.add(df, th)
+				if df.ContentType() == iceberg.EntryContentData && len(overlaps) > 0 {
+					if p.overlaps == nil {
+						p.overlaps = newOverlapCollector(schema, overlaps)
+					}
+					p.overlaps.add(df)
+				}
+			}
+			for j := range parts {
+				perManifest[i] = append(perManifest[i], &parts[j])
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	index := map[partitionKey]int{}
+	for i, parts := range perManifest {
+		for _, lp := range parts {
+			k := partitionKey{int32(lp.SpecID), lp.Partition}
+			j, ok := index[k]
+			if !ok {
+				index[k] = len(r.Partitions)
+				r.Partitions = append(r.Partitions, *lp)
+				continue
+			}
+			p := &r.Partitions[j]
+			p.plus(lp.FileStats)
+			switch {
+			case lp.overlaps == nil:
+			case p.overlaps == nil:
+				p.overlaps = lp.overlaps
+			default:
+				p.overlaps.merge(lp.overlaps)
 			}
 		}
+		perManifest[i] = nil
 	}
 	return nil
 }
@@ -398,6 +455,7 @@ func fileSize(fsys icebergio.IO, loc string) (int64, error) {
 // human-readable values.
 type partitionNamer struct {
 	meta  table.Metadata
+	mu    sync.Mutex // specs; manifests are read concurrently
 	specs map[int32]*iceberg.PartitionSpec
 }
 
@@ -406,11 +464,13 @@ func newPartitionNamer(meta table.Metadata) *partitionNamer {
 }
 
 func (n *partitionNamer) name(specID int32, part map[int]any) string {
+	n.mu.Lock()
 	spec, ok := n.specs[specID]
 	if !ok {
 		spec = n.meta.PartitionSpecByID(int(specID))
 		n.specs[specID] = spec
 	}
+	n.mu.Unlock()
 	if spec == nil {
 		// A spec the metadata does not list: name the fields by id.
 		if len(part) == 0 {

@@ -96,14 +96,23 @@ func newOverlapCollector(schema *iceberg.Schema, ids []int) *overlapCollector {
 
 // add records a data file's bounds of the tracked columns.
 func (c *overlapCollector) add(df iceberg.DataFile) {
-	if len(df.LowerBoundValues()) == 0 || len(df.UpperBoundValues()) == 0 {
+	lo, hi := df.LowerBoundValues(), df.UpperBoundValues() // copies: read once
+	if len(lo) == 0 || len(hi) == 0 {
 		return
 	}
 	for i := range c.columns {
 		col := &c.columns[i]
-		if r, ok := bounds.Of(df, col.id, col.kind, col.typ); ok {
+		if r, ok := bounds.InMaps(lo, hi, col.id, col.kind, col.typ); ok {
 			col.ranges = append(col.ranges, r)
 		}
+	}
+}
+
+// merge appends o's bounds (another manifest's files of the partition, the
+// same columns) to c's.
+func (c *overlapCollector) merge(o *overlapCollector) {
+	for i := range c.columns {
+		c.columns[i].ranges = append(c.columns[i].ranges, o.columns[i].ranges...)
 	}
 }
 

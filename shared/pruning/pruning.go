@@ -153,9 +153,9 @@ func (l *Layout) add(df iceberg.DataFile) {
 		return
 	}
 	f := file{size: df.FileSizeBytes(), ranges: make([]bounds.Range, len(l.columns)), has: make([]bool, len(l.columns))}
-	if len(df.LowerBoundValues()) > 0 && len(df.UpperBoundValues()) > 0 {
+	if lo, hi := df.LowerBoundValues(), df.UpperBoundValues(); len(lo) > 0 && len(hi) > 0 {
 		for i, c := range l.columns {
-			f.ranges[i], f.has[i] = bounds.Of(df, c.id, c.kind, c.typ)
+			f.ranges[i], f.has[i] = bounds.InMaps(lo, hi, c.id, c.kind, c.typ)
 		}
 	}
 	p.files = append(p.files, f)
