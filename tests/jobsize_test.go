@@ -3,11 +3,8 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/apache/iceberg-go"
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/config"
@@ -164,16 +161,7 @@ func TestCommitter_AGraduallyRolledOutSortWaitsForTheNextVisits(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "demo")
 	d.createNamed("demo.events", withProps(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 6, RowsPerFile: 50},
 		map[string]string{optin.PropertyEnabled: "true", optin.PropertyCompactionStrategy: "sort"}))
-	d.sortByID()
-	per := map[string]int64{}
-	for _, task := range d.liveTasks() {
-		per[plan.PartitionString(task)] += task.File.FileSizeBytes()
-	}
-	var largest int64
-	for _, b := range per {
-		largest = max(largest, b)
-	}
-	d.setProperties(iceberg.Properties{optin.PropertyMaxBytesPerJob: strconv.FormatInt(largest+largest/2, 10)})
+	d.sortOnePartitionAJob()
 	want := d.fingerprint()
 
 	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")

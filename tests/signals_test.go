@@ -195,14 +195,11 @@ func TestSignals_AnOwnersOrderChangeBeforeTheCommitWins(t *testing.T) {
 	}
 }
 
-// TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst: a sort
-// compaction bounded by icekeeper.compaction.max-bytes-per-job to about
-// one partition a job takes the partition queries read most first (the
-// signals' partitions: region-02, then region-00), leaves the rest for
-// later visits, and gets through every partition in the end.
-func TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst(t *testing.T) {
-	e := setup(t)
-	e.createTable(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 6, RowsPerFile: 50, Properties: map[string]string{optin.PropertyCompactionStrategy: "sort"}})
+// sortOnePartitionAJob sorts the table by id and bounds its sort
+// compactions (icekeeper.compaction.max-bytes-per-job) to one and a half
+// of its largest partition's bytes: one partition a job.
+func (e *env) sortOnePartitionAJob() {
+	e.t.Helper()
 	e.sortByID()
 	per := map[string]int64{}
 	for _, task := range e.liveTasks() {
@@ -213,6 +210,17 @@ func TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst(t *testing.T)
 		largest = max(largest, b)
 	}
 	e.setProperties(iceberg.Properties{optin.PropertyMaxBytesPerJob: strconv.FormatInt(largest+largest/2, 10)})
+}
+
+// TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst: a sort
+// compaction bounded by icekeeper.compaction.max-bytes-per-job to about
+// one partition a job takes the partition queries read most first (the
+// signals' partitions: region-02, then region-00), leaves the rest for
+// later visits, and gets through every partition in the end.
+func TestSignals_ABoundedSortRewritesTheMostQueriedPartitionsFirst(t *testing.T) {
+	e := setup(t)
+	e.createTable(sampletable.Options{FormatVersion: 2, Partitions: 4, Files: 6, RowsPerFile: 50, Properties: map[string]string{optin.PropertyCompactionStrategy: "sort"}})
+	e.sortOnePartitionAJob()
 	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: e.cfg.JobsTable}
 	for i := range 13 {
 		part := "region=" + sampletable.Region(2)
