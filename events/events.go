@@ -345,14 +345,14 @@ type Continuation struct {
 	DeferredBytes  int64    `json:"deferred_bytes"`
 }
 
-// NewContinuation is the detail for the committed job jobID of the dotted
-// table name, which left groups (bytes) for the next job.
-func NewContinuation(name, jobID string, groups int, bytes int64) (Continuation, error) {
-	levels := strings.Split(name, ".")
-	if len(levels) < 2 {
-		return Continuation{}, fmt.Errorf("events: continuation of %q: want namespace.table", name)
+// NewContinuation is the detail for the committed job jobID of the table
+// ident (its namespace levels, then its name: messages.TableIdent), which
+// left groups (bytes) for the next job.
+func NewContinuation(ident []string, jobID string, groups int, bytes int64) (Continuation, error) {
+	if len(ident) < 2 {
+		return Continuation{}, fmt.Errorf("events: continuation of %q: want namespace.table", strings.Join(ident, "."))
 	}
-	return Continuation{Namespace: levels[:len(levels)-1], Table: levels[len(levels)-1], JobID: jobID, DeferredGroups: groups, DeferredBytes: bytes}, nil
+	return Continuation{Namespace: ident[:len(ident)-1], Table: ident[len(ident)-1], JobID: jobID, DeferredGroups: groups, DeferredBytes: bytes}, nil
 }
 
 func decodeContinue(ev lambdaevents.CloudWatchEvent) (Trigger, error) {

@@ -156,7 +156,7 @@ func TestDecode_S3KeysAreURLDecoded(t *testing.T) {
 // continuation without a job id or table is rejected.
 func TestDecode_ContinuationRoundTripsWhatTheCommitterPuts(t *testing.T) {
 	t.Parallel()
-	c, err := NewContinuation("lake.sales.orders", "job-7", 3, 4096)
+	c, err := NewContinuation([]string{"lake", "sales", "orders"}, "job-7", 3, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestDecode_ContinuationRoundTripsWhatTheCommitterPuts(t *testing.T) {
 	if want := (Trigger{Kind: KindContinue, Tables: []string{"lake.sales.orders"}, ID: "e1", ContinuesJob: "job-7"}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
-	if _, err := NewContinuation("orders", "job-7", 1, 1); err == nil {
+	if _, err := NewContinuation([]string{"orders"}, "job-7", 1, 1); err == nil {
 		t.Fatal("a continuation of a table without a namespace was built")
 	}
 	for name, d := range map[string]string{

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -237,12 +236,12 @@ func planChild(ctx context.Context, a PlanArgs) (plan.Result, error) {
 	if err != nil {
 		return plan.Result{}, err
 	}
-	ns, name, ok := strings.Cut(a.Table, ".")
-	if !ok {
-		return plan.Result{}, fmt.Errorf("bench: table %q is not namespace.table", a.Table)
+	ident, err := messages.TableIdent(a.Table)
+	if err != nil {
+		return plan.Result{}, err
 	}
 	raw, err := json.Marshal(map[string]any{"version": "0", "id": "bench", "source": events.SourceCommit, "detail-type": events.DetailTypeCommit,
-		"detail": map[string]string{"namespace": ns, "table": name}})
+		"detail": map[string]any{"namespace": ident[:len(ident)-1], "table": ident[len(ident)-1]}})
 	if err != nil {
 		return plan.Result{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
 // Cooldowns reopens a table's planning slot (lease.CooldownStore).
@@ -56,7 +57,11 @@ func (c *Committer) continueCompaction(ctx context.Context, log *slog.Logger, jo
 		log.Warn("the compaction's next job waits for the cooldown: reopen the table's cooldown", "err", err.Error())
 		return
 	}
-	detail, err := events.NewContinuation(job.Table, job.ID, job.DeferredGroups, job.DeferredBytes)
+	ident, err := messages.TableIdent(job.Table)
+	var detail events.Continuation
+	if err == nil {
+		detail, err = events.NewContinuation(ident, job.ID, job.DeferredGroups, job.DeferredBytes)
+	}
 	if err == nil {
 		err = c.announcer.Publish(ctx, events.DetailTypeContinue, detail)
 	}
