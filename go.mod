@@ -132,3 +132,5 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
 )
+
+replace github.com/apache/iceberg-go => ./third_party/iceberg-go

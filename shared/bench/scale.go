@@ -32,13 +32,17 @@ import (
 
 // ScalePoint is one measured planner or committer run.
 type ScalePoint struct {
-	Stage   string        `json:"stage"`
-	Files   int           `json:"files"`
-	Groups  int           `json:"groups"`
-	Wall    time.Duration `json:"wall_ns"`
-	CPU     time.Duration `json:"cpu_ns"`
-	PeakRSS int64         `json:"peak_rss_bytes"`
-	Setup   time.Duration `json:"setup_ns"`
+	Stage string `json:"stage"`
+	// TableFiles are the synthetic table's live data files; Files are the
+	// job's input files (what the planner put in the job, what the
+	// committer replaced), at most ICEKEEPER_MAX_JOB_FILES.
+	TableFiles int           `json:"table_files"`
+	Files      int           `json:"files"`
+	Groups     int           `json:"groups"`
+	Wall       time.Duration `json:"wall_ns"`
+	CPU        time.Duration `json:"cpu_ns"`
+	PeakRSS    int64         `json:"peak_rss_bytes"`
+	Setup      time.Duration `json:"setup_ns"`
 }
 
 // syntheticTable creates an unpartitioned table whose manifests list n data
@@ -220,7 +224,7 @@ func RunScale(ctx context.Context, o Options, plannerFiles []int, commitFiles in
 		if err := decodeOut(p, &res); err != nil {
 			return out, err
 		}
-		out = append(out, ScalePoint{Stage: "planner", Files: n, Groups: res.Groups, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS, Setup: setup})
+		out = append(out, ScalePoint{Stage: "planner", TableFiles: n, Files: int(res.InputFiles), Groups: res.Groups, Wall: p.Wall, CPU: p.CPU, PeakRSS: p.PeakRSS, Setup: setup})
 	}
 	if commitFiles > 0 {
 		pt, err := commitAtScale(ctx, o, cat, cc, cloud, commitFiles)
@@ -314,7 +318,7 @@ func commitAtScale(ctx context.Context, o Options, cat catalog.Catalog, cc catal
 	if j.State != "committed" {
 		return ScalePoint{}, fmt.Errorf("scale commit: job %s (%s)", j.State, j.Reason)
 	}
-	return ScalePoint{Stage: "committer", Files: int(job.InputFiles), Groups: job.Groups, Wall: pr.Wall, CPU: pr.CPU, PeakRSS: pr.PeakRSS, Setup: setup}, nil
+	return ScalePoint{Stage: "committer", TableFiles: n, Files: int(job.InputFiles), Groups: job.Groups, Wall: pr.Wall, CPU: pr.CPU, PeakRSS: pr.PeakRSS, Setup: setup}, nil
 }
 
 // PlanArgs are the planner child's arguments.
