@@ -125,7 +125,7 @@ func Collect(ctx context.Context, tbl *table.Table, snap *table.Snapshot, keep K
 	if snap == nil {
 		return l, nil
 	}
-	err := eachEntry(ctx, tbl, snap, func(e iceberg.ManifestEntry) {
+	err := eachEntry(ctx, tbl, snap, true, func(e iceberg.ManifestEntry) {
 		df := e.DataFile()
 		if df.ContentType() == iceberg.EntryContentData {
 			l.TableBytes += df.FileSizeBytes()
@@ -340,7 +340,7 @@ func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (R
 	touched := map[string]bool{}
 	before := pinned.CurrentSnapshot()
 	if before != nil {
-		if err := eachEntry(ctx, pinned, before, func(e iceberg.ManifestEntry) {
+		if err := eachEntry(ctx, pinned, before, false, func(e iceberg.ManifestEntry) {
 			if df := e.DataFile(); df.ContentType() == iceberg.EntryContentData && rw.Inputs[df.FilePath()] {
 				touched[messages.PartitionKey(df)] = true
 			}
@@ -372,7 +372,10 @@ func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (R
 	return r, nil
 }
 
-func eachEntry(ctx context.Context, tbl *table.Table, snap *table.Snapshot, fn func(iceberg.ManifestEntry)) error {
+// eachEntry calls fn with every live entry of snap's manifests, read with
+// iceberg-go's projected reader: with the bounds (and the value, null and
+// NaN counts) when withBounds is true, never the column sizes.
+func eachEntry(ctx context.Context, tbl *table.Table, snap *table.Snapshot, withBounds bool, fn func(iceberg.ManifestEntry)) error {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return fmt.Errorf("pruning: open table IO: %w", err)
@@ -382,7 +385,7 @@ func eachEntry(ctx context.Context, tbl *table.Table, snap *table.Snapshot, fn f
 		return fmt.Errorf("pruning: read manifests of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	for _, m := range manifests {
-		for e, err := range m.Entries(fs, true) {
+		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: withBounds}) {
 			if err != nil {
 				return fmt.Errorf("pruning: read manifest %s: %w", m.FilePath(), err)
 			}
