@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/pruning"
@@ -62,6 +65,42 @@ func TestLedger_ACommittedCompactionRecordsItsCostAndWhatItSavedReads(t *testing
 	}
 	if stats := d.stats(); stats.DataFiles != 4 {
 		t.Errorf("the table has %d data files, want the job's 2 and the writer's 2", stats.DataFiles)
+	}
+}
+
+// TestLedger_ACommitterNearItsDeadlineRecordsTheJobWithoutItsMeasures: the
+// record's measures of the table read every manifest, and on a large
+// table could outlast the invocation (Lambda would end it after the
+// commit, and the redelivered request would measure again). A committer
+// invoked with less than commit.RecordMargin left after its commit still
+// commits and records the job, its cost and counts, without the reads it
+// had no time to measure, and marks it unmeasured so that the ledger does
+// not weigh its cost against a saving of nothing.
+func TestLedger_ACommitterNearItsDeadlineRecordsTheJobWithoutItsMeasures(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = 0 })
+	d.createNamed("demo.events", withProps(smallTable, optedIn))
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || o.Plan == nil {
+		t.Fatalf("outcome %+v", o)
+	}
+	before := d.fingerprint()
+	d.drainTasks()
+	ctx, cancel := context.WithTimeout(asFunction(d.ctx, "Committer"), commit.RecordMargin/2)
+	defer cancel()
+	if _, err := localrun.Drain(ctx, d.deps.Commits, d.committerHandler(), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.requireCommitted(o.Plan.JobID, before)
+	store := ledger.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
+	entries, err := store.Entries(d.ctx, "demo.events", time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].JobID != o.Plan.JobID || entries[0].Outcome != "committed" {
+		t.Fatalf("ledger entries %+v, want the committed compaction", entries)
+	}
+	if e := entries[0]; e.CostUSD <= 0 || e.Reads != nil || !e.Unmeasured {
+		t.Fatalf("entry %+v: want its cost, no reads (no time was left to measure them), and marked unmeasured", e)
 	}
 }
 

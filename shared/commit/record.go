@@ -38,17 +38,36 @@ func (c *Committer) record(ctx context.Context, res Result, took time.Duration) 
 	if res.batchOnly {
 		return // one record per job, written when its last batch ends
 	}
-	ctx = context.WithoutCancel(ctx)
-	r, err := c.buildRecord(ctx, res, took)
+	// The measures the record takes (the table before and after, what the
+	// job saved its queries) read every manifest of the table twice or more:
+	// on a table large for the function they can outlast the invocation,
+	// which Lambda would end after the commit landed, and the redelivered
+	// request would measure again. They stop RecordMargin before the
+	// invocation's deadline, and the record is written without what they
+	// did not finish.
+	write := context.WithoutCancel(ctx)
+	measure, cancel := context.WithCancel(write)
+	if dl, ok := ctx.Deadline(); ok {
+		measure, cancel = context.WithDeadline(write, dl.Add(-RecordMargin))
+	}
+	defer cancel()
+	r, err := c.buildRecord(write, measure, res, took)
 	if err == nil {
-		_, err = c.recorder.Write(ctx, r)
+		_, err = c.recorder.Write(write, r)
 	}
 	if err != nil {
 		c.log.Warn("maintenance log record not written", "job_id", res.JobID, "err", err.Error())
 	}
 }
 
-func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Duration) (joblog.Record, error) {
+// RecordMargin is how long before the invocation's deadline the maintenance
+// log record's measures stop, leaving the time to write the record.
+const RecordMargin = 15 * time.Second
+
+// buildRecord builds the record of a job from its job and group records
+// (read with ctx) and measures of the table (read with measure, which may
+// end first: a measure it cuts short is left out of the record).
+func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took time.Duration) (joblog.Record, error) {
 	job, err := c.jobs.Get(ctx, res.JobID)
 	if err != nil {
 		return joblog.Record{}, err
@@ -113,7 +132,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
 	pinned, err := c.tables.Open(ctx, ident, pin)
 	if err == nil {
-		if st, err := health.Measure(ctx, pinned); err == nil {
+		if st, err := health.Measure(measure, pinned); err == nil {
 			r.Before = tableStats(st)
 		}
 	}
@@ -122,7 +141,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 		if err != nil {
 			return r, errors.Join(errors.New("load the committed table"), err)
 		}
-		if st, err := health.Measure(ctx, cur); err == nil {
+		if st, err := health.Measure(measure, cur); err == nil {
 			r.After = tableStats(st)
 		}
 		if pinned != nil && len(inputs) > 0 && (job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes) {
@@ -130,7 +149,7 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 			for _, s := range job.CommittedBatches {
 				snaps[s] = true
 			}
-			reads, err := pruning.Compare(ctx, pinned, cur, pruning.Rewrite{Inputs: inputs, Snapshots: snaps, SequenceNumber: job.SequenceNumber})
+			reads, err := pruning.Compare(measure, pinned, cur, pruning.Rewrite{Inputs: inputs, Snapshots: snaps, SequenceNumber: job.SequenceNumber})
 			if err != nil {
 				c.log.Warn("reads before and after not measured", "job_id", job.ID, "err", err.Error())
 			} else {
@@ -138,6 +157,10 @@ func (c *Committer) buildRecord(ctx context.Context, res Result, took time.Durat
 			}
 		}
 	}
+	// A measure that failed after the measures' deadline was cut short.
+	weighed := job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes
+	missing := r.Before == nil || (job.State == jobs.Committed && (r.After == nil || (weighed && len(inputs) > 0 && r.Reads == nil)))
+	r.Unmeasured = missing && measure.Err() != nil
 	r.Cost = joblog.Estimate(r, c.rewriterMB, c.coordinatorMB)
 	return r, nil
 }

@@ -50,6 +50,9 @@ func Measure(ctx context.Context, tbl *table.Table) (Stats, error) {
 		return st, fmt.Errorf("health: read manifests: %w", err)
 	}
 	for _, m := range manifests {
+		if err := ctx.Err(); err != nil {
+			return st, fmt.Errorf("health: measure: %w", err)
+		}
 		// Kinds, counts and sizes only: the projected reader skips the
 		// column statistics, most of what a manifest entry decodes to.
 		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{}) {

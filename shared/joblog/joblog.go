@@ -86,6 +86,10 @@ type Record struct {
 	// and a point lookup per column, before and after, from the files'
 	// bounds (package pruning). The ledger weighs them against the cost.
 	Reads *pruning.Reads `json:"reads,omitempty"`
+	// Unmeasured: the measures of the table (Before, After, Reads) were
+	// cut short by the invocation's deadline (commit.RecordMargin), and
+	// what they did not finish is missing.
+	Unmeasured bool `json:"unmeasured,omitempty"`
 	// Estimated cost of the job on Lambda and S3.
 	Cost      Cost      `json:"estimated_cost"`
 	CreatedAt time.Time `json:"created_at"`
@@ -203,7 +207,7 @@ func (r Record) LedgerEntry() (ledger.Entry, bool) {
 	}
 	e := ledger.Entry{JobID: r.JobID, Kind: r.Kind, Outcome: r.Outcome, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, CostUSD: r.Cost.USD}
 	if r.Outcome == "committed" {
-		e.Reads = r.Reads
+		e.Reads, e.Unmeasured = r.Reads, r.Unmeasured
 	}
 	return e, true
 }

@@ -15,6 +15,10 @@ func TestLedgerEntry_WeighsCompactionsAndDeleteRewritesOnly(t *testing.T) {
 	if e, ok := rec.LedgerEntry(); !ok || e.Reads == nil || e.CostUSD != 0.5 {
 		t.Errorf("a committed compaction: %+v %v", e, ok)
 	}
+	unmeasured := Record{JobID: "j", Table: "ns.t", Kind: "compaction", Outcome: "committed", Unmeasured: true, Cost: Cost{USD: 0.5}}
+	if e, ok := unmeasured.LedgerEntry(); !ok || !e.Unmeasured || e.Reads != nil {
+		t.Errorf("a committed compaction whose reads were not measured: %+v %v", e, ok)
+	}
 	rec.Outcome = "failed"
 	if e, ok := rec.LedgerEntry(); !ok || e.Reads != nil {
 		t.Errorf("a failed compaction must cost and save nothing: %+v %v", e, ok)

@@ -55,6 +55,11 @@ type Entry struct {
 	EndedAt   time.Time      `json:"ended_at"`
 	CostUSD   float64        `json:"cost_usd"`
 	Reads     *pruning.Reads `json:"reads,omitempty"`
+	// Unmeasured: the job committed, but the committer had no time left to
+	// measure what it saved the queries (joblog.Record.Unmeasured). The
+	// ledger weighs neither its cost nor a saving, rather than a cost
+	// against nothing.
+	Unmeasured bool `json:"unmeasured,omitempty"`
 }
 
 // Kinds are the job kinds the ledger weighs: the rewrites whose value is
@@ -100,9 +105,11 @@ const Horizon = 7 * 24 * time.Hour
 // Week is one week (Monday to Sunday, UTC) of a table's ledger.
 type Week struct {
 	Start string `json:"week"` // its Monday, 2006-01-02
-	// Jobs ended in the week, Committed of them committed.
-	Jobs      int `json:"jobs"`
-	Committed int `json:"committed"`
+	// Jobs ended in the week, Committed of them committed (and weighed),
+	// Unmeasured of them committed but not weighed (Entry.Unmeasured).
+	Jobs       int `json:"jobs"`
+	Committed  int `json:"committed"`
+	Unmeasured int `json:"unmeasured,omitempty"`
 	// CostUSD is their estimated cost.
 	CostUSD float64 `json:"maintenance_cost_usd"`
 	// SavedUSD is what they saved the queries of their horizons, and
@@ -143,10 +150,14 @@ func Weeks(entries []Entry, days []signals.Day, now time.Time, p Prices) []Week 
 			weeks[key] = w
 		}
 		w.Jobs++
-		w.CostUSD += e.CostUSD
 		if ended.Add(Horizon).After(now) {
 			w.Complete = false
 		}
+		if e.Unmeasured {
+			w.Unmeasured++
+			continue
+		}
+		w.CostUSD += e.CostUSD
 		if e.Reads == nil {
 			continue
 		}

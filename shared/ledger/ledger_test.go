@@ -131,6 +131,8 @@ func TestWeeks_CostsTheWeekTheJobEndedAndSavesItsHorizon(t *testing.T) {
 		entry("a", monday1.Add(10*time.Hour), 0.01, &reads),
 		entry("b", monday1.AddDate(0, 0, 6).Add(23*time.Hour), 0.02, &reads), // Sunday night
 		{JobID: "c", Kind: "compaction", Outcome: "failed", CreatedAt: monday1.AddDate(0, 0, 8), EndedAt: monday1.AddDate(0, 0, 8), CostUSD: 0.005},
+		// Committed, but its saving was not measured: weighed on neither side.
+		{JobID: "d", Kind: "compaction", Outcome: "committed", CreatedAt: monday1.AddDate(0, 0, 2), EndedAt: monday1.AddDate(0, 0, 2), CostUSD: 0.5, Unmeasured: true},
 	}
 	now := monday1.AddDate(0, 0, 14).Add(12 * time.Hour)
 	weeks := Weeks(entries, days, now, DefaultPrices())
@@ -138,8 +140,8 @@ func TestWeeks_CostsTheWeekTheJobEndedAndSavesItsHorizon(t *testing.T) {
 		t.Fatalf("%d weeks, want 2: %+v", len(weeks), weeks)
 	}
 	w1, w2 := weeks[0], weeks[1]
-	if w1.Start != "2026-11-02" || w1.Jobs != 2 || w1.Committed != 2 || !near(w1.CostUSD, 0.03) {
-		t.Errorf("first week %+v, want 2 committed jobs costing $0.03", w1)
+	if w1.Start != "2026-11-02" || w1.Jobs != 3 || w1.Committed != 2 || w1.Unmeasured != 1 || !near(w1.CostUSD, 0.03) {
+		t.Errorf("first week %+v, want 2 committed jobs costing $0.03 and one unmeasured, not weighed", w1)
 	}
 	// Each committed job: 7 days × one crossing.
 	if want := (pruning.Read{Files: 2 * 7 * 90, Bytes: 2 * 7 * 100}); !nearRead(w1.Saved, want) || w1.Queries != 14 {

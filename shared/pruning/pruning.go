@@ -385,6 +385,9 @@ func eachEntry(ctx context.Context, tbl *table.Table, snap *table.Snapshot, with
 		return fmt.Errorf("pruning: read manifests of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	for _, m := range manifests {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("pruning: %w", err)
+		}
 		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: withBounds}) {
 			if err != nil {
 				return fmt.Errorf("pruning: read manifest %s: %w", m.FilePath(), err)
