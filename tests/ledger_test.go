@@ -23,12 +23,7 @@ import (
 // than before, the deletes it applied gone, without the files a writer
 // appended meanwhile, and no row lost (fingerprint).
 func TestLedger_ACommittedCompactionRecordsItsCostAndWhatItSavedReads(t *testing.T) {
-	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = 0 })
-	d.createNamed("demo.events", withProps(smallTable, optedIn))
-	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
-	if o.Action != trigger.ActionPlanned || o.Plan == nil {
-		t.Fatalf("outcome %+v", o)
-	}
+	d, o := plannedCompaction(t)
 	// A writer appends to both partitions while the job runs: its files
 	// are not what the job saved or cost.
 	if _, err := sampletable.AppendRows(d.ctx, d.load(), 100000, 2, 10); err != nil {
@@ -77,12 +72,7 @@ func TestLedger_ACommittedCompactionRecordsItsCostAndWhatItSavedReads(t *testing
 // had no time to measure, and marks it unmeasured so that the ledger does
 // not weigh its cost against a saving of nothing.
 func TestLedger_ACommitterNearItsDeadlineRecordsTheJobWithoutItsMeasures(t *testing.T) {
-	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = 0 })
-	d.createNamed("demo.events", withProps(smallTable, optedIn))
-	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
-	if o.Action != trigger.ActionPlanned || o.Plan == nil {
-		t.Fatalf("outcome %+v", o)
-	}
+	d, o := plannedCompaction(t)
 	before := d.fingerprint()
 	d.drainTasks()
 	ctx, cancel := context.WithTimeout(asFunction(d.ctx, "Committer"), commit.RecordMargin/2)
@@ -152,4 +142,18 @@ func TestLedger_ATableWhoseMaintenanceLosesMoneyIsBackedOff(t *testing.T) {
 	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindCompaction {
 		t.Fatalf("a table without query signals was not compacted: %+v", o)
 	}
+}
+
+// plannedCompaction is an active deployment with an opted-in table
+// demo.events of small files, and the planner's outcome of a commit event
+// for it: a planned compaction.
+func plannedCompaction(t *testing.T) (*dispatchEnv, trigger.TableOutcome) {
+	t.Helper()
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = 0 })
+	d.createNamed("demo.events", withProps(smallTable, optedIn))
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || o.Plan == nil {
+		t.Fatalf("outcome %+v", o)
+	}
+	return d, o
 }
