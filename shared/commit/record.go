@@ -3,6 +3,8 @@ package commit
 import (
 	"context"
 	"errors"
+	"math"
+	"runtime/debug"
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/health"
@@ -129,6 +131,7 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 	if err != nil {
 		return r, err
 	}
+	tooLarge := false
 	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
 	pinned, err := c.tables.Open(ctx, ident, pin)
 	if err == nil {
@@ -149,20 +152,35 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 			for _, s := range job.CommittedBatches {
 				snaps[s] = true
 			}
-			reads, err := pruning.Compare(measure, pinned, cur, pruning.Rewrite{Inputs: inputs, Snapshots: snaps, SequenceNumber: job.SequenceNumber})
+			reads, err := pruning.Compare(measure, pinned, cur, pruning.Rewrite{Inputs: inputs, Snapshots: snaps, SequenceNumber: job.SequenceNumber, MaxBytes: recordMemory()})
 			if err != nil {
+				tooLarge = errors.Is(err, pruning.ErrTooLarge)
 				c.log.Warn("reads before and after not measured", "job_id", job.ID, "err", err.Error())
 			} else {
 				r.Reads = &reads
 			}
 		}
 	}
-	// A measure that failed after the measures' deadline was cut short.
+	// A measure that failed after the measures' deadline was cut short;
+	// reads too large to measure in the memory the function has are left
+	// out the same way.
 	weighed := job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes
 	missing := r.Before == nil || (job.State == jobs.Committed && (r.After == nil || (weighed && len(inputs) > 0 && r.Reads == nil)))
-	r.Unmeasured = missing && measure.Err() != nil
+	r.Unmeasured = missing && (measure.Err() != nil || tooLarge)
 	r.Cost = joblog.Estimate(r, c.rewriterMB, c.coordinatorMB)
 	return r, nil
+}
+
+// recordMemory is the memory the record's reads may hold: half of the
+// process's Go memory limit (set from the function's memory on Lambda,
+// shared/lambdamain), none without a limit. The commit's own memory is
+// released by then.
+func recordMemory() int64 {
+	limit := debug.SetMemoryLimit(-1)
+	if limit <= 0 || limit == math.MaxInt64 {
+		return 0
+	}
+	return limit / 2
 }
 
 func tableStats(s health.Stats) *joblog.TableStats {

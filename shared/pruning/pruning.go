@@ -20,6 +20,7 @@ package pruning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -330,7 +331,21 @@ type Rewrite struct {
 	// pin's data sequence number (its new files carry it).
 	Snapshots      map[int64]bool
 	SequenceNumber int64
+	// MaxBytes bounds the memory the two layouts may take (0: no bound):
+	// they hold every data file of the touched partitions with its bounds,
+	// on an unpartitioned table every file of the table. Compare counts the
+	// files first and returns ErrTooLarge rather than run the caller out of
+	// memory.
+	MaxBytes int64
 }
+
+// ErrTooLarge: the layouts Compare would hold exceed Rewrite.MaxBytes.
+var ErrTooLarge = errors.New("pruning: the touched partitions are too large to measure in the memory given")
+
+// layoutFileBytes is what a Layout holds per data file (the file, its
+// slices' headers, one range and flag per column, string bounds' bytes
+// taken at 16 each), an upper estimate for the budget.
+func layoutFileBytes(columns int) int64 { return 96 + int64(columns)*(48+1+2*16) }
 
 // Compare measures a committed rewrite's Reads: before, the partitions
 // of its inputs at the pinned snapshot; after, the same partitions and
@@ -338,14 +353,33 @@ type Rewrite struct {
 // writers added meanwhile (data sequence number above the pin's).
 func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (Reads, error) {
 	touched := map[string]bool{}
+	filesIn := map[string]int64{} // data files per partition
 	before := pinned.CurrentSnapshot()
 	if before != nil {
 		if err := eachEntry(ctx, pinned, before, false, func(e iceberg.ManifestEntry) {
-			if df := e.DataFile(); df.ContentType() == iceberg.EntryContentData && rw.Inputs[df.FilePath()] {
-				touched[messages.PartitionKey(df)] = true
+			df := e.DataFile()
+			if df.ContentType() != iceberg.EntryContentData {
+				return
+			}
+			key := messages.PartitionKey(df)
+			filesIn[key]++
+			if rw.Inputs[df.FilePath()] {
+				touched[key] = true
 			}
 		}); err != nil {
 			return Reads{}, err
+		}
+	}
+	if rw.MaxBytes > 0 {
+		var files int64
+		for key := range touched {
+			files += filesIn[key]
+		}
+		columns := min(MaxColumns, len(pinned.Schema().Fields()))
+		// Before and after are held together; after has at most the
+		// touched files again (a rewrite writes fewer than it reads).
+		if need := 2 * files * layoutFileBytes(columns); need > rw.MaxBytes {
+			return Reads{}, fmt.Errorf("%w: %d data files in %d partitions need about %d MiB, %d MiB given", ErrTooLarge, files, len(touched), need>>20, rw.MaxBytes>>20)
 		}
 	}
 	bl, err := Collect(ctx, pinned, before, func(e iceberg.ManifestEntry) bool { return touched[messages.PartitionKey(e.DataFile())] })

@@ -2,6 +2,7 @@ package pruning
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"testing"
@@ -193,5 +194,55 @@ func TestCollect_KeepsTheChosenFilesAndCountsTheWholeTable(t *testing.T) {
 	}
 	if got := one.FullScan(); !(got.Bytes < full.Bytes && got.Bytes > 0) {
 		t.Errorf("one partition's full scan %+v, the table's %+v", got, full)
+	}
+}
+
+// TestCompare_RefusesLayoutsLargerThanItsMemory: the layouts hold every
+// data file of the touched partitions; given less memory than the
+// estimate of the two, Compare returns ErrTooLarge instead of reading
+// them, and with enough it measures. The same table before and after
+// (nothing rewritten) reads the same.
+func TestCompare_RefusesLayoutsLargerThanItsMemory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "sql", Name: "pruning", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}, aws.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := sampletable.Create(ctx, cat, table.Identifier{"ns", "t"}, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 4, RowsPerFile: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]bool{}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range manifests {
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs[e.DataFile().FilePath()] = true
+		}
+	}
+	rw := Rewrite{Inputs: inputs, SequenceNumber: tbl.CurrentSnapshot().SequenceNumber}
+	// 8 data files in 2 partitions, the sample table's columns.
+	need := 2 * 8 * layoutFileBytes(min(MaxColumns, len(tbl.Schema().Fields())))
+	rw.MaxBytes = need - 1
+	if _, err := Compare(ctx, tbl, tbl, rw); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("with %d bytes for layouts that need %d: %v, want ErrTooLarge", rw.MaxBytes, need, err)
+	}
+	rw.MaxBytes = need
+	r, err := Compare(ctx, tbl, tbl, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Partitions != 2 || r.FullScan.Before != r.FullScan.After || r.FullScan.Before.Files != 8 {
+		t.Errorf("reads %+v, want both partitions, 8 files before and after", r)
 	}
 }
