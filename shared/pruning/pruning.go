@@ -331,15 +331,15 @@ type Rewrite struct {
 	// pin's data sequence number (its new files carry it).
 	Snapshots      map[int64]bool
 	SequenceNumber int64
-	// MaxBytes bounds the memory the two layouts may take (0: no bound):
-	// they hold every data file of the touched partitions with its bounds,
+	// MaxBytes bounds the memory a layout may take (0: no bound): it
+	// holds every data file of the touched partitions with its bounds,
 	// on an unpartitioned table every file of the table. Compare counts the
 	// files first and returns ErrTooLarge rather than run the caller out of
 	// memory.
 	MaxBytes int64
 }
 
-// ErrTooLarge: the layouts Compare would hold exceed Rewrite.MaxBytes.
+// ErrTooLarge: the layout Compare would hold exceeds Rewrite.MaxBytes.
 var ErrTooLarge = errors.New("pruning: the touched partitions are too large to measure in the memory given")
 
 // layoutFileBytes is what a Layout holds per data file (the file, its
@@ -376,16 +376,28 @@ func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (R
 			files += filesIn[key]
 		}
 		columns := min(MaxColumns, len(pinned.Schema().Fields()))
-		// Before and after are held together; after has at most the
-		// touched files again (a rewrite writes fewer than it reads).
-		if need := 2 * files * layoutFileBytes(columns); need > rw.MaxBytes {
+		// One layout is held at a time (below), and after's has about
+		// the touched files again (a compaction writes fewer than it
+		// reads, a delete-file rewrite keeps them).
+		if need := files * layoutFileBytes(columns); need > rw.MaxBytes {
 			return Reads{}, fmt.Errorf("%w: %d data files in %d partitions need about %d MiB, %d MiB given", ErrTooLarge, files, len(touched), need>>20, rw.MaxBytes>>20)
 		}
 	}
+	// One layout at a time: before's reads are taken, and its layout
+	// dropped, before after's is collected.
 	bl, err := Collect(ctx, pinned, before, func(e iceberg.ManifestEntry) bool { return touched[messages.PartitionKey(e.DataFile())] })
 	if err != nil {
 		return Reads{}, err
 	}
+	r := Reads{Partitions: bl.Partitions(), TableBytes: bl.TableBytes, FullScan: Change{Before: bl.FullScan()}, Lookups: map[string]Change{}}
+	columns := bl.Columns()
+	lookups := map[string]Read{}
+	for _, c := range columns {
+		if b, ok := bl.PointLookup(c); ok {
+			lookups[c] = b
+		}
+	}
+	bl = nil
 	al, err := Collect(ctx, committed, committed.CurrentSnapshot(), func(e iceberg.ManifestEntry) bool {
 		if e.SequenceNum() > rw.SequenceNumber {
 			return false
@@ -395,9 +407,9 @@ func Compare(ctx context.Context, pinned, committed *table.Table, rw Rewrite) (R
 	if err != nil {
 		return Reads{}, err
 	}
-	r := Reads{Partitions: bl.Partitions(), TableBytes: bl.TableBytes, FullScan: Change{Before: bl.FullScan(), After: al.FullScan()}, Lookups: map[string]Change{}}
-	for _, c := range bl.Columns() {
-		b, ok1 := bl.PointLookup(c)
+	r.FullScan.After = al.FullScan()
+	for _, c := range columns {
+		b, ok1 := lookups[c]
 		a, ok2 := al.PointLookup(c)
 		if ok1 && ok2 {
 			r.Lookups[c] = Change{Before: b, After: a}

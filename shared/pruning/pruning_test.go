@@ -199,7 +199,7 @@ func TestCollect_KeepsTheChosenFilesAndCountsTheWholeTable(t *testing.T) {
 
 // TestCompare_RefusesLayoutsLargerThanItsMemory: the layouts hold every
 // data file of the touched partitions; given less memory than the
-// estimate of the two, Compare returns ErrTooLarge instead of reading
+// estimate of one, Compare returns ErrTooLarge instead of reading
 // them, and with enough it measures. The same table before and after
 // (nothing rewritten) reads the same.
 func TestCompare_RefusesLayoutsLargerThanItsMemory(t *testing.T) {
@@ -232,7 +232,7 @@ func TestCompare_RefusesLayoutsLargerThanItsMemory(t *testing.T) {
 	}
 	rw := Rewrite{Inputs: inputs, SequenceNumber: tbl.CurrentSnapshot().SequenceNumber}
 	// 8 data files in 2 partitions, the sample table's columns.
-	need := 2 * 8 * layoutFileBytes(min(MaxColumns, len(tbl.Schema().Fields())))
+	need := 8 * layoutFileBytes(min(MaxColumns, len(tbl.Schema().Fields())))
 	rw.MaxBytes = need - 1
 	if _, err := Compare(ctx, tbl, tbl, rw); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("with %d bytes for layouts that need %d: %v, want ErrTooLarge", rw.MaxBytes, need, err)
