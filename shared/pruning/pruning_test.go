@@ -154,15 +154,7 @@ func TestTouched_OnlyFilesWhoseBoundsMayMatch(t *testing.T) {
 // table: two partitions of disjoint id blocks with position deletes.
 func TestCollect_KeepsTheChosenFilesAndCountsTheWholeTable(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "sql", Name: "pruning", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}, aws.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := sampletable.Create(ctx, cat, table.Identifier{"ns", "t"}, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 4, RowsPerFile: 50, PositionDeletes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := sampleTable(t, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 4, RowsPerFile: 50, PositionDeletes: true})
 	all, err := Collect(ctx, tbl, tbl.CurrentSnapshot(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -204,15 +196,7 @@ func TestCollect_KeepsTheChosenFilesAndCountsTheWholeTable(t *testing.T) {
 // (nothing rewritten) reads the same.
 func TestCompare_RefusesLayoutsLargerThanItsMemory(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "sql", Name: "pruning", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}, aws.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := sampletable.Create(ctx, cat, table.Identifier{"ns", "t"}, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 4, RowsPerFile: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := sampleTable(t, sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 4, RowsPerFile: 50})
 	inputs := map[string]bool{}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -245,4 +229,20 @@ func TestCompare_RefusesLayoutsLargerThanItsMemory(t *testing.T) {
 	if r.Partitions != 2 || r.FullScan.Before != r.FullScan.After || r.FullScan.Before.Files != 8 {
 		t.Errorf("reads %+v, want both partitions, 8 files before and after", r)
 	}
+}
+
+// sampleTable is a sample table ns.t of opts in a sql catalog of its own.
+func sampleTable(t *testing.T, opts sampletable.Options) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "sql", Name: "pruning", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}, aws.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := sampletable.Create(ctx, cat, table.Identifier{"ns", "t"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }
