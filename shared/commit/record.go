@@ -48,7 +48,7 @@ func (c *Committer) record(ctx context.Context, res Result, took time.Duration) 
 	// invocation's deadline, and the record is written without what they
 	// did not finish.
 	write := context.WithoutCancel(ctx)
-	measure, cancel := context.WithCancel(write)
+	measure, cancel := write, context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
 		measure, cancel = context.WithDeadline(write, dl.Add(-RecordMargin))
 	}
@@ -131,6 +131,8 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 	if err != nil {
 		return r, err
 	}
+	// The kinds whose reads the ledger weighs (ledger.Kinds).
+	weighed := job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes
 	tooLarge := false
 	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
 	pinned, err := c.tables.Open(ctx, ident, pin)
@@ -147,7 +149,7 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 		if st, err := health.Measure(measure, cur); err == nil {
 			r.After = tableStats(st)
 		}
-		if pinned != nil && len(inputs) > 0 && (job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes) {
+		if pinned != nil && len(inputs) > 0 && weighed {
 			snaps := map[int64]bool{job.CommittedSnapshotID: true}
 			for _, s := range job.CommittedBatches {
 				snaps[s] = true
@@ -164,7 +166,6 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 	// A measure that failed after the measures' deadline was cut short;
 	// reads too large to measure in the memory the function has are left
 	// out the same way.
-	weighed := job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes
 	missing := r.Before == nil || (job.State == jobs.Committed && (r.After == nil || (weighed && len(inputs) > 0 && r.Reads == nil)))
 	r.Unmeasured = missing && (measure.Err() != nil || tooLarge)
 	r.Cost = joblog.Estimate(r, c.rewriterMB, c.coordinatorMB)
