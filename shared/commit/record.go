@@ -45,7 +45,9 @@ func (c *Committer) record(ctx context.Context, res Result, took time.Duration) 
 	// on a table large for the function they can outlast the invocation,
 	// which Lambda would end after the commit landed, and the redelivered
 	// request would measure again. They stop RecordMargin before the
-	// invocation's deadline, and the record is written without what they
+	// invocation's deadline (on Lambda, aws-lambda-go sets ctx's deadline
+	// from the Runtime API's Lambda-Runtime-Deadline-Ms header:
+	// lambda/invoke_loop.go), and the record is written without what they
 	// did not finish.
 	write := context.WithoutCancel(ctx)
 	measure, cancel := write, context.CancelFunc(func() {})
