@@ -21,7 +21,7 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--json", "--dir", t.TempDir()).Output()
+	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--json", "--dir", t.TempDir()).Output()
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
@@ -33,8 +33,16 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 		t.Fatalf("%d tables, want position (v2), dv (v3) and equality", len(rep.Tables))
 	}
 	for _, tr := range rep.Tables {
-		if len(tr.Measurements) != 6 {
-			t.Fatalf("%s: %d measurements, want 6 (raw, iceberg-go, icekeeper on 1 and 2)", tr.Kind, len(tr.Measurements))
+		if len(tr.Measurements) != 7 {
+			t.Fatalf("%s: %d measurements, want 7 (raw, iceberg-go, icekeeper on 1 and 2, icekeeper at compression level 1)", tr.Kind, len(tr.Measurements))
+		}
+		// The level's run wrote other bytes than the default's: the
+		// property reached the rewriter (zstd level 1 is klauspost's
+		// fastest encoder, the default its default one).
+		atDefault, _ := tr.Find("icekeeper", 1)
+		atLevel, ok := tr.Find(bench.EngineLevel, 1)
+		if !ok || atDefault.OutputB <= 0 || atLevel.OutputB <= 0 || atLevel.OutputB == atDefault.OutputB {
+			t.Fatalf("%s: output %d bytes at the default level, %d at level 1 (measured: %v): want both, and different", tr.Kind, atDefault.OutputB, atLevel.OutputB, ok)
 		}
 		var rows []int64
 		for _, m := range tr.Measurements {

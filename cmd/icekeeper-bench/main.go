@@ -43,6 +43,7 @@ func main() {
 	fs.Float64Var(&o.DeleteFraction, "deleted", 0.05, "fraction of rows deleted")
 	kinds := fs.String("kinds", "position,dv,equality", "delete kinds to measure: position (v2), dv (v3 deletion vectors), equality")
 	fs.StringVar(&o.SortColumn, "sort-column", "", "also run a sort compaction by this column (one rewriter) beside bin-packing, e.g. amount (random) or id")
+	fs.StringVar(&o.CompressionLevel, "compression-level", "", "also run the pipeline (one rewriter) with the tables' write.parquet.compression-level set to this level beside the default, e.g. 1 (zstd's fastest)")
 	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
 	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
@@ -59,6 +60,11 @@ func main() {
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	_ = fs.Parse(os.Args[1:])
 	o.Kinds = strings.Split(*kinds, ",")
+	if o.CompressionLevel != "" {
+		if _, err := strconv.Atoi(o.CompressionLevel); err != nil {
+			fail(fmt.Errorf("--compression-level: %w", err))
+		}
+	}
 	for _, f := range strings.Split(*plannerFiles, ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			n, err := strconv.Atoi(f)

@@ -70,6 +70,12 @@ type Options struct {
 	// for the run and reset after it): what sorting costs next to
 	// bin-packing the same input.
 	SortColumn string
+	// CompressionLevel, when set, adds the icekeeper pipeline with one
+	// rewriter on the same input with the table's
+	// write.parquet.compression-level set to it for the run (and removed
+	// after it): what the table owner's level buys and costs (CPU, output
+	// size, dollars per GB) next to the default level, in the same run.
+	CompressionLevel string
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
 	// PlannerFiles are the table sizes (data files) the planner is measured
@@ -127,6 +133,9 @@ type Measurement struct {
 	FilesOut  int           `json:"files_out"`
 	CoordCPU  time.Duration `json:"coordinator_cpu_ns,omitempty"`
 	Committed bool          `json:"committed,omitempty"`
+	// OutputB is the size of the data files the table had after the run
+	// (icekeeper's runs; every input file is rewritten).
+	OutputB int64 `json:"output_bytes,omitempty"`
 	// Requests are the S3 requests the run sent for the table's files
 	// (Storage "s3"), BytesOut what it wrote.
 	Requests *s3requests.Counts `json:"s3_requests,omitempty"`
@@ -467,7 +476,30 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 				return m, err
 			}
 			m.InputB = tr.InputBytes
+			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
+				return m, err
+			}
 			return m, rollback()
+		}})
+	}
+	// 3b. The same with the table's compression level set, one rewriter.
+	if o.CompressionLevel != "" {
+		engines = append(engines, engine{"icekeeper pipeline, write.parquet.compression-level " + o.CompressionLevel + ", 1 rewriter", func() (Measurement, error) {
+			if err := setProperty(ctx, cat, ident, table.ParquetCompressionLevelKey, o.CompressionLevel); err != nil {
+				return Measurement{}, err
+			}
+			m, err := storage.measure(func() (Measurement, error) { return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, pipelineRun{}) })
+			if err != nil {
+				return m, err
+			}
+			m.Engine, m.InputB = EngineLevel, tr.InputBytes
+			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
+				return m, err
+			}
+			if err := rollback(); err != nil {
+				return m, err
+			}
+			return m, setProperty(ctx, cat, ident, table.ParquetCompressionLevelKey, "")
 		}})
 	}
 	// 4. A sort compaction of the same input, one rewriter.
@@ -616,6 +648,44 @@ const (
 	EngineSorted   = "icekeeper, sorted"
 	EngineTwoStage = "icekeeper, sorted in two stages"
 )
+
+// EngineLevel names the measurement at the table's compression level
+// Options.CompressionLevel (one rewriter).
+const EngineLevel = "icekeeper, compression level"
+
+// setProperty sets a table property (value "": removes it).
+func setProperty(ctx context.Context, cat catalog.Catalog, ident table.Identifier, key, value string) error {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	txn := tbl.NewTransaction()
+	if value == "" {
+		err = txn.RemoveProperties([]string{key})
+	} else {
+		err = txn.SetProperties(map[string]string{key: value})
+	}
+	if err == nil {
+		_, err = txn.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("set %s=%q: %w", key, value, err)
+	}
+	return nil
+}
+
+// dataBytes is the size of the table's current data files.
+func dataBytes(ctx context.Context, cat catalog.Catalog, ident table.Identifier) (int64, error) {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return 0, err
+	}
+	st, err := health.Measure(ctx, tbl)
+	if err != nil {
+		return 0, fmt.Errorf("measure the output: %w", err)
+	}
+	return st.DataBytes, nil
+}
 
 // setSortOrder makes column the table's sort order ("" unsorted).
 func setSortOrder(ctx context.Context, cat catalog.Catalog, ident table.Identifier, column string) error {

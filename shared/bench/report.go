@@ -26,7 +26,8 @@ const (
 	LambdaMBPerVCPU = 1769
 )
 
-func (t TableResult) find(engine string, procs int) (Measurement, bool) {
+// Find is the measurement of one engine at one count of processes.
+func (t TableResult) Find(engine string, procs int) (Measurement, bool) {
 	for _, m := range t.Measurements {
 		if m.Engine == engine && m.Procs == procs {
 			return m, true
@@ -52,10 +53,10 @@ func (r Report) Markdown() string {
 		for _, m := range t.Measurements {
 			shape := fmt.Sprintf("%d × %d", m.shapeProcs(), m.shapeCores())
 			vsRaw, vsIce := "", ""
-			if raw, ok := t.find("raw arrow-go", m.Procs); ok && m.Engine != "raw arrow-go" {
+			if raw, ok := t.Find("raw arrow-go", m.Procs); ok && m.Engine != "raw arrow-go" {
 				vsRaw = fmt.Sprintf("%.2f", m.MBps()/raw.MBps())
 			}
-			if ice, ok := t.find("iceberg-go", m.Procs); ok && (m.Engine == "icekeeper" || m.Engine == EngineSorted) {
+			if ice, ok := t.Find("iceberg-go", m.Procs); ok && (m.Engine == "icekeeper" || m.Engine == EngineSorted || m.Engine == EngineLevel) {
 				vsIce = fmt.Sprintf("%.2f", m.MBps()/ice.MBps())
 			}
 			cpu := fmt.Sprintf("%.1f", m.CPU.Seconds())
@@ -65,11 +66,18 @@ func (r Report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %.1f | %.0f | %s | %.0f | %s | %s |\n", m.Engine, shape, m.Wall.Seconds(), spread(m), m.MBps(), m.RowsPerSec(), cpu, float64(m.PeakRSS)/(1<<20), vsRaw, vsIce)
 		}
 		b.WriteString("\n")
-		if srt, ok := t.find(EngineSorted, 1); ok {
-			if bp, ok := t.find("icekeeper", 1); ok {
+		if lvl, ok := t.Find(EngineLevel, 1); ok {
+			if bp, ok := t.Find("icekeeper", 1); ok {
+				fmt.Fprintf(&b, "With the table's `write.parquet.compression-level` at %s: %.2fx the default level's CPU and %.2fx its wall time, one rewriter; output %.0f MB against %.0f MB (%.2fx), same input, same run.\n\n",
+					r.Options.CompressionLevel, lvl.CPU.Seconds()/bp.CPU.Seconds(), lvl.Wall.Seconds()/bp.Wall.Seconds(),
+					float64(lvl.OutputB)/1e6, float64(bp.OutputB)/1e6, float64(lvl.OutputB)/float64(max(bp.OutputB, 1)))
+			}
+		}
+		if srt, ok := t.Find(EngineSorted, 1); ok {
+			if bp, ok := t.Find("icekeeper", 1); ok {
 				fmt.Fprintf(&b, "Sorting by %s: %.2fx the bin-packing's wall time and %.2fx its CPU, one rewriter, same input, same run.\n\n", r.Options.SortColumn, srt.Wall.Seconds()/bp.Wall.Seconds(), srt.CPU.Seconds()/bp.CPU.Seconds())
 			}
-			if two, ok := t.find(EngineTwoStage, 1); ok {
+			if two, ok := t.Find(EngineTwoStage, 1); ok {
 				fmt.Fprintf(&b, "Sorting it in two stages (a group limit of a quarter of each partition's run: maps, the exchange through the bucket, reduces): %.2fx the one-group sort's wall time, %.2fx its CPU and %.2fx its peak RSS, one rewriter, same input, same run.\n\n", two.Wall.Seconds()/srt.Wall.Seconds(), two.CPU.Seconds()/srt.CPU.Seconds(), float64(two.PeakRSS)/float64(max(srt.PeakRSS, 1)))
 			}
 		}
@@ -220,11 +228,11 @@ type target struct {
 func (r Report) targets() string {
 	var ts []target
 	for _, t := range r.Tables {
-		raw1, ok1 := t.find("raw arrow-go", 1)
-		ice1, ok2 := t.find("iceberg-go", 1)
-		ice2, ok3 := t.find("iceberg-go", 2)
-		ik1, ok4 := t.find("icekeeper", 1)
-		ik2, ok5 := t.find("icekeeper", 2)
+		raw1, ok1 := t.Find("raw arrow-go", 1)
+		ice1, ok2 := t.Find("iceberg-go", 1)
+		ice2, ok3 := t.Find("iceberg-go", 2)
+		ik1, ok4 := t.Find("icekeeper", 1)
+		ik2, ok5 := t.Find("icekeeper", 2)
 		if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 			continue
 		}
@@ -287,37 +295,52 @@ func (r Report) targets() string {
 	return b.String()
 }
 
-func (r Report) costs() string {
-	var perCore float64
+// lambdaCost is what one GB compacted costs on Lambda at a rewriter's
+// measured speed on one core (position deletes): its compute at one vCPU
+// and its S3 requests, counted on S3 (Storage "s3") or else estimated for
+// 1 MB input files into 256 MB outputs: one GET per input file (package
+// fileio) and one PUT per 32 MB upload part.
+type lambdaCost struct {
+	perCore, secPerGB, gbSeconds, compute, requests, total float64
+	how                                                    string
+}
+
+func (r Report) lambdaCost(engine string) (lambdaCost, bool) {
 	for _, t := range r.Tables {
-		if m, ok := t.find("icekeeper", 1); ok && t.Kind == "position" {
-			perCore = m.MBps()
+		m, ok := t.Find(engine, 1)
+		if !ok || t.Kind != "position" {
+			continue
 		}
+		c := lambdaCost{perCore: m.MBps(), requests: 1000*S3Get + 1000/32*S3Put, how: "estimated"}
+		c.secPerGB = 1000 / c.perCore
+		c.gbSeconds = c.secPerGB * LambdaMBPerVCPU / 1024
+		c.compute = c.gbSeconds * LambdaArmGBSecond
+		if m.Requests != nil {
+			gb := float64(t.InputBytes) / 1e9
+			c.requests, c.how = (float64(m.Requests.Class(s3requests.ClassGet))*S3Get+float64(m.Requests.Class(s3requests.ClassPut))*S3Put)/gb, "counted"
+		}
+		c.total = c.compute + c.requests
+		return c, true
 	}
-	if perCore == 0 {
+	return lambdaCost{}, false
+}
+
+func (r Report) costs() string {
+	c, ok := r.lambdaCost("icekeeper")
+	if !ok {
 		return ""
 	}
-	secPerGB := 1000 / perCore
-	gbSeconds := secPerGB * LambdaMBPerVCPU / 1024
-	lambda := gbSeconds * LambdaArmGBSecond
-	// Requests per GB: as counted on S3 (Storage "s3": icekeeper, one
-	// rewriter, position deletes), else estimated for 1 MB input files
-	// into 256 MB outputs: one GET per input file (package fileio) and one
-	// PUT per 32 MB upload part.
-	s3, s3How := 1000*S3Get+1000/32*S3Put, "estimated"
-	for _, t := range r.Tables {
-		if m, ok := t.find("icekeeper", 1); ok && t.Kind == "position" && m.Requests != nil {
-			gb := float64(t.InputBytes) / 1e9
-			s3, s3How = (float64(m.Requests.Class(s3requests.ClassGet))*S3Get+float64(m.Requests.Class(s3requests.ClassPut))*S3Put)/gb, "counted"
-		}
-	}
-	total := lambda + s3
+	perCore, secPerGB, total := c.perCore, c.secPerGB, c.total
 	rewriters := math.Ceil(1e6 / (perCore * 900))
 	var b strings.Builder
 	b.WriteString("### What it means on Lambda\n\n")
 	fmt.Fprintf(&b, "- Measured rewriter throughput on one core (position deletes): %.1f MB/s, so one GB takes %.0f s of one vCPU.\n", perCore, secPerGB)
 	fmt.Fprintf(&b, "- A rewriter at %d MB (one full vCPU on Lambda) spends %.0f GB-seconds per GB: $%.4f at the arm64 price of $%.10f per GB-second, plus about $%.4f of S3 requests (%s): **$%.4f per GB compacted** (planner and committer are a few invocations per job and add well under 1%%).\n",
-		LambdaMBPerVCPU, gbSeconds, lambda, LambdaArmGBSecond, s3, s3How, total)
+		LambdaMBPerVCPU, c.gbSeconds, c.compute, LambdaArmGBSecond, c.requests, c.how, total)
+	if l, ok := r.lambdaCost(EngineLevel); ok {
+		fmt.Fprintf(&b, "- With the table's `write.parquet.compression-level` at %s: %.1f MB/s on one core, $%.4f of compute and $%.4f of S3 requests (%s): **$%.4f per GB compacted**, %.2fx the default level's.\n",
+			r.Options.CompressionLevel, l.perCore, l.compute, l.requests, l.how, l.total, l.total/total)
+	}
 	fmt.Fprintf(&b, "- Compacting 1 TB within Lambda's 15 minutes needs about %.0f rewriters in parallel (1 TB / (%.1f MB/s × 900 s)), i.e. the rewriter's reserved concurrency; the job costs about $%.0f.\n", rewriters, perCore, total*1000)
 	fmt.Fprintf(&b, "- AWS Glue table optimizers cost $%.2f per DPU-hour. We cannot measure Glue's DPU-hours per GB here; icekeeper is cheaper per GB as long as Glue compacts less than %.0f GB per DPU-hour.\n\n", GlueDPUHour, GlueDPUHour/total)
 	return b.String()
