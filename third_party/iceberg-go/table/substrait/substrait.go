@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/compute/exprs"
@@ -35,21 +36,32 @@ import (
 //go:embed functions_set.yaml
 var funcsetYAML string
 
-var (
-	collection = extensions.GetDefaultCollectionWithNoError()
-	funcSetURI = "extension:apache.iceberg:functions_set"
-)
+var funcSetURI = "extension:apache.iceberg:functions_set"
 
-func init() {
-	if !collection.URILoaded(funcSetURI) {
-		if err := collection.Load(funcSetURI, strings.NewReader(funcsetYAML)); err != nil {
+// collection is Substrait's default extension collection with Iceberg's
+// function set loaded into it, made on first use.
+//
+// icekeeper patch: upstream made it in a package variable and init, which
+// parsed every YAML file of Substrait's default extensions whenever a
+// program linking this package started (about 120 ms), though most never
+// convert an expression. substrait-go's own default collection is made
+// lazily (sync.OnceValues). Every use of the collection in iceberg-go,
+// including the arrow-go compute calls that resolve Iceberg's functions
+// through it, comes after NewExtensionSet or ConvertExpr, so Iceberg's
+// function set is loaded by then, once, as before.
+var collection = sync.OnceValue(func() *extensions.Collection {
+	c := extensions.GetDefaultCollectionWithNoError()
+	if !c.URILoaded(funcSetURI) {
+		if err := c.Load(funcSetURI, strings.NewReader(funcsetYAML)); err != nil {
 			panic(err)
 		}
 	}
-}
+
+	return c
+})
 
 func NewExtensionSet() exprs.ExtensionIDSet {
-	return exprs.NewExtensionSetDefault(expr.NewEmptyExtensionRegistry(collection))
+	return exprs.NewExtensionSetDefault(expr.NewEmptyExtensionRegistry(collection()))
 }
 
 // ConvertExpr converts a bound expression to a Substrait expression so that it can
@@ -61,7 +73,7 @@ func ConvertExpr(schema *iceberg.Schema, e iceberg.BooleanExpression, _ bool) (*
 		return nil, nil, err
 	}
 
-	reg := expr.NewEmptyExtensionRegistry(collection)
+	reg := expr.NewEmptyExtensionRegistry(collection())
 
 	bldr := expr.ExprBuilder{Reg: reg, BaseSchema: types.NewRecordTypeFromStruct(base.Struct)}
 	b, err := iceberg.VisitExpr(e, &toSubstraitExpr{bldr: bldr})
