@@ -43,6 +43,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/s3requests"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
@@ -185,6 +186,9 @@ type TableResult struct {
 type MemoryResult struct {
 	GroupBytes []int64 `json:"group_bytes"`
 	PeakRSS    []int64 `json:"peak_rss_bytes"`
+	// CPU is the rewriter's CPU time on each group: what a tighter
+	// memory limit costs in collection.
+	CPU []time.Duration `json:"cpu_ns"`
 }
 
 // Report is a whole run.
@@ -412,6 +416,14 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	pinned := tbl.CurrentSnapshot().SnapshotID
 	o.progress("%s: %d data files, %.0f MB, %d delete files, generated in %s", name, tr.InputFiles, float64(tr.InputBytes)/1e6, tr.DeleteFiles, tr.Generate.Round(time.Second))
 
+	inputs := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		inputs[p] = true
+	}
+	// rollback puts the table back at the pinned snapshot and removes the
+	// data files the run wrote: on S3 the emulator holds every object in
+	// this process's memory, and a whole run's outputs (every engine, every
+	// repeat) would not fit in it.
 	rollback := func() error {
 		cur, err := cat.LoadTable(ctx, ident)
 		if err != nil {
@@ -420,12 +432,24 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 		if cur.CurrentSnapshot().SnapshotID == pinned {
 			return nil
 		}
+		now, err := cur.Scan().PlanFiles(ctx)
+		if err != nil {
+			return err
+		}
+		var written []string
+		for _, t := range now {
+			if !inputs[t.File.FilePath()] {
+				written = append(written, t.File.FilePath())
+			}
+		}
 		txn := cur.NewTransaction()
 		if err := txn.RollbackToSnapshot(pinned); err != nil {
 			return err
 		}
-		_, err = txn.Commit(ctx)
-		return err
+		if cur, err = txn.Commit(ctx); err != nil {
+			return err
+		}
+		return outputs.Remove(ctx, cur, written)
 	}
 	gomax := func(n int) []string { return []string{"GOMAXPROCS=" + strconv.Itoa(n)} }
 
@@ -837,6 +861,7 @@ func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.
 		}
 		r.GroupBytes = append(r.GroupBytes, groupBytes)
 		r.PeakRSS = append(r.PeakRSS, m.PeakRSS)
+		r.CPU = append(r.CPU, m.CPU)
 	}
 	return r, nil
 }

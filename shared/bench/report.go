@@ -93,8 +93,15 @@ func (r Report) Markdown() string {
 		if mb := r.Options.RewriterMemoryMB; mb > 0 {
 			limit = fmt.Sprintf("told it has %d MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), so Go's soft memory limit is %.0f MB", mb, float64(lambdamain.MemoryLimitMB(mb)))
 		}
-		fmt.Fprintf(&b, "### Rewriter memory\n\nOne rewriter process, %s, writing %s.\n\n| group | peak RSS MB |\n|---|---|\n| %.0f MB | %.0f |\n| %.0f MB | %.0f |\n\nA group %.1fx the size needed %.2fx the memory.\n\n", limit, rowGroups,
-			float64(m.GroupBytes[0])/1e6, float64(m.PeakRSS[0])/(1<<20), float64(m.GroupBytes[1])/1e6, float64(m.PeakRSS[1])/(1<<20),
+		fmt.Fprintf(&b, "### Rewriter memory\n\nOne rewriter process, %s, writing %s.\n\n| group | peak RSS MB | CPU s | input MB per CPU s |\n|---|---|---|---|\n", limit, rowGroups)
+		for i := range m.GroupBytes {
+			var cpu time.Duration
+			if i < len(m.CPU) {
+				cpu = m.CPU[i]
+			}
+			fmt.Fprintf(&b, "| %.0f MB | %.0f | %.1f | %.1f |\n", float64(m.GroupBytes[i])/1e6, float64(m.PeakRSS[i])/(1<<20), cpu.Seconds(), float64(m.GroupBytes[i])/1e6/max(cpu.Seconds(), 1e-9))
+		}
+		fmt.Fprintf(&b, "\nA group %.1fx the size needed %.2fx the memory.\n\n",
 			float64(m.GroupBytes[1])/float64(max(m.GroupBytes[0], 1)), float64(m.PeakRSS[1])/float64(max(m.PeakRSS[0], 1)))
 	}
 	b.WriteString(r.requests())
