@@ -31,6 +31,31 @@ type Stats struct {
 	Failed    int `json:"failed"`
 }
 
+// receiveAttempts is how many times a receive is tried before Drain gives
+// up: Lambda's event source mapping keeps polling through a failed poll,
+// and the emulator has been seen to cut a response short under load
+// ("deserialization failed, unexpected EOF"). A message a lost response
+// took is delivered again when its visibility timeout runs out, as on SQS.
+const receiveAttempts = 3
+
+func receive(ctx context.Context, q *queue.Queue, batchSize int32) ([]queue.Message, error) {
+	var err error
+	for i := range receiveAttempts {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, errors.Join(err, ctx.Err())
+			case <-time.After(time.Duration(i) * 100 * time.Millisecond):
+			}
+		}
+		var msgs []queue.Message
+		if msgs, err = q.Receive(ctx, batchSize, 0, 60); err == nil {
+			return msgs, nil
+		}
+	}
+	return nil, fmt.Errorf("localrun: %d receives failed: %w", receiveAttempts, err)
+}
+
 // Drain delivers messages from q to h, batchSize at a time, until a receive
 // comes back empty or maxBatches batches were delivered (0: no limit).
 // Short polls keep it prompt (the emulator does not wake long polls when a
@@ -38,7 +63,7 @@ type Stats struct {
 func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32, maxBatches int) (Stats, error) {
 	var st Stats
 	for maxBatches == 0 || st.Batches < maxBatches {
-		msgs, err := q.Receive(ctx, batchSize, 0, 60)
+		msgs, err := receive(ctx, q, batchSize)
 		if err != nil {
 			return st, err
 		}
