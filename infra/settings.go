@@ -23,6 +23,10 @@ const (
 	ModeActive   = "active"
 )
 
+// MinRewriterMemoryMB is the least memory the stack gives a rewriter (see
+// the check in Validate).
+const MinRewriterMemoryMB = 1024
+
 // Function names, which are also the asset directory names under AssetDir
 // (bin/lambda/<function>/bootstrap, built by `make lambdas`).
 const (
@@ -408,6 +412,15 @@ func (s Settings) Validate() error {
 		if f.fs.Timeout < time.Second || f.fs.Timeout > 15*time.Minute || f.fs.Timeout%time.Second != 0 {
 			bad(f.tkey, "%s: want whole seconds between 1s and 15m (Lambda's limit)", f.fs.Timeout)
 		}
+	}
+	// A rewriter's memory grows with its group: one of 2 GiB
+	// (ICEKEEPER_MAX_GROUP_BYTES) peaked at 456 MB RSS in a 448 MB
+	// function, where Lambda would stop it on every delivery
+	// (docs/PERFORMANCE.md, "Rewriter memory for groups of 1 and 2 GiB").
+	// Below one vCPU a rewriter costs the same per GB and only takes
+	// longer, so nothing is gained by going that low.
+	if s.Rewriter.MemoryMB < MinRewriterMemoryMB {
+		bad(CtxRewriterMemory, "%d: want at least %d MB: a rewriter of a 2 GiB group needs more than 448 MB", s.Rewriter.MemoryMB, MinRewriterMemoryMB)
 	}
 	if s.CommitTakeover <= s.Committer.Timeout {
 		bad(CtxCommitTakeover, "%s must exceed %s (%s): a committer still running must never be taken over", s.CommitTakeover, CtxCommitterTimeout, s.Committer.Timeout)

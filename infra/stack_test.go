@@ -898,6 +898,7 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		"lease within takeover":   {map[string]any{CtxLeaseTTL: "25m"}, "must find a crashed committer past its takeover window"},
 		"max concurrency of 1":    {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
 		"ephemeral over 10 GB":    {map[string]any{CtxRewriterEphemeral: 20480}, "want 512 to 10240 MB"},
+		"rewriter below 1 GB":     {map[string]any{CtxRewriterMemory: 512}, "rewriterMemoryMb: 512: want at least 1024 MB"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
