@@ -392,11 +392,10 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	if err != nil {
 		return tr, err
 	}
-	txn := tbl.NewTransaction()
-	if err := txn.SetProperties(map[string]string{table.WriteTargetFileSizeBytesKey: strconv.Itoa(o.TargetMB << 20)}); err != nil {
+	if err := setProperty(ctx, cat, ident, table.WriteTargetFileSizeBytesKey, strconv.Itoa(o.TargetMB<<20)); err != nil {
 		return tr, err
 	}
-	if tbl, err = txn.Commit(ctx); err != nil {
+	if tbl, err = cat.LoadTable(ctx, ident); err != nil {
 		return tr, err
 	}
 	tr.Generate = time.Since(start)
@@ -840,15 +839,7 @@ func runMemory(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.
 		return r, err
 	}
 	if o.RowGroupMB > 0 {
-		tbl, err := cat.LoadTable(ctx, table.Identifier{"bench", "memory"})
-		if err != nil {
-			return r, err
-		}
-		txn := tbl.NewTransaction()
-		if err := txn.SetProperties(map[string]string{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(o.RowGroupMB << 20)}); err != nil {
-			return r, err
-		}
-		if _, err := txn.Commit(ctx); err != nil {
+		if err := setProperty(ctx, cat, table.Identifier{"bench", "memory"}, table.ParquetRowGroupSizeBytesKey, strconv.Itoa(o.RowGroupMB<<20)); err != nil {
 			return r, err
 		}
 	}

@@ -337,19 +337,18 @@ func (r Report) costs() string {
 	if !ok {
 		return ""
 	}
-	perCore, secPerGB, total := c.perCore, c.secPerGB, c.total
-	rewriters := math.Ceil(1e6 / (perCore * 900))
+	rewriters := math.Ceil(1e6 / (c.perCore * 900))
 	var b strings.Builder
 	b.WriteString("### What it means on Lambda\n\n")
-	fmt.Fprintf(&b, "- Measured rewriter throughput on one core (position deletes): %.1f MB/s, so one GB takes %.0f s of one vCPU.\n", perCore, secPerGB)
+	fmt.Fprintf(&b, "- Measured rewriter throughput on one core (position deletes): %.1f MB/s, so one GB takes %.0f s of one vCPU.\n", c.perCore, c.secPerGB)
 	fmt.Fprintf(&b, "- A rewriter at %d MB (one full vCPU on Lambda) spends %.0f GB-seconds per GB: $%.4f at the arm64 price of $%.10f per GB-second, plus about $%.4f of S3 requests (%s): **$%.4f per GB compacted** (planner and committer are a few invocations per job and add well under 1%%).\n",
-		LambdaMBPerVCPU, c.gbSeconds, c.compute, LambdaArmGBSecond, c.requests, c.how, total)
+		LambdaMBPerVCPU, c.gbSeconds, c.compute, LambdaArmGBSecond, c.requests, c.how, c.total)
 	if l, ok := r.lambdaCost(EngineLevel); ok {
 		fmt.Fprintf(&b, "- With the table's `write.parquet.compression-level` at %s: %.1f MB/s on one core, $%.4f of compute and $%.4f of S3 requests (%s): **$%.4f per GB compacted**, %.2fx the default level's.\n",
-			r.Options.CompressionLevel, l.perCore, l.compute, l.requests, l.how, l.total, l.total/total)
+			r.Options.CompressionLevel, l.perCore, l.compute, l.requests, l.how, l.total, l.total/c.total)
 	}
-	fmt.Fprintf(&b, "- Compacting 1 TB within Lambda's 15 minutes needs about %.0f rewriters in parallel (1 TB / (%.1f MB/s × 900 s)), i.e. the rewriter's reserved concurrency; the job costs about $%.0f.\n", rewriters, perCore, total*1000)
-	fmt.Fprintf(&b, "- AWS Glue table optimizers cost $%.2f per DPU-hour. We cannot measure Glue's DPU-hours per GB here; icekeeper is cheaper per GB as long as Glue compacts less than %.0f GB per DPU-hour.\n\n", GlueDPUHour, GlueDPUHour/total)
+	fmt.Fprintf(&b, "- Compacting 1 TB within Lambda's 15 minutes needs about %.0f rewriters in parallel (1 TB / (%.1f MB/s × 900 s)), i.e. the rewriter's reserved concurrency; the job costs about $%.0f.\n", rewriters, c.perCore, c.total*1000)
+	fmt.Fprintf(&b, "- AWS Glue table optimizers cost $%.2f per DPU-hour. We cannot measure Glue's DPU-hours per GB here; icekeeper is cheaper per GB as long as Glue compacts less than %.0f GB per DPU-hour.\n\n", GlueDPUHour, GlueDPUHour/c.total)
 	return b.String()
 }
 
