@@ -99,6 +99,9 @@ type Jobs interface {
 	Heartbeat(ctx context.Context, id, committer string) error
 	EndCommitting(ctx context.Context, id, committer string, to jobs.State, reason string) error
 	MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error
+	// An expiry that ends with deletions left (leftovers.go).
+	MarkCommittedLeavingDeletions(ctx context.Context, id string, snapshotID int64, reason string) error
+	ClearDeletionsLeft(ctx context.Context, id string) error
 	// A batched job's batches (partial progress, batches.go).
 	BeginBatch(ctx context.Context, id string, batch int, committer string) error
 	EndBatch(ctx context.Context, id, committer string, e jobs.BatchEnd) error
@@ -1082,7 +1085,11 @@ func (c *Committer) abort(ctx context.Context, log *slog.Logger, job jobs.Job, s
 					return res, fmt.Errorf("abort %s: %w", job.ID, err)
 				}
 				if found && landed(cur.Metadata(), rec) {
-					return c.deleteAndFinish(ctx, log, job, term, cur, rec, "the expiry was committed before the abort request")
+					// Not fanned out: an abort comes when another job took
+					// the table, and fanned-out tasks would be dropped;
+					// without the lease the job ends with its deletions
+					// left for the next expiry (leftovers.go).
+					return c.deleteAndFinish(ctx, log, job, term, owner, cur, rec, "the expiry was committed before the abort request", false)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/blob"
@@ -92,7 +93,7 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		return res, err
 	}
 	if found && landed(cur.Metadata(), rec) {
-		return c.deleteAndFinish(ctx, log, job, term, cur, rec, "the expiry was committed; finishing its deletions")
+		return c.deleteAndFinish(ctx, log, job, term, me, cur, rec, "the expiry was committed; finishing its deletions", true)
 	}
 	if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
 		if errors.Is(err, lease.ErrLost) {
@@ -108,6 +109,11 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	if err := messages.Decode(b, &plan); err != nil {
 		return res, fmt.Errorf("%w: expiry plan: %w", ErrInvariant, err)
 	}
+	leftover, err := c.finishLeftovers(ctx, log, term, cur, plan.Leftovers)
+	if err != nil {
+		return res, err
+	}
+	res.FilesDeleted, res.BytesFreed = leftover.FilesDeleted, leftover.BytesFreed
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if cur, err = c.catalog.LoadTable(ctx, ident); err != nil {
@@ -124,8 +130,13 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		}
 		sel := onlyPlanned(expire.Select(cur.Metadata(), c.now(), retention, messages.Int64s(plan.Pinned)...), plan)
 		if sel.Empty() {
-			out, ferr := c.finish(ctx, log, job, term, currentID(cur), "nothing planned is due any more")
+			why := "nothing planned is due any more"
+			if leftover.FilesDeleted > 0 {
+				why += fmt.Sprintf("; deleted %d files (%d bytes) earlier expiries left", leftover.FilesDeleted, leftover.BytesFreed)
+			}
+			out, ferr := c.finish(ctx, log, job, term, currentID(cur), why)
 			out.Retries, out.Conflicts = attempt, res.Conflicts
+			out.FilesDeleted, out.BytesFreed = leftover.FilesDeleted, leftover.BytesFreed
 			return out, ferr
 		}
 		fsys, err := cur.FS(ctx)
@@ -135,6 +146,14 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		files, err := expire.Unreferenced(ctx, fsys, cur.Metadata(), sel)
 		if err != nil {
 			return res, err
+		}
+		// Still the job's committer? One that was taken over must not
+		// write over the record of the one that took it over.
+		if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
+			if errors.Is(err, jobs.ErrStateConflict) {
+				return res, fmt.Errorf("%w: lost the committing job before writing its deletions: %v", ErrBusy, err)
+			}
+			return res, fmt.Errorf("fence before writing the deletions: %w", err)
 		}
 		if rec, err = c.writeDeletions(ctx, job, sel, files); err != nil {
 			return res, err
@@ -171,8 +190,10 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	if cur, err = c.catalog.LoadTable(ctx, ident); err != nil {
 		return res, fmt.Errorf("reload table %s: %w", job.Table, classify(err))
 	}
-	out, err := c.deleteAndFinish(ctx, log, job, term, cur, rec, "committed")
+	out, err := c.deleteAndFinish(ctx, log, job, term, me, cur, rec, "committed", true)
 	out.Retries, out.Conflicts = res.Retries, res.Conflicts
+	out.FilesDeleted += leftover.FilesDeleted
+	out.BytesFreed += leftover.BytesFreed
 	return out, err
 }
 
@@ -271,7 +292,7 @@ func (c *Committer) commitExpiry(ctx context.Context, job jobs.Job, me string, i
 		}
 		return fmt.Errorf("fence before the catalog commit: %w", err)
 	}
-	reqs, updates := expire.Updates(base, sel)
+	reqs, updates := expire.Updates(base, sel, c.serverSideRequirements())
 	cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
 	defer cancel()
 	_, _, err := c.catalog.CommitTable(cctx, ident, reqs, updates)
@@ -279,24 +300,50 @@ func (c *Committer) commitExpiry(ctx context.Context, job jobs.Job, me string, i
 }
 
 // deleteAndFinish deletes what the committed expiry freed (step 4) and
-// finishes the job (step 5); a large record is fanned out instead.
-func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, cur *table.Table, rec messages.Deletions, why string) (Result, error) {
-	if c.fanOut != nil && len(rec.Parts) >= c.fanOutParts {
-		return c.fanOutDeletions(ctx, log, job, cur, rec, messages.DeleteTask{MetadataLocation: cur.MetadataLocation(), Kept: rec.Kept})
+// finishes the job (step 5); a large record is fanned out instead when
+// fanOut allows. me owns the committing state. The record is verified
+// first (verifyExpiry): nothing is deleted before. When the lease is lost
+// on the way (another job took the table), the job ends committed with its
+// deletions left for the table's next expiry (Job.DeletionsLeft), so that
+// it never stays committing and pins nothing.
+func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, me string, cur *table.Table, rec messages.Deletions, why string, fanOut bool) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table, SnapshotsExpired: len(rec.Expired)}
+	rec, err := c.verifyExpiry(ctx, log, job, cur, rec)
+	if errors.Is(err, expire.ErrUnverifiable) {
+		// When in doubt, do not delete: the expiry landed, its files stay
+		// (orphan cleanup, with its own proof, may remove them later).
+		reason := fmt.Sprintf("%s: expired %d snapshots; deleted nothing: %v", why, len(rec.Expired), err)
+		log.Error("expiry committed but not verifiable; nothing deleted", "err", err.Error())
+		out, ferr := c.finish(ctx, log, job, term, currentID(cur), reason)
+		out.SnapshotsExpired = len(rec.Expired)
+		return out, ferr
 	}
-	fsys, err := cur.FS(ctx)
-	if err != nil {
-		return Result{JobID: job.ID, Table: job.Table}, fmt.Errorf("open table IO: %w", err)
-	}
-	known := messages.Int64s(rec.Kept)
-	res, err := c.deleteParts(ctx, log, term, cur, rec, func(files []expire.File) ([]expire.File, error) {
-		return expire.StillUnreferenced(ctx, fsys, cur.Metadata(), known, files)
-	})
-	res.JobID, res.Table, res.SnapshotsExpired = job.ID, job.Table, len(rec.Expired)
 	if err != nil {
 		return res, err
 	}
-	out, err := c.finish(ctx, log, job, term, currentID(cur), fmt.Sprintf("%s: expired %d snapshots, deleted %d files (%d bytes)", why, len(rec.Expired), res.FilesDeleted, res.BytesFreed))
+	if fanOut && c.fanOut != nil && len(rec.Parts) >= c.fanOutParts {
+		return c.fanOutDeletions(ctx, log, job, cur, rec, messages.DeleteTask{MetadataLocation: cur.MetadataLocation(), Kept: rec.Kept, Expired: rec.Expired})
+	}
+	fsys, err := cur.FS(ctx)
+	if err != nil {
+		return res, fmt.Errorf("open table IO: %w", err)
+	}
+	known, gone := messages.Int64s(rec.Kept), messages.Int64s(rec.Expired)
+	done, err := c.deleteParts(ctx, log, term, cur, rec, func(files []expire.File) ([]expire.File, error) {
+		return expire.StillUnreferenced(ctx, fsys, cur.Metadata(), known, gone, files)
+	})
+	res.FilesDeleted, res.BytesFreed = done.FilesDeleted, done.BytesFreed
+	if errors.Is(err, errLeaseLost) {
+		return c.leaveDeletions(ctx, log, job, cur, rec, res, why, err)
+	}
+	if err != nil {
+		return res, err
+	}
+	summary := fmt.Sprintf("%s: expired %d snapshots, deleted %d files (%d bytes)", why, len(rec.Expired), res.FilesDeleted, res.BytesFreed)
+	if len(rec.DroppedRefs) > 0 {
+		return c.endDroppedRefs(ctx, log, job, term, me, rec, res, summary)
+	}
+	out, err := c.finish(ctx, log, job, term, currentID(cur), summary)
 	out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = res.SnapshotsExpired, res.FilesDeleted, res.BytesFreed
 	return out, err
 }
@@ -329,6 +376,9 @@ func (c *Committer) deleteParts(ctx context.Context, log *slog.Logger, term leas
 		}
 		// Still ours? A committer that lost the table stops here.
 		if _, err := c.leases.Renew(ctx, term, c.settings.LeaseTTL); err != nil {
+			if errors.Is(err, lease.ErrLost) {
+				return res, fmt.Errorf("%w before deleting part %d: %w", errLeaseLost, part.Index, err)
+			}
 			return res, fmt.Errorf("renew the lease before deleting: %w", err)
 		}
 		paths := make([]string, len(files))
@@ -410,6 +460,9 @@ func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job j
 	switch job.Kind {
 	case jobs.KindExpire:
 		why = fmt.Sprintf("committed: expired %d snapshots, deleted %d files (%d bytes) in fanned-out tasks", len(rec.Expired), rec.Files, rec.Bytes)
+		if len(rec.DroppedRefs) > 0 {
+			return c.endDroppedRefs(ctx, log, job, term, job.CommitterID, rec, Result{JobID: job.ID, Table: job.Table, SnapshotsExpired: len(rec.Expired), FilesDeleted: rec.Files, BytesFreed: rec.Bytes}, why)
+		}
 		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
 		out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = len(rec.Expired), rec.Files, rec.Bytes
 	default:
@@ -418,4 +471,128 @@ func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job j
 		out.OrphansRemoved = rec.Files
 	}
 	return out, err
+}
+
+// serverSideRequirements reports whether the catalog validates commit
+// requirements on a server that cannot run expire's guard (REST, or a
+// catalog that does not say what it is): the expiry then asserts every ref
+// where it saw it (expire.Updates).
+func (c *Committer) serverSideRequirements() bool {
+	typed, ok := c.catalog.(interface{ CatalogType() catalog.Type })
+	if !ok {
+		return true
+	}
+	switch typed.CatalogType() {
+	case catalog.SQL, catalog.Glue, catalog.Hive:
+		return false // UpdateAndStageTable validates them in the client
+	}
+	return true
+}
+
+// verifyExpiry checks, once, what the expiry's commit did against the
+// metadata the catalog applied it to (expire.FindApplied: the table's
+// metadata log names it). A ref that metadata had and the commit lost,
+// although the expiry did not decide to remove it (a tag or branch another
+// writer created on an expired snapshot, which a catalog that applies
+// updates to its own current metadata drops with the snapshot), is
+// recorded, and every file its snapshot needs is taken out of the parts
+// before anything is deleted. The verified record is written back, so a
+// committer that resumes it does not need the log again. An unverifiable
+// commit (a metadata file of the log gone or unreadable) is
+// expire.ErrUnverifiable: nothing may be deleted.
+func (c *Committer) verifyExpiry(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, rec messages.Deletions) (messages.Deletions, error) {
+	if rec.Verified {
+		return rec, nil
+	}
+	fsys, err := cur.FS(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("open table IO: %w", err)
+	}
+	applied, err := expire.FindApplied(fsys, cur.Metadata(), cur.MetadataLocation(), messages.Int64s(rec.Expired))
+	if err != nil {
+		return rec, err
+	}
+	dropped := expire.Dropped(applied, rec.RemoveRefs)
+	if len(dropped) > 0 {
+		ids := make([]int64, len(dropped))
+		for i, d := range dropped {
+			ids[i] = d.SnapshotID
+			rec.DroppedRefs = append(rec.DroppedRefs, messages.DroppedRef{Name: d.Name, SnapshotID: messages.ID(d.SnapshotID)})
+		}
+		log.Error("the expiry's commit dropped refs it did not decide to remove; their snapshots' files are kept", "dropped_refs", rec.DroppedRefs, "applied_to", applied.BeforeLocation)
+		rec.Files, rec.Bytes = 0, 0
+		for _, key := range rec.Parts {
+			part, found, err := c.readPart(ctx, key)
+			if err != nil {
+				return rec, err
+			}
+			if !found {
+				continue
+			}
+			files := make([]expire.File, len(part.Files))
+			for i, f := range part.Files {
+				files[i] = expire.File{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes}
+			}
+			if files, err = expire.Keep(ctx, fsys, applied.Before, ids, files); err != nil {
+				return rec, err
+			}
+			part.Files = part.Files[:0]
+			for _, f := range files {
+				part.Files = append(part.Files, messages.FileRef{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes})
+				rec.Files++
+				rec.Bytes += f.Bytes
+			}
+			if _, err := putEncoded(ctx, c.blobs, deletionPartName(job.ID, part.Index), part); err != nil {
+				return rec, fmt.Errorf("write deletion part %d without the dropped refs' files: %w", part.Index, err)
+			}
+		}
+	}
+	rec.Verified, rec.AppliedTo = true, applied.BeforeLocation
+	if _, err := putEncoded(ctx, c.blobs, DeletionsName(job.ID), rec); err != nil {
+		return rec, fmt.Errorf("write the verified deletions record: %w", err)
+	}
+	return rec, nil
+}
+
+// readPart reads one deletion part; found is false when it is gone (its
+// files were deleted).
+func (c *Committer) readPart(ctx context.Context, key string) (messages.DeletionPart, bool, error) {
+	var part messages.DeletionPart
+	b, err := c.blobs.Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return part, false, nil
+	}
+	if err != nil {
+		return part, false, fmt.Errorf("read deletion part: %w", err)
+	}
+	if err := messages.Decode(b, &part); err != nil {
+		return part, false, fmt.Errorf("%w: deletion part %s: %w", ErrInvariant, key, err)
+	}
+	return part, true, nil
+}
+
+// endDroppedRefs ends an expiry whose commit dropped refs (verifyExpiry)
+// as failed, loud: the snapshots are gone from the table and cannot be
+// added back through a catalog commit (a snapshot older than the table's
+// last sequence number is refused), so the refs are lost there; their
+// files are all still on storage and the reason names the metadata file
+// from which an operator can restore them.
+func (c *Committer) endDroppedRefs(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, me string, rec messages.Deletions, res Result, summary string) (Result, error) {
+	names := make([]string, len(rec.DroppedRefs))
+	for i, d := range rec.DroppedRefs {
+		names[i] = fmt.Sprintf("%s (snapshot %d)", d.Name, d.SnapshotID)
+	}
+	reason := fmt.Sprintf("%s; but the catalog also dropped refs another writer created during the expiry: %s; every file they need was kept; their snapshots are in %s", summary, strings.Join(names, ", "), rec.AppliedTo)
+	res.Outcome, res.Reason = OutcomeFailed, reason
+	if err := c.jobs.EndCommitting(ctx, job.ID, me, jobs.Failed, reason); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
+		return res, err
+	}
+	log.Error("expiry ended failed: refs dropped by its commit", "reason", reason)
+	if _, err := c.leases.RecordFailure(ctx, job.Table, messages.FailInvariant); err != nil {
+		log.Warn("record failure", "err", err.Error())
+	}
+	if err := c.leases.Release(ctx, term); err != nil && !errors.Is(err, lease.ErrLost) {
+		log.Warn("release lease", "err", err.Error())
+	}
+	return res, nil
 }

@@ -163,7 +163,7 @@ func deletable(ctx context.Context, tbl *table.Table, dt *messages.DeleteTask, p
 	if err != nil {
 		return nil, 0, fmt.Errorf("deletions: open table IO: %w", err)
 	}
-	files, err = expire.StillUnreferenced(ctx, fsys, tbl.Metadata(), messages.Int64s(dt.Kept), files)
+	files, err = expire.StillUnreferenced(ctx, fsys, tbl.Metadata(), messages.Int64s(dt.Kept), messages.Int64s(dt.Expired), files)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 	"strconv"
@@ -245,27 +246,6 @@ func Select(meta table.Metadata, now time.Time, r Retention, pinned ...int64) Se
 	return sel
 }
 
-// Updates are the metadata changes that apply a selection made on base,
-// and the requirements that make the commit fail if a ref moved since
-// (iceberg-go asserts each ref's snapshot the same way).
-func Updates(base table.Metadata, sel Selection) ([]table.Requirement, []table.Update) {
-	var reqs []table.Requirement
-	for name, ref := range base.Refs() {
-		id := ref.SnapshotID
-		reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
-	}
-	var updates []table.Update
-	for _, name := range sel.RemovedRefs {
-		updates = append(updates, table.NewRemoveSnapshotRefUpdate(name))
-	}
-	if ids := sel.ExpiredIDs(); len(ids) > 0 {
-		// postCommit false: the files are deleted by the caller, after a
-		// durable record of them.
-		updates = append(updates, table.NewRemoveSnapshotsUpdate(ids, false))
-	}
-	return reqs, updates
-}
-
 // File is a file an expiry frees.
 type File struct {
 	Path string `json:"path"`
@@ -365,41 +345,79 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 	return out, nil
 }
 
-// StillUnreferenced returns the files no snapshot of cur references,
-// reading only the snapshots not in known (those committed since the
-// files were listed): what may still be deleted once the expiry is
-// committed, whatever was committed meanwhile.
-func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadata, known []int64, files []File) ([]File, error) {
-	var fresh []table.Snapshot
-	for _, s := range cur.Snapshots() {
-		if !slices.Contains(known, s.SnapshotID) {
-			fresh = append(fresh, s)
-		}
-	}
+// StillUnreferenced returns the files nothing the table keeps references:
+// no snapshot of cur and no snapshot of any metadata file still in cur's
+// metadata log (another tool may roll the table back to one of them, and
+// a reader may time-travel through it), apart from the snapshots in known
+// (listed as not referencing these files) and in expired (the ones the
+// expiry removed); and no statistics file listed there for a snapshot not
+// in expired. It is what may still be deleted once the expiry is
+// committed, whatever was committed meanwhile. A metadata file of the log
+// that no longer exists cannot be read by anyone and is passed over; one
+// that cannot be read is an error.
+func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadata, known, expired []int64, files []File) ([]File, error) {
 	set := map[string]File{}
 	for _, f := range files {
 		set[f.Path] = f
 	}
-	if len(fresh) > 0 {
-		ms, err := manifestsOf(ctx, fsys, fresh)
+	skip := map[int64]bool{}
+	for _, id := range known {
+		skip[id] = true
+	}
+	gone := map[int64]bool{}
+	for _, id := range expired {
+		skip[id], gone[id] = true, true
+	}
+	check := func(m table.Metadata, logged bool) error {
+		var fresh []table.Snapshot
+		for _, s := range m.Snapshots() {
+			if !skip[s.SnapshotID] {
+				fresh = append(fresh, s)
+				skip[s.SnapshotID] = true
+			}
+		}
+		if logged {
+			for _, s := range fresh {
+				// A snapshot only the log still has, whose files an
+				// earlier expiry deleted (its manifest list first), can
+				// be read by nobody: nothing it names is needed on its
+				// account.
+				if err := dropReferenced(ctx, fsys, m, []table.Snapshot{s}, set); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+		} else if err := dropReferenced(ctx, fsys, m, fresh, set); err != nil {
+			return err
+		}
+		for sf := range m.Statistics() {
+			if !gone[sf.SnapshotID] {
+				delete(set, sf.StatisticsPath)
+			}
+		}
+		for psf := range m.PartitionStatistics() {
+			if !gone[psf.SnapshotID] {
+				delete(set, psf.StatisticsPath)
+			}
+		}
+		return nil
+	}
+	if err := check(cur, false); err != nil {
+		return nil, err
+	}
+	for e := range cur.PreviousFiles() {
+		if len(set) == 0 {
+			break
+		}
+		m, err := ReadMetadata(fsys, e.MetadataFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
+			return nil, fmt.Errorf("expire: read metadata file %s of the table's log: %w", e.MetadataFile, err)
+		}
+		if err := check(m, true); err != nil {
 			return nil, err
 		}
-		for p := range ms {
-			delete(set, p)
-		}
-		for _, s := range fresh {
-			delete(set, s.ManifestList)
-		}
-		if err := dropLive(ctx, fsys, ms, set); err != nil {
-			return nil, err
-		}
-	}
-	for sf := range cur.Statistics() {
-		delete(set, sf.StatisticsPath)
-	}
-	for psf := range cur.PartitionStatistics() {
-		delete(set, psf.StatisticsPath)
 	}
 	out := make([]File, 0, len(set))
 	for _, f := range files {

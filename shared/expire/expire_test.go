@@ -179,7 +179,7 @@ func TestUnreferenced_ExpiryFreesExactlyTheFilesOnlyExpiredSnapshotsUse(t *testi
 				before[s.SnapshotID] = fp
 			}
 			sel := Select(pre, time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 3, MaxSnapshotAge: time.Minute, MaxRefAge: forever})
-			reqs, updates := Updates(pre, sel)
+			reqs, updates := Updates(pre, sel, false)
 			postMeta, _, err := f.cat.CommitTable(f.ctx, f.ident, reqs, updates)
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +192,7 @@ func TestUnreferenced_ExpiryFreesExactlyTheFilesOnlyExpiredSnapshotsUse(t *testi
 			if err != nil {
 				t.Fatal(err)
 			}
-			if freed, err = StillUnreferenced(f.ctx, fsys, postMeta, ids(sel.Kept), freed); err != nil {
+			if freed, err = StillUnreferenced(f.ctx, fsys, postMeta, ids(sel.Kept), sel.ExpiredIDs(), freed); err != nil {
 				t.Fatal(err)
 			}
 			kinds := map[string]int{}
@@ -336,14 +336,14 @@ func TestStillUnreferenced_DropsWhatSnapshotsCommittedSinceReference(t *testing.
 			before = append(before, s.SnapshotID)
 		}
 	}
-	got, err := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), before, listed)
+	got, err := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), before, nil, listed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Path != "file:///nowhere/x.parquet" {
 		t.Fatalf("still unreferenced %v, want only the file no snapshot names", got)
 	}
-	if got, _ := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), ids(tbl.Metadata().Snapshots()), listed); len(got) != len(listed) {
+	if got, _ := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), ids(tbl.Metadata().Snapshots()), nil, listed); len(got) != len(listed) {
 		t.Fatalf("with every snapshot known, %d of %d files kept; want all (only new snapshots are read)", len(got), len(listed))
 	}
 }

@@ -140,6 +140,12 @@ type Job struct {
 	Continues      bool  `json:"continues,omitempty"`
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64 `json:"committed_snapshot_id,string,omitempty"`
+	// DeletionsLeft: a committed expiry or orphan cleanup ended before it
+	// deleted every file of its deletions record (its lease was lost, or its
+	// deletions could not finish within it). The record stays; the table's
+	// next expiry finishes it (package commit, leftovers.go), and until then
+	// the job stays among the lease's past jobs.
+	DeletionsLeft bool `json:"deletions_left,omitempty"`
 	// CommitterID owns the committing state.
 	CommitterID string `json:"committer_id,omitempty"`
 	// BatchSize is the number of groups per commit of a batched job
@@ -436,6 +442,30 @@ func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, 
 		func(err error) error { return fmt.Errorf("jobs: mark %s committed: %w", id, err) })
 }
 
+// MarkCommittedLeavingDeletions moves a committing job to committed with
+// DeletionsLeft set: its catalog commit landed but some of the files it
+// frees are not deleted yet (Job.DeletionsLeft). Like MarkCommitted it
+// needs only the committing state: a committer that lost the lease may
+// still end its own job, and must, so that the job pins nothing.
+func (s *Store) MarkCommittedLeavingDeletions(ctx context.Context, id string, snapshotID int64, reason string) error {
+	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, committed_snapshot = :snap, deletions_left = :left, updated_at = :now", "job_state = :from", map[string]types.AttributeValue{
+		":to": str(string(Committed)), ":from": str(string(Committing)), ":left": &types.AttributeValueMemberBOOL{Value: true},
+		":reason": str(reason), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
+	},
+		func() error { return fmt.Errorf("%w: job %s is not committing", ErrStateConflict, id) },
+		func(err error) error { return fmt.Errorf("jobs: mark %s committed with deletions left: %w", id, err) })
+}
+
+// ClearDeletionsLeft records that a committed job's leftover deletions are
+// done (Job.DeletionsLeft false); the job may then be forgotten.
+func (s *Store) ClearDeletionsLeft(ctx context.Context, id string) error {
+	return s.updateJob(ctx, id, "REMOVE deletions_left SET updated_at = :now", "job_state = :committed", map[string]types.AttributeValue{
+		":committed": str(string(Committed)), ":now": num(s.now().UnixMilli()),
+	},
+		func() error { return fmt.Errorf("%w: job %s is not committed", ErrStateConflict, id) },
+		func(err error) error { return fmt.Errorf("jobs: clear deletions left of %s: %w", id, err) })
+}
+
 // claimable is the job-item condition of RegisterAttempt and Claim: the
 // job is planned or running under the task's lease token, or it is a
 // batched job committing one of its batches (batches.go): a claim then
@@ -677,6 +707,7 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		DeferredGroups:      int(getN(it, "deferred_groups")),
 		DeferredBytes:       getN(it, "deferred_bytes"),
 		Continues:           getBool(it, "continues"),
+		DeletionsLeft:       getBool(it, "deletions_left"),
 		CommittedSnapshotID: getN(it, "committed_snapshot"),
 		CommitterID:         getS(it, "committer_id"),
 		CreatedAt:           time.UnixMilli(getN(it, "created_at")),

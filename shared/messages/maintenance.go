@@ -18,6 +18,10 @@ type ExpiryPlan struct {
 	// Expire and RemoveRefs are what the planner selected.
 	Expire     []ID     `json:"expire_snapshot_ids"`
 	RemoveRefs []string `json:"remove_refs,omitempty"`
+	// Leftovers are earlier expiry and orphan cleanup jobs of the table
+	// whose commit landed but whose deletions did not finish
+	// (jobs.Job.DeletionsLeft): this job's committer finishes them first.
+	Leftovers []string `json:"leftover_jobs,omitempty"`
 }
 
 // Deletions is an expiry's durable record of the files it frees, written
@@ -39,6 +43,24 @@ type Deletions struct {
 	// Parts are the keys (in icekeeper's bucket) of the DeletionPart
 	// objects, at most DeletionPartFiles files each.
 	Parts []string `json:"parts"`
+	// Verified: the expiry's commit was checked against the metadata the
+	// catalog applied it to (AppliedTo), and the parts hold only files
+	// nothing that metadata kept needs. No file of an expiry's record is
+	// deleted before it is verified.
+	Verified  bool   `json:"verified,omitempty"`
+	AppliedTo string `json:"applied_to,omitempty"`
+	// DroppedRefs are refs the catalog dropped although the expiry did not
+	// remove them (created on an expired snapshot by another writer during
+	// the expiry, on a catalog that could not refuse the commit); every
+	// file their snapshots need was taken out of the parts.
+	DroppedRefs []DroppedRef `json:"dropped_refs,omitempty"`
+}
+
+// DroppedRef is a ref an expiry's commit lost: its name and the snapshot
+// it pointed at (in AppliedTo's metadata, from which it can be restored).
+type DroppedRef struct {
+	Name       string `json:"name"`
+	SnapshotID ID     `json:"snapshot_id"`
 }
 
 // DeletionPartFiles is the most files one DeletionPart lists.
@@ -184,7 +206,11 @@ type DeleteTask struct {
 	// committed, or when the orphans were listed.
 	MetadataLocation string `json:"metadata_location"`
 	Kept             []ID   `json:"kept_snapshot_ids,omitempty"`
-	Orphans          bool   `json:"orphans,omitempty"`
+	// Expired are the snapshots the expiry removed: the metadata files of
+	// the table's log still have them, and they are not read for what the
+	// table needs.
+	Expired []ID `json:"expired_snapshot_ids,omitempty"`
+	Orphans bool `json:"orphans,omitempty"`
 }
 
 // LayoutPlan is a layout change job's plan: the table's sort order (or

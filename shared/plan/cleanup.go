@@ -41,7 +41,9 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 			log.Warn("clean-up: read past job", "past_job", id, "err", err.Error())
 			continue
 		}
-		if !j.State.Terminal() {
+		if !j.State.Terminal() || j.DeletionsLeft {
+			// A job with deletions left is remembered until the table's
+			// next expiry finishes them (ExpiryPlan.Leftovers).
 			continue
 		}
 		groups, err := p.jobs.Groups(ctx, id)

@@ -49,8 +49,12 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 	if err != nil {
 		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
 	}
+	leftovers, err := p.leftovers(ctx, l.PastJobs)
+	if err != nil {
+		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
+	}
 	sel := expire.Select(tbl.Metadata(), p.now(), retention, pinned...)
-	if sel.Empty() {
+	if sel.Empty() && len(leftovers) == 0 {
 		res.Outcome = OutcomeNothingToDo
 		res.Reason = fmt.Sprintf("no snapshot is due for expiry (%d snapshots; keep %d per branch, expire after %s)", len(tbl.Metadata().Snapshots()), retention.MinSnapshotsToKeep, retention.MaxSnapshotAge)
 		return res, false, nil
@@ -58,7 +62,7 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
 	res.SnapshotID = pin.SnapshotID
 	planObj := messages.ExpiryPlan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin,
-		Pinned: messages.IDs(pinned), Expire: messages.IDs(sel.ExpiredIDs()), RemoveRefs: sel.RemovedRefs}
+		Pinned: messages.IDs(pinned), Expire: messages.IDs(sel.ExpiredIDs()), RemoveRefs: sel.RemovedRefs, Leftovers: leftovers}
 	body, err := messages.Encode(planObj)
 	if err != nil {
 		return res, false, err
@@ -77,6 +81,9 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 	why := fmt.Sprintf("%d snapshots due for expiry", len(sel.Expired))
 	if len(sel.RemovedRefs) > 0 {
 		why += fmt.Sprintf(", %d refs past their max age", len(sel.RemovedRefs))
+	}
+	if len(leftovers) > 0 {
+		why += fmt.Sprintf(", the deletions %d earlier expiries left", len(leftovers))
 	}
 	log.Info("expiry selected", "expire", len(sel.Expired), "remove_refs", sel.RemovedRefs, "pinned", pinned)
 	return p.handToCommitter(ctx, log, res, job, why)
@@ -99,4 +106,24 @@ func (p *Planner) pinsInFlight(ctx context.Context, past []string) ([]int64, err
 		}
 	}
 	return pins, nil
+}
+
+// leftovers lists the ended expiries among past whose deletions are not
+// finished (jobs.Job.DeletionsLeft): the next expiry's committer finishes
+// them.
+func (p *Planner) leftovers(ctx context.Context, past []string) ([]string, error) {
+	var out []string
+	for _, id := range past {
+		j, err := p.jobs.Get(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read job %s for its deletions: %w", id, err)
+		}
+		if j.State.Terminal() && j.DeletionsLeft {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
