@@ -510,7 +510,7 @@ func (s *Store) registerAttempt(ctx context.Context, jobID string, token int64, 
 		},
 	})
 	if err != nil {
-		return s.explainTxnFailure(ctx, err, jobID, token, group, "register attempt")
+		return s.explainTxnFailure(ctx, err, jobID, token, group, "register attempt", "")
 	}
 	return nil
 }
@@ -551,7 +551,7 @@ func (s *Store) claim(ctx context.Context, jobID string, token int64, group int,
 		},
 	})
 	if err != nil {
-		return s.explainTxnFailure(ctx, err, jobID, token, group, "claim")
+		return s.explainTxnFailure(ctx, err, jobID, token, group, "claim", attempt)
 	}
 	return nil
 }
@@ -578,11 +578,24 @@ func (s *Store) FailGroup(ctx context.Context, jobID string, group int, reason s
 }
 
 // explainTxnFailure turns a cancelled transaction into the sentinel that
-// names the condition that failed, by reading both items back.
-func (s *Store) explainTxnFailure(ctx context.Context, err error, jobID string, token int64, group int, what string) error {
+// names the condition that failed, by reading both items back. For a
+// claim (winner not empty), a group already won by that same attempt is
+// no failure: an earlier try of the same claim landed (the SDK or
+// retryConflicts sent it again after a lost response), and reporting it
+// lost would make the winner delete its own files.
+func (s *Store) explainTxnFailure(ctx context.Context, err error, jobID string, token int64, group int, what, winner string) error {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) && !isConditionFailed(err) {
 		return fmt.Errorf("jobs: %s group %d of %s: %w", what, group, jobID, err)
+	}
+	if winner != "" {
+		g, gerr := s.Group(ctx, jobID, group)
+		if gerr != nil {
+			return gerr
+		}
+		if g.State == GroupDone && g.Winner == winner {
+			return nil
+		}
 	}
 	j, gerr := s.Get(ctx, jobID)
 	if gerr != nil {

@@ -236,3 +236,31 @@ func TestStore_RecordsExpireByTTL(t *testing.T) {
 		t.Fatalf("%d items, want the job and its group", n)
 	}
 }
+
+// TestStore_AClaimWhoseEarlierTryWonIsWon: the same claim sent again (an
+// earlier try landed, its response was lost) reports the group won, not
+// settled by another: the winner must keep its files. Another attempt's
+// claim is still refused.
+func TestStore_AClaimWhoseEarlierTryWonIsWon(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	create(t, s, "j1", 2)
+	for _, a := range []string{"a1", "a2"} {
+		if err := s.RegisterAttempt(ctx, "j1", 7, 0, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Claim(ctx, "j1", 7, 0, "a1", "d1", 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, "j1", 7, 0, "a1", "d1", 10); err != nil {
+		t.Fatalf("the same claim again: %v, want won", err)
+	}
+	if err := s.Claim(ctx, "j1", 7, 0, "a2", "d2", 10); !errors.Is(err, jobs.ErrGroupSettled) {
+		t.Fatalf("another attempt's claim: %v, want ErrGroupSettled", err)
+	}
+	g, err := s.Group(ctx, "j1", 0)
+	if err != nil || g.Winner != "a1" || g.DescriptorKey != "d1" {
+		t.Fatalf("group %+v %v", g, err)
+	}
+}
