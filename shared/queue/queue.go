@@ -57,10 +57,9 @@ func (q *Queue) Send(ctx context.Context, body string) error {
 // SendAll sends bodies in batches of ten; it returns an error if any message
 // could not be sent (the ones before it were).
 func (q *Queue) SendAll(ctx context.Context, bodies []string) error {
-	for start := 0; start < len(bodies); start += 10 {
-		end := min(start+10, len(bodies))
-		entries := make([]types.SendMessageBatchRequestEntry, 0, end-start)
-		for i := start; i < end; i++ {
+	for _, batch := range Batches(bodies) {
+		entries := make([]types.SendMessageBatchRequestEntry, 0, len(batch))
+		for _, i := range batch {
 			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(bodies[i])})
 		}
 		out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
@@ -73,6 +72,40 @@ func (q *Queue) SendAll(ctx context.Context, bodies []string) error {
 		}
 	}
 	return nil
+}
+
+// SendMessageBatch's limits: at most 10 entries, and the sum of the
+// entries' body lengths at most 262,144 bytes (the SendMessageBatch API
+// reference: "The maximum allowed individual message size and the maximum
+// total payload size (the sum of the individual lengths of all of the
+// batched messages) are both 256 KiB (262,144 bytes)"; SQS has since
+// raised both to 1 MiB, and the smaller bound holds under either).
+// A batch over it fails whole with BatchRequestTooLong.
+const (
+	MaxBatchEntries = 10
+	MaxBatchBytes   = 262_144
+)
+
+// Batches splits bodies, in order, into the index lists of the batches
+// SendAll sends: each at most MaxBatchEntries entries and MaxBatchBytes
+// bytes of bodies; a body larger than MaxBatchBytes goes alone (SQS then
+// refuses it, saying why).
+func Batches(bodies []string) [][]int {
+	var out [][]int
+	var cur []int
+	size := 0
+	for i, b := range bodies {
+		if len(cur) > 0 && (len(cur) == MaxBatchEntries || size+len(b) > MaxBatchBytes) {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, i)
+		size += len(b)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // Message is one received message.
