@@ -182,6 +182,11 @@ const (
 	SkipInvalidProperties = "invalid_properties"
 	SkipCooldown          = "cooldown"
 	SkipNoSuchTable       = "no_such_table"
+	// SkipNotIceberg: the catalog has the table, but not as an Iceberg
+	// table (a Hive or plain Parquet table of a granted Glue database,
+	// made by a crawler or an Athena CTAS; Glue's Iceberg REST endpoint
+	// lists those too: "call LoadTable to determine").
+	SkipNotIceberg = "not_iceberg"
 	SkipHealthy           = "healthy"
 	SkipBudgetJobs        = "budget_max_jobs"
 	SkipBudgetBytes       = "budget_max_bytes"
@@ -464,6 +469,8 @@ func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o Table
 		switch {
 		case errors.Is(err, catalog.ErrNoSuchTable), errors.Is(err, catalog.ErrNoSuchNamespace):
 			return d.skip(log, o, SkipNoSuchTable, err.Error()), nil
+		case NotIceberg(err):
+			return d.skip(log, o, SkipNotIceberg, err.Error()), nil
 		case !granted:
 			// Without a grant the functions may not be allowed to read the
 			// table at all; that is expected, not an error.
@@ -730,6 +737,10 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 				outs = append(outs, d.skip(tlog, o, SkipNoSuchTable, err.Error()))
 				continue
 			}
+			if NotIceberg(err) {
+				outs = append(outs, d.skip(tlog, o, SkipNotIceberg, err.Error()))
+				continue
+			}
 			errs = append(errs, fmt.Errorf("trigger: load %s: %w", name, err))
 			continue
 		}
@@ -815,6 +826,10 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 		if err != nil {
 			if errors.Is(err, catalog.ErrNoSuchTable) {
 				outs = append(outs, d.skip(tlog, o, SkipNoSuchTable, err.Error()))
+				continue
+			}
+			if NotIceberg(err) {
+				outs = append(outs, d.skip(tlog, o, SkipNotIceberg, err.Error()))
 				continue
 			}
 			errs = append(errs, fmt.Errorf("trigger: load %s: %w", name, err))
@@ -964,4 +979,12 @@ func (d *Dispatcher) count(tableName, name, reason string) {
 	if err := d.metrics.Emit(dims, metrics.Metric{Name: name, Value: 1, Unit: metrics.Count}); err != nil {
 		d.log.Warn("emit metric", "metric", name, "err", err.Error())
 	}
+}
+
+// NotIceberg reports a load error that says the table is not an Iceberg
+// table. iceberg-go's glue catalog has no sentinel for it, only its
+// message ("table %s.%s is not an iceberg table", catalog/glue/glue.go,
+// when the Glue table's table_type parameter is not ICEBERG).
+func NotIceberg(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "is not an iceberg table")
 }
