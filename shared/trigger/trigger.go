@@ -186,7 +186,7 @@ const (
 	// table (a Hive or plain Parquet table of a granted Glue database,
 	// made by a crawler or an Athena CTAS; Glue's Iceberg REST endpoint
 	// lists those too: "call LoadTable to determine").
-	SkipNotIceberg = "not_iceberg"
+	SkipNotIceberg        = "not_iceberg"
 	SkipHealthy           = "healthy"
 	SkipBudgetJobs        = "budget_max_jobs"
 	SkipBudgetBytes       = "budget_max_bytes"
