@@ -300,7 +300,7 @@ func (e *env) jobFilesOnDisk(jobID string) []string {
 	batches := e.job(jobID).Batches()
 	for p := range e.filesOnDisk() {
 		for b := 0; b <= batches; b++ {
-			if outputs.OfAttempt(p, commit.RebaseAttempt(jobID, b)) {
+			if outputs.OfAttempt(p, jobs.RebaseAttempt(jobID, b)) {
 				left = append(left, p) // its rebase's delete files (Parquet or Puffin)
 			}
 		}

@@ -302,10 +302,10 @@ func TestPartialProgress_AConflictAbortsOnlyItsBatchAndKeepsTheOthersRebasedDele
 			rebased := 0
 			live := e.referencedFiles()
 			for path := range e.filesOnDisk() {
-				if outputs.OfAttempt(path, commit.RebaseAttempt(r.JobID, 1)) && live[path] {
+				if outputs.OfAttempt(path, jobs.RebaseAttempt(r.JobID, 1)) && live[path] {
 					rebased++
 				}
-				if outputs.OfAttempt(path, commit.RebaseAttempt(r.JobID, 2)) {
+				if outputs.OfAttempt(path, jobs.RebaseAttempt(r.JobID, 2)) {
 					t.Fatalf("the aborted batch left its rebased delete %s", path)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
@@ -105,7 +106,7 @@ func (e *env) requireRebasedFilesLive(jobID string) {
 	batches := e.job(jobID).Batches()
 	for p := range e.filesOnDisk() {
 		for b := 0; b <= batches; b++ {
-			if outputs.OfAttempt(p, commit.RebaseAttempt(jobID, b)) && !live[p] {
+			if outputs.OfAttempt(p, jobs.RebaseAttempt(jobID, b)) && !live[p] {
 				e.t.Fatalf("rebased delete file %s is on disk but not in the table", p)
 			}
 		}
@@ -302,7 +303,7 @@ func TestRebase_ACommitterThatDiesAfterRebasingLeavesNothing(t *testing.T) {
 	}
 	left := 0
 	for p := range e.filesOnDisk() {
-		if outputs.OfAttempt(p, commit.RebaseAttempt(r.JobID, 0)) {
+		if outputs.OfAttempt(p, jobs.RebaseAttempt(r.JobID, 0)) {
 			left++
 		}
 	}

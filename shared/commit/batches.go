@@ -413,13 +413,7 @@ func (c *Committer) removeUnkept(ctx context.Context, job jobs.Job, batch int) (
 		}
 		attempts = append(attempts, job.Unreferenced(g)...)
 	}
-	if job.Kind == jobs.KindCompaction {
-		for _, b := range rebaseBatches(job, batch) {
-			if _, ok := job.CommittedBatches[b]; !ok && !(b == 0 && job.State == jobs.Committed) {
-				attempts = append(attempts, RebaseAttempt(job.ID, b))
-			}
-		}
-	}
+	attempts = append(attempts, job.UnreferencedRebases(batch)...)
 	if len(attempts) == 0 {
 		return 0, nil
 	}
@@ -434,18 +428,3 @@ func (c *Committer) removeUnkept(ctx context.Context, job jobs.Job, batch int) (
 	return outputs.RemoveAttempts(ctx, tbl, attempts)
 }
 
-// rebaseBatches lists the commits whose rebase files removeUnkept looks
-// at: batch, or every batch of a batched job, or the job's one commit (0).
-func rebaseBatches(job jobs.Job, batch int) []int {
-	switch {
-	case batch > 0:
-		return []int{batch}
-	case job.Batched():
-		out := make([]int, 0, job.Batches())
-		for b := 1; b <= job.Batches(); b++ {
-			out = append(out, b)
-		}
-		return out
-	}
-	return []int{0}
-}

@@ -568,7 +568,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		// files: the job's snapshot is not in the table and its catalog
 		// call can no longer land (CommitDeadline), so nothing references
 		// them.
-		if n, err := outputs.RemoveAttempts(ctx, pinned, []string{RebaseAttempt(job.ID, batch)}); err != nil {
+		if n, err := outputs.RemoveAttempts(ctx, pinned, []string{jobs.RebaseAttempt(job.ID, batch)}); err != nil {
 			log.Warn("remove the previous committer's rebased deletes", "err", err.Error())
 		} else if n > 0 {
 			log.Info("removed the previous committer's rebased deletes", "files", n)

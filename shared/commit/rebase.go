@@ -46,7 +46,7 @@ package commit
 //     no new position delete files);
 //   - a row map that does not add up.
 //
-// The rebased files are named with the job's rebase attempt id (RebaseAttempt),
+// The rebased files are named with the job's rebase attempt id (jobs.RebaseAttempt),
 // so that an abort removes them with the rewriters' files; a round that
 // meets a conflict removes its own before the next.
 
@@ -65,7 +65,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
-	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/shared/deletefiles"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -85,23 +84,6 @@ type groupOutput struct {
 type rebasedDelete struct {
 	file iceberg.DataFile
 	seq  int64
-}
-
-// rebaseNamespace derives a job's rebase attempt id from its job id.
-var rebaseNamespace = uuid.MustParse("4f1c7e2a-9b3d-4c5e-8a6f-0d2e1b3c4a5f")
-
-// RebaseAttempt is the attempt id whose stem every delete file a job's
-// rebase writes carries: fixed per job and batch (0 for a job's one
-// commit), so that an abort or a committer taking over finds them without
-// a record. Each batch of a batched job has its own: removing what an
-// uncommitted batch's rebase wrote must never touch the rebased deletes of
-// a batch that committed, which the table references.
-func RebaseAttempt(jobID string, batch int) string {
-	name := jobID
-	if batch > 0 {
-		name = fmt.Sprintf("%s/batch/%d", jobID, batch)
-	}
-	return uuid.NewSHA1(rebaseNamespace, []byte(name)).String()[:32] + "0000"
 }
 
 // mayTarget reports whether a position delete file or deletion vector may
@@ -255,7 +237,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	if err != nil {
 		return st, fmt.Errorf("%w: location provider: %w", ErrAborted, err)
 	}
-	run, err := outputs.RunID(RebaseAttempt(job.ID, st.batch), 1+rand.IntN(outputs.MaxRuns-1))
+	run, err := outputs.RunID(jobs.RebaseAttempt(job.ID, st.batch), 1+rand.IntN(outputs.MaxRuns-1))
 	if err != nil {
 		return st, err
 	}

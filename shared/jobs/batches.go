@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
 )
 
 // Batched reports whether the job commits its groups in batches.
@@ -223,6 +224,54 @@ func (j Job) Unreferenced(g Group) []string {
 			continue
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// rebaseNamespace derives a job's rebase attempt ids from its job id.
+var rebaseNamespace = uuid.MustParse("4f1c7e2a-9b3d-4c5e-8a6f-0d2e1b3c4a5f")
+
+// RebaseAttempt is the attempt id whose stem every delete file a job's
+// rebase writes carries (package commit, rebase.go): fixed per job and
+// batch (0 for a job's one commit), so that an abort, a committer taking
+// over or the next job's clean-up finds them without a record. Each batch
+// of a batched job has its own: removing what an uncommitted batch's
+// rebase wrote must never touch the rebased deletes of a batch that
+// committed, which the table references.
+func RebaseAttempt(jobID string, batch int) string {
+	name := jobID
+	if batch > 0 {
+		name = fmt.Sprintf("%s/batch/%d", jobID, batch)
+	}
+	return uuid.NewSHA1(rebaseNamespace, []byte(name)).String()[:32] + "0000"
+}
+
+// UnreferencedRebases lists the rebase attempts (RebaseAttempt) of a
+// compaction whose files no committed snapshot references: those of every
+// batch (or of its one commit) that did not commit, limited to batch when
+// it is not 0. A committed round's rebased deletes share their attempt's
+// name with the rounds before it that conflicted, so a committed batch's
+// attempt is never listed: its earlier rounds' files are removed by the
+// committer when the round fails (removeRebased), not by name.
+func (j Job) UnreferencedRebases(batch int) []string {
+	if j.Kind != KindCompaction {
+		return nil
+	}
+	batches := []int{0}
+	switch {
+	case batch > 0:
+		batches = []int{batch}
+	case j.Batched():
+		batches = batches[:0]
+		for b := 1; b <= j.Batches(); b++ {
+			batches = append(batches, b)
+		}
+	}
+	var out []string
+	for _, b := range batches {
+		if _, ok := j.CommittedBatches[b]; !ok && !(b == 0 && j.State == Committed) {
+			out = append(out, RebaseAttempt(j.ID, b))
+		}
 	}
 	return out
 }

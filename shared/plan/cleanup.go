@@ -54,6 +54,10 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 		for _, g := range groups {
 			attempts = append(attempts, j.Unreferenced(g)...)
 		}
+		// A commit that crashed in a rebase round, or a job that ended
+		// without committing after one, leaves rebased deletes no record
+		// names; they carry the job's rebase attempt ids.
+		attempts = append(attempts, j.UnreferencedRebases(0)...)
 		done = append(done, id)
 	}
 	if len(attempts) > 0 {
