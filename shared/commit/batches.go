@@ -427,4 +427,3 @@ func (c *Committer) removeUnkept(ctx context.Context, job jobs.Job, batch int) (
 	}
 	return outputs.RemoveAttempts(ctx, tbl, attempts)
 }
-
