@@ -10,7 +10,7 @@
 //     metadata location does not need: for an expiry no snapshot but the
 //     kept ones the list was made against references them
 //     (expire.StillUnreferenced), for an orphan cleanup no metadata does
-//     (health.StillOrphans);
+//     (orphans.Still);
 //   - the part's object is removed once its files are; a redelivered task
 //     whose part is gone does nothing; deleting a file twice is harmless;
 //   - the task that finds no part left sends the commit request that lets
@@ -29,9 +29,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/expire"
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
@@ -152,7 +152,7 @@ func deletable(ctx context.Context, tbl *table.Table, dt *messages.DeleteTask, p
 		for i, f := range part.Files {
 			all[i] = f.Path
 		}
-		still, err := health.StillOrphans(ctx, tbl, all)
+		still, err := orphans.Still(ctx, func(context.Context) (*table.Table, error) { return tbl, nil }, all)
 		return still, 0, err
 	}
 	files := make([]expire.File, len(part.Files))

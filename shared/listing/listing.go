@@ -1,7 +1,7 @@
 // Package listing lists one prefix of a table's location for orphan files,
 // as a task on the task queue: an orphan cleanup of a table too large to
 // list in one function fans its listing out, one task per prefix
-// (health.OrphanPrefixes), so a location of millions of objects is listed
+// (orphans.Prefixes), so a location of millions of objects is listed
 // by many workers, each holding only its prefix's references.
 //
 // Invariants, for each task:
@@ -26,9 +26,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/blob"
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
 // Blobs reads, writes and removes the markers and findings.
@@ -147,12 +147,12 @@ func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName stri
 	if err != nil {
 		return 0, fmt.Errorf("listing: %w", err)
 	}
-	found, err := health.FindOrphansIn(ctx, tbl, health.Prefix{Path: lt.Prefix, Shallow: lt.Shallow}, time.UnixMilli(lt.OlderThanUnixMillis))
+	found, err := orphans.Find(ctx, tbl, orphans.Prefix{Path: lt.Prefix, Shallow: lt.Shallow}, time.UnixMilli(lt.OlderThanUnixMillis))
 	if err != nil {
 		return 0, fmt.Errorf("listing: %w", err)
 	}
-	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found))}
-	for i, f := range found {
+	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found.Orphans)), Metadata: found.Metadata}
+	for i, f := range found.Orphans {
 		out.Files[i] = messages.FileRef{Path: f.Path, Kind: "orphan", Bytes: f.Bytes}
 	}
 	body, err := messages.Encode(out)
@@ -165,5 +165,5 @@ func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName stri
 	if err := blobs.Delete(ctx, lt.MarkerKey); err != nil {
 		return 0, fmt.Errorf("listing: remove marker: %w", err)
 	}
-	return len(found), nil
+	return len(found.Orphans), nil
 }
