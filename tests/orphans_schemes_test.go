@@ -13,7 +13,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
-		"github.com/icekeeper/icekeeper/shared/plan"
+	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
 // later moves the stages' clocks on by d, as if they ran d from now: the
