@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"sort"
 	"strings"
@@ -71,7 +72,7 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 				res.Outcome, res.Reason = OutcomeWaiting, "listing fanned out"
 				return res, nil
 			}
-		} else if found, err = orphans.Find(ctx, cur, orphans.Prefix{}, olderThan); err != nil {
+		} else if found, err = c.findOrphans(ctx, ident, cur, olderThan); err != nil {
 			return res, refused(fmt.Errorf("list orphans: %w", err))
 		}
 		paths := make([]string, len(found.Orphans))
@@ -102,7 +103,15 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 		for i, f := range files {
 			paths[i] = f.Path
 		}
-		still, err := orphans.Still(ctx, func(context.Context) (*table.Table, error) { return cur, nil }, paths)
+		// Against the table as the catalog has it now, and every metadata
+		// file of its log, right before this part is deleted.
+		still, err := orphans.Still(ctx, func(ctx context.Context) (*table.Table, error) {
+			t, err := c.catalog.LoadTable(ctx, ident)
+			if err != nil {
+				return nil, fmt.Errorf("load table %s: %w", job.Table, classify(err))
+			}
+			return t, nil
+		}, paths)
 		if err != nil {
 			return nil, refused(err)
 		}
@@ -172,7 +181,7 @@ func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job job
 		if task.List == nil {
 			return none, false, fmt.Errorf("%w: listing marker %s holds no listing task", ErrInvariant, key)
 		}
-		if _, err := listing.List(ctx, c.blobs, c.tables, job.ID, job.Table, *task.List); err != nil {
+		if _, err := listing.List(ctx, c.blobs, c.tables, c.catalog, job.ID, job.Table, *task.List); err != nil {
 			return none, false, err
 		}
 	}
@@ -255,6 +264,20 @@ func putEncoded(ctx context.Context, blobs Blobs, name string, v any) (string, e
 		return "", err
 	}
 	return blobs.Put(ctx, name, body)
+}
+
+// findOrphans lists the table's location (orphans.Find); when a file of
+// its metadata log is gone meanwhile (a writer deleting old metadata
+// files), it loads the table again, a few times.
+func (c *Committer) findOrphans(ctx context.Context, ident table.Identifier, cur *table.Table, olderThan time.Time) (orphans.Found, error) {
+	found, err := orphans.Find(ctx, cur, orphans.Prefix{}, olderThan)
+	for i := 0; errors.Is(err, iofs.ErrNotExist) && i < 3; i++ {
+		if cur, err = c.catalog.LoadTable(ctx, ident); err != nil {
+			return found, classify(err)
+		}
+		found, err = orphans.Find(ctx, cur, orphans.Prefix{}, olderThan)
+	}
+	return found, err
 }
 
 // refused marks a refusal of the cleanup (orphans.ErrRefused) terminal:

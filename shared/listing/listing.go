@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"time"
 
@@ -49,6 +50,12 @@ type Tables interface {
 	OpenMetadata(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error)
 }
 
+// Catalog loads the table as it is now, for a task whose metadata file is
+// gone (a writer that deletes old metadata files moved the table on).
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+}
+
 // Sender sends the commit request.
 type Sender interface {
 	Send(ctx context.Context, body string) error
@@ -71,9 +78,13 @@ func Names(jobID string, i int) (marker, found string) {
 
 // Lister runs listing tasks.
 type Lister struct {
-	Blobs    Blobs
-	Leases   Leases
-	Tables   Tables
+	Blobs  Blobs
+	Leases Leases
+	Tables Tables
+	// Catalog loads the table when the task's metadata file is gone (nil:
+	// such a task fails, and the committer lists its prefix once it takes
+	// the job over).
+	Catalog  Catalog
 	Commits  Sender
 	LeaseTTL time.Duration
 	Log      *slog.Logger
@@ -103,7 +114,7 @@ func (l Lister) Handle(ctx context.Context, task messages.Task) (Result, error) 
 		}
 		return res, err
 	}
-	n, err := List(ctx, l.Blobs, l.Tables, task.JobID, task.Table, *lt)
+	n, err := List(ctx, l.Blobs, l.Tables, l.Catalog, task.JobID, task.Table, *lt)
 	if err != nil {
 		return res, err
 	}
@@ -130,7 +141,12 @@ func (l Lister) Handle(ctx context.Context, task messages.Task) (Result, error) 
 // writes the orphans found, then removes the marker. It returns how many
 // it found (0 when the marker was gone). The committer runs it too, for
 // the markers a dead committer's tasks left.
-func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName string, lt messages.ListTask) (int, error) {
+//
+// It lists against the task's metadata file; once that file, or one of
+// its metadata log, is gone (a busy table whose writer deletes old
+// metadata files), against the table cat has now: a newer table only
+// references more, and the committer checks again before deleting.
+func List(ctx context.Context, blobs Blobs, tables Tables, cat Catalog, jobID, tableName string, lt messages.ListTask) (int, error) {
 	if lt.MarkerKey == "" || lt.FoundName == "" {
 		return 0, fmt.Errorf("listing: task of job %s names no marker or no findings", jobID)
 	}
@@ -143,13 +159,19 @@ func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName stri
 	if err != nil {
 		return 0, err
 	}
+	prefix, olderThan := orphans.Prefix{Path: lt.Prefix, Shallow: lt.Shallow}, time.UnixMilli(lt.OlderThanUnixMillis)
+	var found orphans.Found
 	tbl, err := tables.OpenMetadata(ctx, ident, lt.MetadataLocation)
-	if err != nil {
-		return 0, fmt.Errorf("listing: %w", err)
+	if err == nil {
+		found, err = orphans.Find(ctx, tbl, prefix, olderThan)
 	}
-	found, err := orphans.Find(ctx, tbl, orphans.Prefix{Path: lt.Prefix, Shallow: lt.Shallow}, time.UnixMilli(lt.OlderThanUnixMillis))
+	for i := 0; errors.Is(err, iofs.ErrNotExist) && cat != nil && i < 3; i++ {
+		if tbl, err = cat.LoadTable(ctx, ident); err == nil {
+			found, err = orphans.Find(ctx, tbl, prefix, olderThan)
+		}
+	}
 	if err != nil {
-		return 0, fmt.Errorf("listing: %w", err)
+		return 0, fmt.Errorf("listing: prefix %s of job %s: %w", lt.Prefix, jobID, err)
 	}
 	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found.Orphans)), Metadata: found.Metadata}
 	for i, f := range found.Orphans {

@@ -272,9 +272,9 @@ func listable(ctx context.Context, tbl *table.Table) (icebergio.ListableIO, erro
 // files, the table's version-hint.text, and for every snapshot of each of
 // them its manifest list, its manifests and the data and delete files
 // their live entries name. Each logged metadata file is read (plain, gzip
-// or zstd); one that cannot be read is an error wrapping ErrRefused (and
-// fs.ErrNotExist when it is gone: a writer that deletes old metadata
-// files moved the table on, and loading it again may do).
+// or zstd); one that cannot be read is an error wrapping ErrRefused, one
+// that is gone an error wrapping fs.ErrNotExist (a writer that deletes old
+// metadata files moved the table on: load it again).
 func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep func(location string) bool) (*storagepath.Set, error) {
 	refs := storagepath.NewSet()
 	ref := func(p string) {
@@ -333,6 +333,10 @@ func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep f
 	for e := range meta.PreviousFiles() {
 		ref(e.MetadataFile)
 		prev, err := ReadMetadata(fsys, e.MetadataFile)
+		if errors.Is(err, iofs.ErrNotExist) {
+			// Gone since the table was loaded: load it again (Still).
+			return nil, fmt.Errorf("read %s of the metadata log: %w", e.MetadataFile, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: read %s of the metadata log: %w", ErrRefused, e.MetadataFile, err)
 		}
@@ -346,8 +350,8 @@ func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep f
 // Still loads the table (load: from its catalog, right before deleting)
 // and keeps the paths nothing it references (Referenced). When a file of
 // the metadata log is gone meanwhile, it loads the table again, a few
-// times. A path a reference has with another scheme or authority is an
-// error wrapping ErrRefused.
+// times, then refuses (ErrRefused). A path a reference has with another
+// scheme or authority is an error wrapping ErrRefused.
 func Still(ctx context.Context, load func(context.Context) (*table.Table, error), paths []string) ([]string, error) {
 	wanted := make(map[string]bool, len(paths))
 	for _, p := range paths {
@@ -365,8 +369,11 @@ func Still(ctx context.Context, load func(context.Context) (*table.Table, error)
 			return nil, fmt.Errorf("orphans: open table IO: %w", err)
 		}
 		refs, err := Referenced(ctx, tbl, fsys, keep)
-		if errors.Is(err, iofs.ErrNotExist) && i < loads {
-			continue
+		if errors.Is(err, iofs.ErrNotExist) {
+			if i < loads {
+				continue
+			}
+			err = fmt.Errorf("%w: the metadata log keeps naming files that are gone: %w", ErrRefused, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("orphans: %s: %w", strings.Join(tbl.Identifier(), "."), err)
