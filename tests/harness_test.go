@@ -169,7 +169,7 @@ func (e *env) plan() plan.Result {
 }
 
 func (e *env) rewriterHandler() localrun.BatchHandler {
-	return rewriterhandler.Handler{Rewrite: e.rewriter, Delete: rewriting.Deleter(e.deps.Deps), List: rewriting.Lister(e.deps.Deps)}.Handle
+	return rewriterhandler.Handler{Rewrite: e.rewriter, Delete: rewriting.Deleter(e.deps.Deps, e.cat), List: rewriting.Lister(e.deps.Deps, e.cat)}.Handle
 }
 
 func (e *env) committerHandler() localrun.BatchHandler {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/healthpage"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
 // writePage writes the health page to path, replacing it only once the
@@ -52,7 +53,7 @@ const maxOrphansListed = 20
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("health", stderr)
 	asJSON := addOutputFlags(fs, "the report")
-	orphans := fs.Bool("orphans", false, "also list the table location for files no snapshot references (slow on large tables; S3 LIST requests)")
+	listOrphans := fs.Bool("orphans", false, "also list the table location for files no snapshot references (slow on large tables; S3 LIST requests)")
 	orphanAge := fs.Duration("orphans-older-than", defaultOrphanAge, "with --orphans: only count files older than this")
 	htmlFile := fs.String("html", "", "also write the report as one self-contained HTML page with charts to this file")
 	cf := addCatalogFlags(fs)
@@ -76,12 +77,13 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *orphans {
+	if *listOrphans {
 		olderThan := now.Add(-*orphanAge)
-		files, n, err := health.FindOrphans(ctx, tbl, olderThan)
+		found, err := orphans.Find(ctx, tbl, orphans.Prefix{}, olderThan)
 		if err != nil {
 			return err
 		}
+		files, n := orphans.Paths(found.Orphans)
 		rep.AddOrphans(files, n, olderThan)
 	}
 	if *htmlFile != "" {

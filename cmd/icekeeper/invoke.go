@@ -136,7 +136,8 @@ func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Que
 		if err != nil {
 			return nil, nil, err
 		}
-		return deps.Tasks, rewriterhandler.Handler{Rewrite: r, Delete: rewriting.Deleter(deps.Deps), List: rewriting.Lister(deps.Deps), Log: deps.Log}.Handle, nil
+		cat := rewriting.Catalog(deps.Deps)
+		return deps.Tasks, rewriterhandler.Handler{Rewrite: r, Delete: rewriting.Deleter(deps.Deps, cat), List: rewriting.Lister(deps.Deps, cat), Log: deps.Log}.Handle, nil
 	}
 	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/localrun"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
 // runRemoveOrphans removes TABLE's orphan files as an orphan cleanup job
@@ -76,15 +76,25 @@ func runOrphansDryRun(ctx context.Context, args []string, olderThan time.Duratio
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}
-	orphans, bytes, err := health.FindOrphans(ctx, tbl, time.Now().Add(-age))
+	found, err := orphans.Find(ctx, tbl, orphans.Prefix{}, time.Now().Add(-age))
+	if err == nil {
+		// The catalog's tables are listed to rule out one inside the
+		// location, as the committer does.
+		_, cat, cerr := cf.openCatalog(ctx, false)
+		if cerr != nil {
+			return cerr
+		}
+		err = orphans.Shared(ctx, tbl, found.Metadata, cat)
+	}
+	var why string
+	if errors.Is(err, orphans.ErrRefused) {
+		why, err = orphans.Why(err), nil
+	}
 	if err != nil {
 		return err
 	}
-	why, err := health.SharedLocation(ctx, tbl, orphans)
-	if err != nil {
-		return err
-	}
-	deletable, elsewhere := health.Deletable(tbl.Location(), orphans, nil)
+	paths, bytes := orphans.Paths(found.Orphans)
+	deletable, elsewhere := orphans.Deletable(tbl.Location(), paths, nil)
 	out := map[string]any{"table": name, "older_than": age.String(), "remove": deletable, "left_alone": elsewhere, "bytes": bytes, "refused": why}
 	if *asJSON {
 		return printJSON(stdout, out)

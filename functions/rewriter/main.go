@@ -1,5 +1,6 @@
 // Command rewriter is the rewriter Lambda function: one SQS task per file
-// group in, Parquet files and a descriptor out. It never opens the catalog,
+// group in, Parquet files and a descriptor out. It opens the catalog only
+// for an orphan cleanup's tasks (to load the table right before deleting),
 // and works only in mode active. It only wires configuration and clients;
 // see package rewrite.
 package main
@@ -22,5 +23,7 @@ func main() {
 	if err != nil {
 		lambdamain.Fail(log, "rewriter", err)
 	}
-	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps), List: rewriting.Lister(deps), Requeue: deps.Tasks, Log: log}.Handle)
+	// Only an orphan cleanup's tasks load tables from the catalog.
+	cat := rewriting.Catalog(deps)
+	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps, cat), List: rewriting.Lister(deps, cat), Requeue: deps.Tasks, Log: log}.Handle)
 }

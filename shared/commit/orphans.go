@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"sort"
 	"strings"
@@ -13,11 +14,11 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/expire"
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/listing"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
 // removeOrphans runs an orphan cleanup job (jobs.KindRemoveOrphans) in the
@@ -60,33 +61,30 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 			return res, fmt.Errorf("%w: %v", ErrAborted, errors.Join(err, expire.ErrGCDisabled))
 		}
 		olderThan := job.CreatedAt.Add(-time.Duration(plan.OlderThanMillis) * time.Millisecond)
-		var found []health.Orphan
+		var found orphans.Found
 		if plan.ListFanOut && c.fanOut != nil {
 			var done bool
 			found, done, err = c.listFannedOut(ctx, log, job, cur, olderThan, listingDone)
 			if err != nil {
-				return res, err
+				return res, refused(err)
 			}
 			if !done {
 				res.Outcome, res.Reason = OutcomeWaiting, "listing fanned out"
 				return res, nil
 			}
-		} else if found, err = health.FindOrphansIn(ctx, cur, health.Prefix{}, olderThan); err != nil {
-			return res, fmt.Errorf("list orphans: %w", err)
+		} else if found, err = c.findOrphans(ctx, ident, cur, olderThan); err != nil {
+			return res, refused(fmt.Errorf("list orphans: %w", err))
 		}
-		orphans := make([]string, len(found))
-		size := make(map[string]int64, len(found))
-		for i, f := range found {
-			orphans[i], size[f.Path] = f.Path, f.Bytes
+		paths := make([]string, len(found.Orphans))
+		size := make(map[string]int64, len(found.Orphans))
+		for i, f := range found.Orphans {
+			paths[i], size[f.Path] = f.Path, f.Bytes
 		}
-		why, err := health.SharedLocation(ctx, cur, orphans)
-		if err != nil {
-			return res, err
+		cat, _ := c.catalog.(orphans.Catalog)
+		if err := orphans.Shared(ctx, cur, found.Metadata, cat); err != nil {
+			return res, refused(err)
 		}
-		if why != "" {
-			return res, fmt.Errorf("%w: orphan cleanup refused: %s", ErrAborted, why)
-		}
-		deletable, _ := health.Deletable(cur.Location(), orphans, plan.InFlightAttempts)
+		deletable, _ := orphans.Deletable(cur.Location(), paths, plan.InFlightAttempts)
 		refs := make([]messages.FileRef, len(deletable))
 		for i, p := range deletable {
 			refs[i] = messages.FileRef{Path: p, Kind: "orphan", Bytes: size[p]}
@@ -105,9 +103,17 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 		for i, f := range files {
 			paths[i] = f.Path
 		}
-		still, err := health.StillOrphans(ctx, cur, paths)
+		// Against the table as the catalog has it now, and every metadata
+		// file of its log, right before this part is deleted.
+		still, err := orphans.Still(ctx, func(ctx context.Context) (*table.Table, error) {
+			t, err := c.catalog.LoadTable(ctx, ident)
+			if err != nil {
+				return nil, fmt.Errorf("load table %s: %w", job.Table, classify(err))
+			}
+			return t, nil
+		}, paths)
 		if err != nil {
-			return nil, err
+			return nil, refused(err)
 		}
 		keep := map[string]bool{}
 		for _, p := range still {
@@ -132,32 +138,33 @@ func (c *Committer) removeOrphans(ctx context.Context, log *slog.Logger, job job
 // listFannedOut runs an orphan cleanup's fanned-out listing (package
 // listing) and, once every prefix is listed, returns what was found,
 // sorted by path. The first call splits the location into prefixes
-// (health.OrphanPrefixes), writes one marker per prefix, then the Listing
+// (orphans.Prefixes), writes one marker per prefix, then the Listing
 // record, and sends one task per prefix; it is not done. Later calls find
 // the record: with markers left, a call from the last task (waitForTasks)
 // waits for them, any other call (a committer that took the job over, its
 // tasks perhaps lost) lists what is left itself. With no marker left, the
 // findings are merged.
-func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, olderThan time.Time, waitForTasks bool) ([]health.Orphan, bool, error) {
+func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, olderThan time.Time, waitForTasks bool) (orphans.Found, bool, error) {
+	var none orphans.Found
 	recKey := strings.TrimSuffix(job.PlanKey, "plan.json") + "listing.json"
 	b, err := c.blobs.Get(ctx, recKey)
 	if errors.Is(err, blob.ErrNotFound) {
-		return nil, false, c.startListing(ctx, log, job, cur, olderThan)
+		return none, false, c.startListing(ctx, log, job, cur, olderThan)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read listing record: %w", err)
+		return none, false, fmt.Errorf("read listing record: %w", err)
 	}
 	var rec messages.Listing
 	if err := messages.Decode(b, &rec); err != nil {
-		return nil, false, fmt.Errorf("%w: listing record of job %s: %w", ErrInvariant, job.ID, err)
+		return none, false, fmt.Errorf("%w: listing record of job %s: %w", ErrInvariant, job.ID, err)
 	}
 	left, err := c.blobs.List(ctx, listing.MarkersPrefix(job.ID))
 	if err != nil {
-		return nil, false, fmt.Errorf("list listing markers: %w", err)
+		return none, false, fmt.Errorf("list listing markers: %w", err)
 	}
 	if len(left) > 0 && waitForTasks {
 		log.Info("waiting for listing tasks", "prefixes_left", len(left))
-		return nil, false, nil
+		return none, false, nil
 	}
 	for _, key := range left {
 		b, err := c.blobs.Get(ctx, key)
@@ -165,42 +172,44 @@ func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job job
 			continue // listed meanwhile
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("read listing marker: %w", err)
+			return none, false, fmt.Errorf("read listing marker: %w", err)
 		}
 		var task messages.Task
 		if err := messages.Decode(b, &task); err != nil {
-			return nil, false, fmt.Errorf("%w: listing marker %s: %w", ErrInvariant, key, err)
+			return none, false, fmt.Errorf("%w: listing marker %s: %w", ErrInvariant, key, err)
 		}
 		if task.List == nil {
-			return nil, false, fmt.Errorf("%w: listing marker %s holds no listing task", ErrInvariant, key)
+			return none, false, fmt.Errorf("%w: listing marker %s holds no listing task", ErrInvariant, key)
 		}
-		if _, err := listing.List(ctx, c.blobs, c.tables, job.ID, job.Table, *task.List); err != nil {
-			return nil, false, err
+		if _, err := listing.List(ctx, c.blobs, c.tables, c.catalog, job.ID, job.Table, *task.List); err != nil {
+			return none, false, err
 		}
 	}
 	keys, err := c.blobs.List(ctx, listing.FoundPrefix(job.ID))
 	if err != nil {
-		return nil, false, fmt.Errorf("list what the prefixes found: %w", err)
+		return none, false, fmt.Errorf("list what the prefixes found: %w", err)
 	}
 	if len(keys) != len(rec.Markers) {
-		return nil, false, fmt.Errorf("%w: job %s listed %d prefixes, found %d results", ErrInvariant, job.ID, len(rec.Markers), len(keys))
+		return none, false, fmt.Errorf("%w: job %s listed %d prefixes, found %d results", ErrInvariant, job.ID, len(rec.Markers), len(keys))
 	}
-	var out []health.Orphan
+	var out orphans.Found
 	for _, key := range keys {
 		b, err := c.blobs.Get(ctx, key)
 		if err != nil {
-			return nil, false, fmt.Errorf("read what a prefix found: %w", err)
+			return none, false, fmt.Errorf("read what a prefix found: %w", err)
 		}
 		var f messages.FoundOrphans
 		if err := messages.Decode(b, &f); err != nil {
-			return nil, false, fmt.Errorf("%w: found orphans %s: %w", ErrInvariant, key, err)
+			return none, false, fmt.Errorf("%w: found orphans %s: %w", ErrInvariant, key, err)
 		}
 		for _, r := range f.Files {
-			out = append(out, health.Orphan{Path: r.Path, Bytes: r.Bytes})
+			out.Orphans = append(out.Orphans, orphans.Orphan{Path: r.Path, Bytes: r.Bytes})
 		}
+		out.Metadata = append(out.Metadata, f.Metadata...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	log.Info("listing merged", "prefixes", len(keys), "orphans", len(out))
+	sort.Slice(out.Orphans, func(i, j int) bool { return out.Orphans[i].Path < out.Orphans[j].Path })
+	sort.Strings(out.Metadata)
+	log.Info("listing merged", "prefixes", len(keys), "orphans", len(out.Orphans), "metadata", len(out.Metadata))
 	return out, true, nil
 }
 
@@ -210,7 +219,7 @@ func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job job
 // names); one that dies after it is followed by one that lists what is
 // left.
 func (c *Committer) startListing(ctx context.Context, log *slog.Logger, job jobs.Job, cur *table.Table, olderThan time.Time) error {
-	prefixes, err := health.OrphanPrefixes(ctx, cur)
+	prefixes, err := orphans.Prefixes(ctx, cur)
 	if err != nil {
 		return fmt.Errorf("split the location for listing: %w", err)
 	}
@@ -255,4 +264,27 @@ func putEncoded(ctx context.Context, blobs Blobs, name string, v any) (string, e
 		return "", err
 	}
 	return blobs.Put(ctx, name, body)
+}
+
+// findOrphans lists the table's location (orphans.Find); when a file of
+// its metadata log is gone meanwhile (a writer deleting old metadata
+// files), it loads the table again, a few times.
+func (c *Committer) findOrphans(ctx context.Context, ident table.Identifier, cur *table.Table, olderThan time.Time) (orphans.Found, error) {
+	found, err := orphans.Find(ctx, cur, orphans.Prefix{}, olderThan)
+	for i := 0; errors.Is(err, iofs.ErrNotExist) && i < 3; i++ {
+		if cur, err = c.catalog.LoadTable(ctx, ident); err != nil {
+			return found, classify(err)
+		}
+		found, err = orphans.Find(ctx, cur, orphans.Prefix{}, olderThan)
+	}
+	return found, err
+}
+
+// refused marks a refusal of the cleanup (orphans.ErrRefused) terminal:
+// the job is aborted with the reason, nothing deleted.
+func refused(err error) error {
+	if errors.Is(err, orphans.ErrRefused) && !errors.Is(err, ErrAborted) {
+		return fmt.Errorf("%w: %w", ErrAborted, err)
+	}
+	return err
 }

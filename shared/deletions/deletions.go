@@ -6,11 +6,14 @@
 // Invariants, for each task:
 //   - it acts only while the job still holds the table's lease (a task of a
 //     superseded job is dropped);
-//   - it deletes only files that the table's metadata at the task's
-//     metadata location does not need: for an expiry no snapshot but the
-//     kept ones the list was made against references them
-//     (expire.StillUnreferenced), for an orphan cleanup no metadata does
-//     (health.StillOrphans);
+//   - it deletes only files that the table does not need: for an expiry,
+//     no snapshot but the kept ones of the metadata at the task's metadata
+//     location references them (expire.StillUnreferenced); for an orphan
+//     cleanup, nothing the table references as its catalog has it right
+//     before deleting, nor anything a metadata file of its log does
+//     (orphans.Still), so a busy table whose writer deletes old metadata
+//     files is checked against what it is now, not a file that may be
+//     gone;
 //   - the part's object is removed once its files are; a redelivered task
 //     whose part is gone does nothing; deleting a file twice is harmless;
 //   - the task that finds no part left sends the commit request that lets
@@ -29,9 +32,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/expire"
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
@@ -52,6 +55,11 @@ type Tables interface {
 	OpenMetadata(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error)
 }
 
+// Catalog loads the table as it is now (an orphan cleanup's tasks).
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+}
+
 // Sender sends the commit request.
 type Sender interface {
 	Send(ctx context.Context, body string) error
@@ -59,9 +67,13 @@ type Sender interface {
 
 // Deleter runs deletion tasks.
 type Deleter struct {
-	Blobs    Blobs
-	Leases   Leases
-	Tables   Tables
+	Blobs  Blobs
+	Leases Leases
+	Tables Tables
+	// Catalog loads an orphan cleanup's table right before deleting (nil:
+	// its tasks fail, and the committer deletes their parts once it takes
+	// the job over).
+	Catalog  Catalog
 	Commits  Sender
 	LeaseTTL time.Duration
 	Log      *slog.Logger
@@ -107,13 +119,18 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 		if err != nil {
 			return res, err
 		}
-		tbl, err := d.Tables.OpenMetadata(ctx, ident, dt.MetadataLocation)
-		if err != nil {
-			return res, fmt.Errorf("deletions: %w", err)
+		var (
+			tbl   *table.Table
+			paths []string
+			bytes int64
+		)
+		if dt.Orphans {
+			tbl, paths, err = d.stillOrphans(ctx, ident, part)
+		} else if tbl, err = d.Tables.OpenMetadata(ctx, ident, dt.MetadataLocation); err == nil {
+			paths, bytes, err = unreferenced(ctx, tbl, dt, part)
 		}
-		paths, bytes, err := deletable(ctx, tbl, dt, part)
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("deletions: part %d of job %s: %w", part.Index, task.JobID, err)
 		}
 		if err := outputs.Remove(ctx, tbl, paths); err != nil {
 			return res, fmt.Errorf("deletions: delete part %d: %w", part.Index, err)
@@ -143,18 +160,34 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 	return res, nil
 }
 
-// deletable keeps the part's files the table does not need.
-func deletable(ctx context.Context, tbl *table.Table, dt *messages.DeleteTask, part messages.DeletionPart) ([]string, int64, error) {
+// stillOrphans loads the table from the catalog and keeps the part's
+// files nothing it can reach references (orphans.Still); it returns the
+// table loaded last.
+func (d Deleter) stillOrphans(ctx context.Context, ident table.Identifier, part messages.DeletionPart) (*table.Table, []string, error) {
+	if d.Catalog == nil {
+		return nil, nil, errors.New("no catalog to load the table from before deleting orphans")
+	}
+	var tbl *table.Table
+	load := func(ctx context.Context) (*table.Table, error) {
+		t, err := d.Catalog.LoadTable(ctx, ident)
+		if err == nil {
+			tbl = t
+		}
+		return t, err
+	}
+	all := make([]string, len(part.Files))
+	for i, f := range part.Files {
+		all[i] = f.Path
+	}
+	still, err := orphans.Still(ctx, load, all)
+	return tbl, still, err
+}
+
+// unreferenced keeps the part's files of an expiry that no kept snapshot
+// references.
+func unreferenced(ctx context.Context, tbl *table.Table, dt *messages.DeleteTask, part messages.DeletionPart) ([]string, int64, error) {
 	var paths []string
 	var bytes int64
-	if dt.Orphans {
-		all := make([]string, len(part.Files))
-		for i, f := range part.Files {
-			all[i] = f.Path
-		}
-		still, err := health.StillOrphans(ctx, tbl, all)
-		return still, 0, err
-	}
 	files := make([]expire.File, len(part.Files))
 	for i, f := range part.Files {
 		files[i] = expire.File{Path: f.Path, Kind: f.Kind, Bytes: f.Bytes}

@@ -53,7 +53,7 @@ import (
 //     data manifests; the estimate is those manifests and their size
 //     (delete manifests are left to compaction).
 //   - remove_orphans: never from Assess (metadata cannot show files nobody
-//     references); see FindOrphans and Report.AddOrphans.
+//     references); see orphans.Find and Report.AddOrphans.
 //
 // A table without a snapshot gets an empty, healthy report.
 func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds, opts ...AssessOption) (Report, error) {

@@ -9,17 +9,16 @@
 // Recommendations (compaction, snapshot expiry, manifest rewrite), each with
 // the reason and the bytes and files it would touch. Report.Metrics turns a
 // report into the CloudWatch gauges the planner publishes as EMF lines (see
-// package metrics). FindOrphans, an explicit opt-in, lists the table
-// location to find files no snapshot or metadata file references, and
-// Report.AddOrphans adds the orphan-cleanup recommendation.
+// package metrics). Report.AddOrphans adds the orphan-cleanup
+// recommendation from what package orphans found (orphans.Find, an explicit
+// opt-in, lists the table location).
 //
 // Invariants:
 //
 //   - Read-only. Assess reads the metadata file (its size, through the
 //     table's FileIO), the manifest lists and the manifests, and nothing
 //     else: no data or delete file is opened, nothing is written, no commit
-//     is made. FindOrphans additionally lists the table location; it never
-//     removes anything.
+//     is made.
 //   - Thresholds come from the table's properties exactly as iceberg-go and
 //     Iceberg read them (ThresholdsFor), so the compaction estimate is
 //     iceberg-go's compaction plan with the planner's own settings

@@ -22,6 +22,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
 
@@ -402,7 +403,7 @@ func TestAssess_WritesNothing(t *testing.T) {
 	ctx := context.Background()
 
 	r := assess(t, tbl, time.Now().Add(6*24*time.Hour)) // also reads every manifest list for expiry
-	if _, _, err := FindOrphans(ctx, tbl, time.Time{}); err != nil {
+	if _, err := orphans.Find(ctx, tbl, orphans.Prefix{}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	after := listFiles(t, f.dir)
@@ -454,7 +455,8 @@ func TestFindOrphans_FindsStrayFilesNotLiveOnes(t *testing.T) {
 		{"nothing that old", now.Add(-3 * time.Hour), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, n, err := FindOrphans(ctx, tbl, tc.olderThan)
+			found, err := orphans.Find(ctx, tbl, orphans.Prefix{}, tc.olderThan)
+			got, n := orphans.Paths(found.Orphans)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -468,7 +470,8 @@ func TestFindOrphans_FindsStrayFilesNotLiveOnes(t *testing.T) {
 	}
 
 	r := assess(t, tbl, now)
-	files, n, _ := FindOrphans(ctx, tbl, now.Add(-time.Hour))
+	found, _ := orphans.Find(ctx, tbl, orphans.Prefix{}, now.Add(-time.Hour))
+	files, n := orphans.Paths(found.Orphans)
 	r.AddOrphans(files, n, now.Add(-time.Hour))
 	rec, ok := r.Recommends(ActionRemoveOrphans)
 	if !ok || rec.EstimatedFiles != 1 || rec.EstimatedBytes != n || r.Orphans == nil || len(r.Orphans.Files) != 1 {
@@ -663,85 +666,6 @@ func TestAssess_CountsFilesOverTheDeleteRatio(t *testing.T) {
 	th.DeleteRatio = 0.5
 	if r, _ := Assess(context.Background(), tbl, time.Now(), th); r.FilesOverDeleteRatio != 0 {
 		t.Fatalf("ratio 0.5: %d files over", r.FilesOverDeleteRatio)
-	}
-}
-
-// TestDeletable_OnlyDataAndMetadataAndNeverAnAttemptInFlight.
-func TestDeletable_OnlyDataAndMetadataAndNeverAnAttemptInFlight(t *testing.T) {
-	const attempt = "0badc0de-0000-4000-8000-00000000" + "0000"
-	loc := "s3://b/wh/t"
-	orphans := []string{
-		"s3://b/wh/t/data/p=1/00000-0-stray.parquet",
-		"s3://b/wh/t/metadata/stray.avro",
-		"s3://b/wh/t/data/p=1/00000-0-" + attempt + "-00001.parquet",
-		"s3://b/wh/t/scratch/notes.txt",
-		"s3://b/wh/t/database.txt",
-	}
-	del, elsewhere := Deletable(loc, orphans, []string{attempt})
-	if !slices.Equal(del, orphans[:2]) || !slices.Equal(elsewhere, orphans[3:]) {
-		t.Fatalf("deletable %v, elsewhere %v", del, elsewhere)
-	}
-}
-
-// TestFindOrphansIn_ThePrefixesTogetherFindWhatTheWholeLocationDoes: the
-// prefixes OrphanPrefixes splits a location into, each listed apart, find
-// exactly the orphans listing the whole location finds (no file twice, none
-// missed), whether the orphan sits at the location's top, directly in
-// data/, in a partition folder, in a nested folder, in metadata/ or in
-// another top-level folder; and a prefix outside the location is refused.
-func TestFindOrphansIn_ThePrefixesTogetherFindWhatTheWholeLocationDoes(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	tbl := f.create(t, "prefixes", sample(2))
-	root := strings.TrimPrefix(tbl.Location(), "file://")
-	for _, rel := range []string{"top.bin", "data/direct.parquet", "data/region=region-01/stray.parquet",
-		"data/region=region-02/deeper/stray.parquet", "data/new=1/a.parquet", "metadata/stray.avro", "scratch/notes/n.txt"} {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("stray"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx := context.Background()
-	whole, _, err := FindOrphans(ctx, tbl, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(whole) != 7 {
-		t.Fatalf("whole location: %d orphans %q, want the 7 planted", len(whole), whole)
-	}
-	prefixes, err := OrphanPrefixes(ctx, tbl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(prefixes) < 6 {
-		t.Fatalf("prefixes %+v: want the top, data/ (shallow), its partitions, metadata/ and scratch/", prefixes)
-	}
-	seen := map[string]int{}
-	for _, p := range prefixes {
-		found, err := FindOrphansIn(ctx, tbl, p, time.Time{})
-		if err != nil {
-			t.Fatalf("prefix %+v: %v", p, err)
-		}
-		for _, o := range found {
-			seen[o.Path]++
-			if o.Bytes != int64(len("stray")) {
-				t.Fatalf("%s: %d bytes", o.Path, o.Bytes)
-			}
-		}
-	}
-	for _, p := range whole {
-		if seen[p] != 1 {
-			t.Fatalf("%s found %d times by the prefixes, want once", p, seen[p])
-		}
-	}
-	if len(seen) != len(whole) {
-		t.Fatalf("the prefixes found %d files, the whole location %d", len(seen), len(whole))
-	}
-	if _, err := FindOrphansIn(ctx, tbl, Prefix{Path: filepath.Dir(root)}, time.Time{}); err == nil {
-		t.Fatal("a prefix above the table's location was listed")
 	}
 }
 

@@ -239,7 +239,7 @@ func (d Debt) Score() float64 {
 	return math.Round(s*10) / 10
 }
 
-// Orphans are the files FindOrphans found.
+// Orphans are the files orphans.Find found.
 type Orphans struct {
 	Files     []string  `json:"files"`
 	Bytes     int64     `json:"bytes"`
@@ -318,7 +318,7 @@ func (r Report) Recommends(action string) (Recommendation, bool) {
 	return Recommendation{}, false
 }
 
-// AddOrphans records what FindOrphans found (files older than olderThan,
+// AddOrphans records what orphans.Find found (files older than olderThan,
 // bytes in total) and, when there are some and the table's gc.enabled
 // allows deleting files, recommends removing them. It leaves the Score as it
 // is. Calling it again replaces the previous result.

@@ -1,7 +1,7 @@
 // Package listing lists one prefix of a table's location for orphan files,
 // as a task on the task queue: an orphan cleanup of a table too large to
 // list in one function fans its listing out, one task per prefix
-// (health.OrphanPrefixes), so a location of millions of objects is listed
+// (orphans.Prefixes), so a location of millions of objects is listed
 // by many workers, each holding only its prefix's references.
 //
 // Invariants, for each task:
@@ -20,15 +20,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/blob"
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
 // Blobs reads, writes and removes the markers and findings.
@@ -47,6 +48,12 @@ type Leases interface {
 // Tables opens a table at a metadata file.
 type Tables interface {
 	OpenMetadata(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error)
+}
+
+// Catalog loads the table as it is now, for a task whose metadata file is
+// gone (a writer that deletes old metadata files moved the table on).
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
 }
 
 // Sender sends the commit request.
@@ -71,9 +78,13 @@ func Names(jobID string, i int) (marker, found string) {
 
 // Lister runs listing tasks.
 type Lister struct {
-	Blobs    Blobs
-	Leases   Leases
-	Tables   Tables
+	Blobs  Blobs
+	Leases Leases
+	Tables Tables
+	// Catalog loads the table when the task's metadata file is gone (nil:
+	// such a task fails, and the committer lists its prefix once it takes
+	// the job over).
+	Catalog  Catalog
 	Commits  Sender
 	LeaseTTL time.Duration
 	Log      *slog.Logger
@@ -103,7 +114,7 @@ func (l Lister) Handle(ctx context.Context, task messages.Task) (Result, error) 
 		}
 		return res, err
 	}
-	n, err := List(ctx, l.Blobs, l.Tables, task.JobID, task.Table, *lt)
+	n, err := List(ctx, l.Blobs, l.Tables, l.Catalog, task.JobID, task.Table, *lt)
 	if err != nil {
 		return res, err
 	}
@@ -130,7 +141,12 @@ func (l Lister) Handle(ctx context.Context, task messages.Task) (Result, error) 
 // writes the orphans found, then removes the marker. It returns how many
 // it found (0 when the marker was gone). The committer runs it too, for
 // the markers a dead committer's tasks left.
-func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName string, lt messages.ListTask) (int, error) {
+//
+// It lists against the task's metadata file; once that file, or one of
+// its metadata log, is gone (a busy table whose writer deletes old
+// metadata files), against the table cat has now: a newer table only
+// references more, and the committer checks again before deleting.
+func List(ctx context.Context, blobs Blobs, tables Tables, cat Catalog, jobID, tableName string, lt messages.ListTask) (int, error) {
 	if lt.MarkerKey == "" || lt.FoundName == "" {
 		return 0, fmt.Errorf("listing: task of job %s names no marker or no findings", jobID)
 	}
@@ -143,16 +159,22 @@ func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName stri
 	if err != nil {
 		return 0, err
 	}
+	prefix, olderThan := orphans.Prefix{Path: lt.Prefix, Shallow: lt.Shallow}, time.UnixMilli(lt.OlderThanUnixMillis)
+	var found orphans.Found
 	tbl, err := tables.OpenMetadata(ctx, ident, lt.MetadataLocation)
-	if err != nil {
-		return 0, fmt.Errorf("listing: %w", err)
+	if err == nil {
+		found, err = orphans.Find(ctx, tbl, prefix, olderThan)
 	}
-	found, err := health.FindOrphansIn(ctx, tbl, health.Prefix{Path: lt.Prefix, Shallow: lt.Shallow}, time.UnixMilli(lt.OlderThanUnixMillis))
-	if err != nil {
-		return 0, fmt.Errorf("listing: %w", err)
+	for i := 0; errors.Is(err, iofs.ErrNotExist) && cat != nil && i < 3; i++ {
+		if tbl, err = cat.LoadTable(ctx, ident); err == nil {
+			found, err = orphans.Find(ctx, tbl, prefix, olderThan)
+		}
 	}
-	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found))}
-	for i, f := range found {
+	if err != nil {
+		return 0, fmt.Errorf("listing: prefix %s of job %s: %w", lt.Prefix, jobID, err)
+	}
+	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found.Orphans)), Metadata: found.Metadata}
+	for i, f := range found.Orphans {
 		out.Files[i] = messages.FileRef{Path: f.Path, Kind: "orphan", Bytes: f.Bytes}
 	}
 	body, err := messages.Encode(out)
@@ -165,5 +187,5 @@ func List(ctx context.Context, blobs Blobs, tables Tables, jobID, tableName stri
 	if err := blobs.Delete(ctx, lt.MarkerKey); err != nil {
 		return 0, fmt.Errorf("listing: remove marker: %w", err)
 	}
-	return len(found), nil
+	return len(found.Orphans), nil
 }

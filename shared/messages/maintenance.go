@@ -155,7 +155,8 @@ type Listing struct {
 }
 
 // ListTask asks a rewriter to list one prefix of a table's location for
-// orphans (health.FindOrphansIn) against MetadataLocation, keeping files
+// orphans (orphans.Find) against MetadataLocation (or, once that file is
+// gone, the table as its catalog has it now), keeping files
 // modified before OlderThanUnixMillis, write them at FoundName (a name
 // relative to icekeeper's bucket prefix) and remove MarkerKey (a full
 // key). The marker object holds the Task carrying it.
@@ -174,6 +175,10 @@ type FoundOrphans struct {
 	JobID   string    `json:"job_id"`
 	Prefix  string    `json:"prefix"`
 	Files   []FileRef `json:"files"`
+	// Metadata are the files under the prefix that nothing references and
+	// that look like table metadata, of any age (orphans.Found.Metadata):
+	// the committer refuses the cleanup unless each is the table's own.
+	Metadata []string `json:"metadata,omitempty"`
 }
 
 // SplitDeletions makes a Deletions record and its parts (at most
@@ -203,7 +208,9 @@ func SplitDeletions(jobID, table string, files []FileRef, partFiles int, partKey
 type DeleteTask struct {
 	PartKey string `json:"part_key"`
 	// MetadataLocation is the table's metadata once the expiry was
-	// committed, or when the orphans were listed.
+	// committed, or when the orphans were listed. An orphan cleanup's
+	// task ignores it: it checks its files against the table its catalog
+	// has right before deleting.
 	MetadataLocation string `json:"metadata_location"`
 	Kept             []ID   `json:"kept_snapshot_ids,omitempty"`
 	// Expired are the snapshots the expiry removed: the metadata files of

@@ -11,15 +11,16 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/expire"
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
-// ReasonOrphansRefused begins the reason of an orphan cleanup refused for
-// a location that is not the table's own.
+// ReasonOrphansRefused begins the reason of an orphan cleanup refused
+// (orphans.ErrRefused): a location that may not be the table's own alone,
+// a listed file that matches a reference but for its scheme or authority.
 const ReasonOrphansRefused = "orphan cleanup refused: "
 
 // PlanOrphanCleanup plans removing the table's orphan files: files under
@@ -27,8 +28,10 @@ const ReasonOrphansRefused = "orphan cleanup refused: "
 // older than the safety age (olderThan when positive, else the table's
 // icekeeper.orphans.older-than, default 72h, never less than 24h), not
 // written by a job still in flight. It refuses, with the reason, a table
-// whose location is not its own (package health, SharedLocation), and one
-// whose gc.enabled is false. Only files under data/ and metadata/ are
+// whose location may not be its own alone or whose files cannot be told
+// apart from its references (orphans.ErrRefused: orphans.Find,
+// orphans.Shared, which lists the catalog's tables when the planner's
+// catalog can: orphans.Catalog), and one whose gc.enabled is false. Only files under data/ and metadata/ are
 // deleted; others are reported in the plan. A table with at least
 // Settings.OrphanListFanOutFiles live files is not listed here: the plan
 // asks the committer to fan the listing out (messages.OrphanPlan.ListFanOut).
@@ -56,39 +59,42 @@ func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident
 	}
 	fanOut := p.settings.OrphanListFanOutFiles > 0 && liveFiles(tbl) >= p.settings.OrphanListFanOutFiles
 	var (
-		orphans, deletable, elsewhere []string
-		bytes                         int64
-		prefixes                      []health.Prefix
+		found                orphans.Found
+		paths                []string
+		deletable, elsewhere []string
+		bytes                int64
+		prefixes             []orphans.Prefix
 	)
 	if fanOut {
 		// Too large to list here: the committer fans the listing out and
 		// decides on what it finds; only the location is checked now.
-		prefixes, err = health.OrphanPrefixes(ctx, tbl)
+		prefixes, err = orphans.Prefixes(ctx, tbl)
 	} else {
-		orphans, bytes, err = health.FindOrphans(ctx, tbl, p.now().Add(-age))
+		found, err = orphans.Find(ctx, tbl, orphans.Prefix{}, p.now().Add(-age))
+		paths, bytes = orphans.Paths(found.Orphans)
 	}
-	if errors.Is(err, health.ErrNotListable) {
+	if errors.Is(err, orphans.ErrNotListable) {
 		res.Outcome, res.Reason = OutcomeNothingToDo, err.Error()
 		return res, false, nil
 	}
-	if err != nil {
-		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
+	if err == nil {
+		cat, _ := p.catalog.(orphans.Catalog)
+		err = orphans.Shared(ctx, tbl, found.Metadata, cat)
 	}
-	why, err := health.SharedLocation(ctx, tbl, orphans)
-	if err != nil {
-		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
-	}
-	if why != "" {
-		res.Outcome, res.Reason = OutcomeNothingToDo, ReasonOrphansRefused+why
-		log.Warn("orphan cleanup refused", "why", why)
+	if errors.Is(err, orphans.ErrRefused) {
+		res.Outcome, res.Reason = OutcomeNothingToDo, ReasonOrphansRefused+orphans.Why(err)
+		log.Warn("orphan cleanup refused", "why", err.Error())
 		return res, false, nil
+	}
+	if err != nil {
+		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
 	inFlight, err := p.attemptsInFlight(ctx, l.PastJobs)
 	if err != nil {
 		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
 	if !fanOut {
-		deletable, elsewhere = health.Deletable(tbl.Location(), orphans, inFlight)
+		deletable, elsewhere = orphans.Deletable(tbl.Location(), paths, inFlight)
 		if len(deletable) == 0 {
 			res.Outcome = OutcomeNothingToDo
 			res.Reason = fmt.Sprintf("no orphan file older than %s under data/ or metadata/", age)
@@ -118,7 +124,7 @@ func (p *Planner) planOrphansLeased(ctx context.Context, log *slog.Logger, ident
 	if err := p.jobs.Create(ctx, job, nil); err != nil {
 		return res, false, fmt.Errorf("plan orphan cleanup of %s: %w", name, err)
 	}
-	why = fmt.Sprintf("%d orphan files older than %s", len(deletable), age)
+	why := fmt.Sprintf("%d orphan files older than %s", len(deletable), age)
 	if fanOut {
 		why = fmt.Sprintf("orphan files older than %s, listed by %d tasks", age, len(prefixes))
 	}

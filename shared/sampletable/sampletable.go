@@ -40,6 +40,8 @@ type Options struct {
 	EqualityDeletes bool
 	// Properties are extra table properties.
 	Properties map[string]string
+	// Location is the table's location (empty: the catalog's default).
+	Location string
 	// PayloadBytes adds that many bytes of incompressible text to every row
 	// (for benchmarks that need realistic file sizes).
 	PayloadBytes int
@@ -93,6 +95,9 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o 
 		props[k] = v
 	}
 	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if o.Location != "" {
+		opts = append(opts, catalog.WithLocation(o.Location))
+	}
 	if o.Partitions > 0 {
 		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Transform: iceberg.IdentityTransform{}, Name: "region"})
 		opts = append(opts, catalog.WithPartitionSpec(&spec))

@@ -100,7 +100,7 @@ func (d *Deps) LocalStages(cat catalog.Catalog) (localrun.Stages, *commit.Commit
 	}
 	return localrun.Stages{
 		Plan:      p,
-		Rewriter:  rewriterhandler.Handler{Rewrite: r, Delete: rewriting.Deleter(d.Deps), List: rewriting.Lister(d.Deps), Log: d.Log}.Handle,
+		Rewriter:  rewriterhandler.Handler{Rewrite: r, Delete: rewriting.Deleter(d.Deps, cat), List: rewriting.Lister(d.Deps, cat), Log: d.Log}.Handle,
 		Committer: committerhandler.Handler{Commit: c, Log: d.Log}.Handle,
 		Tasks:     d.Tasks, Commits: d.Commits, Jobs: d.Jobs,
 		End: end,

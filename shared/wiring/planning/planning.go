@@ -22,6 +22,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/trigger"
@@ -107,7 +108,7 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 	store := signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
 	deps.Signals = store
 	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now}
-	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit(), Signals: store}
+	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit(), Signals: store, Catalog: cat}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
 		if err != nil {
@@ -130,6 +131,10 @@ type HealthAssessor struct {
 	// Signals, when set, adds the layout the table's query signals
 	// recommend to the report (package signals).
 	Signals SignalDays
+	// Catalog lists the catalog's tables, so that a report says an
+	// orphan cleanup would be refused for another table inside the
+	// location (nil: it says the cleanup would be refused).
+	Catalog orphans.Catalog
 }
 
 // SignalDays reads a table's recorded query signals.
@@ -224,13 +229,16 @@ func (h HealthAssessor) Orphans(ctx context.Context, tbl *table.Table) (int, int
 	if h.Now != nil {
 		now = h.Now
 	}
-	orphans, bytes, err := health.FindOrphans(ctx, tbl, now().Add(-age))
-	if errors.Is(err, health.ErrNotListable) {
+	found, err := orphans.Find(ctx, tbl, orphans.Prefix{}, now().Add(-age))
+	if errors.Is(err, orphans.ErrNotListable) {
 		return 0, 0, err.Error(), nil
 	}
-	if err != nil {
-		return 0, 0, "", err
+	if err == nil {
+		err = orphans.Shared(ctx, tbl, found.Metadata, h.Catalog)
 	}
-	refused, err := health.SharedLocation(ctx, tbl, orphans)
-	return len(orphans), bytes, refused, err
+	files, bytes := orphans.Paths(found.Orphans)
+	if errors.Is(err, orphans.ErrRefused) {
+		return len(files), bytes, orphans.Why(err), nil
+	}
+	return len(files), bytes, "", err
 }

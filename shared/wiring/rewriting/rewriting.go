@@ -1,8 +1,18 @@
-// Package rewriting builds the rewriter stage from the shared wiring. It
-// links no catalog client: rewriters open the pinned metadata file.
+// Package rewriting builds the rewriter stage from the shared wiring.
+// Rewriters open the pinned metadata file; only an orphan cleanup's tasks
+// load a table from the catalog (Catalog, opened on first use): a deletion
+// task right before deleting, a listing task whose metadata file is gone.
 package rewriting
 
 import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/deletions"
 	"github.com/icekeeper/icekeeper/shared/listing"
@@ -32,13 +42,43 @@ func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
 }
 
 // Deleter builds the runner of deletion tasks (the fanned-out deletions of
-// an expiry or an orphan cleanup).
-func Deleter(d *wiring.Deps) deletions.Deleter {
-	return deletions.Deleter{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "deleter")}
+// an expiry or an orphan cleanup); cat loads an orphan cleanup's table
+// (Catalog).
+func Deleter(d *wiring.Deps, cat deletions.Catalog) deletions.Deleter {
+	return deletions.Deleter{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Catalog: cat, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "deleter")}
 }
 
 // Lister builds the runner of listing tasks (the fanned-out listing of an
-// orphan cleanup).
-func Lister(d *wiring.Deps) listing.Lister {
-	return listing.Lister{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "lister")}
+// orphan cleanup); cat loads a table whose metadata file is gone.
+func Lister(d *wiring.Deps, cat listing.Catalog) listing.Lister {
+	return listing.Lister{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Catalog: cat, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "lister")}
+}
+
+// Catalog is the configured catalog, opened on the first table loaded from
+// it (a rewriter that runs no orphan cleanup task never opens it); a
+// failed open is tried again on the next load.
+func Catalog(d *wiring.Deps) *LazyCatalog { return &LazyCatalog{deps: d} }
+
+// LazyCatalog loads tables from the configured catalog, opened on first
+// use.
+type LazyCatalog struct {
+	deps *wiring.Deps
+	mu   sync.Mutex
+	cat  catalog.Catalog
+}
+
+// LoadTable loads the table from the catalog.
+func (l *LazyCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	l.mu.Lock()
+	if l.cat == nil {
+		cat, err := catalogs.OpenWithFile(ctx, l.deps.Config.Catalog, l.deps.Clients.Config)
+		if err != nil {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("open the catalog: %w", err)
+		}
+		l.cat = cat
+	}
+	cat := l.cat
+	l.mu.Unlock()
+	return cat.LoadTable(ctx, ident)
 }
