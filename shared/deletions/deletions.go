@@ -6,14 +6,13 @@
 // Invariants, for each task:
 //   - it acts only while the job still holds the table's lease (a task of a
 //     superseded job is dropped);
-//   - it deletes only files that the table does not need: for an expiry,
-//     no snapshot but the kept ones of the metadata at the task's metadata
-//     location references them (expire.StillUnreferenced); for an orphan
-//     cleanup, nothing the table references as its catalog has it right
-//     before deleting, nor anything a metadata file of its log does
-//     (orphans.Still), so a busy table whose writer deletes old metadata
-//     files is checked against what it is now, not a file that may be
-//     gone;
+//   - it deletes only files that the table does not need, as its catalog
+//     has it right before deleting (not a metadata file that a busy
+//     table's writer may have removed since): for an expiry, no snapshot of
+//     it or of a metadata file of its log references them, apart from the
+//     ones the list was made against and the expired ones
+//     (expire.StillUnreferenced); for an orphan cleanup, nothing the table
+//     or a metadata file of its log references (orphans.Still);
 //   - the part's object is removed once its files are; a redelivered task
 //     whose part is gone does nothing; deleting a file twice is harmless;
 //   - the task that finds no part left sends the commit request that lets
@@ -126,7 +125,7 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 		)
 		if dt.Orphans {
 			tbl, paths, err = d.stillOrphans(ctx, ident, part)
-		} else if tbl, err = d.Tables.OpenMetadata(ctx, ident, dt.MetadataLocation); err == nil {
+		} else if tbl, err = d.current(ctx, ident, dt.MetadataLocation); err == nil {
 			paths, bytes, err = unreferenced(ctx, tbl, dt, part)
 		}
 		if err != nil {
@@ -181,6 +180,19 @@ func (d Deleter) stillOrphans(ctx context.Context, ident table.Identifier, part 
 	}
 	still, err := orphans.Still(ctx, load, all)
 	return tbl, still, err
+}
+
+// current is the table as the catalog has it now, which an expiry's part
+// is checked against (what was committed since the expiry, and every
+// metadata file of its log: expire.StillUnreferenced); the task's
+// metadata file only without a catalog. A fixed metadata file would fail
+// every delivery once a writer with write.metadata.delete-after-commit
+// .enabled removed it, and would miss what was committed since.
+func (d Deleter) current(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error) {
+	if d.Catalog == nil {
+		return d.Tables.OpenMetadata(ctx, ident, metadataLocation)
+	}
+	return d.Catalog.LoadTable(ctx, ident)
 }
 
 // unreferenced keeps the part's files of an expiry that no kept snapshot
