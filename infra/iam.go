@@ -51,6 +51,11 @@ var (
 	// "AWS Glue REST APIs for Apache Iceberg specifications").
 	glueRead   = []string{"glue:GetCatalog", "glue:GetDatabase", "glue:GetTable", "glue:GetTables"}
 	glueUpdate = []string{"glue:UpdateTable"}
+	// glueWalk: orphan cleanup refuses a location another table's files
+	// may lie in, and proves there is none by reading every table's
+	// location and write paths (shared/orphans, Shared): the catalog's
+	// databases and tables, metadata only, never a table's data.
+	glueWalk = []string{"glue:GetCatalog", "glue:GetDatabases", "glue:GetDatabase", "glue:GetTables", "glue:GetTable"}
 )
 
 // access builds and attaches the policy statements of the three functions.
@@ -75,6 +80,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		return nil
 	}
 	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
+	add(fns.Planner, a.glueCatalogWalk("CatalogWalk")...)
 	add(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig, s3tablesList})...)
 	add(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
 	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
@@ -101,6 +107,10 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// found, under metadata/ too.
 	add(fns.Rewriter, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
 	add(fns.Rewriter, a.tableListing("TableList")...)
+	// Deletion and listing tasks check their files against the table as
+	// the catalog has it when they run (shared/deletions, shared/listing):
+	// read only, never an update.
+	add(fns.Rewriter, a.glue("CatalogRead", glueRead)...)
 	// Rewriters open the pinned metadata file and write data files; a
 	// table bucket deletes nothing on request (its unreferenced file
 	// removal does), so they get no delete there.
@@ -108,6 +118,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	add(fns.Rewriter, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
 	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
+	add(fns.Committer, a.glueCatalogWalk("CatalogWalk")...)
 	add(fns.Committer, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig})...)
 	add(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
 	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
@@ -220,10 +231,19 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 // glue returns a statement allowing actions on the catalog, the granted
 // databases and the granted tables (a namespace grant: every table of its
 // database), or nothing when the catalog is not Glue.
-func (a access) glue(sid string, actions []string) []awsiam.PolicyStatement {
+// glueCatalogWalk allows reading every database's and table's metadata
+// of the Glue catalog (glueWalk), for orphan cleanup's proof that no other
+// table lies in the location it cleans.
+func (a access) glueCatalogWalk(sid string) []awsiam.PolicyStatement {
 	if !a.s.GlueCatalog() {
 		return nil
 	}
+	arn := a.glueARN()
+	return []awsiam.PolicyStatement{statement(sid, glueWalk, []string{arn("catalog"), arn("database/*"), arn("table/*/*")})}
+}
+
+// glueARN builds ARNs of the configured Glue catalog's resources.
+func (a access) glueARN() func(resource string) string {
 	region, account := *a.stack.Region(), *a.stack.Account()
 	if r := a.s.CatalogProperties["glue.region"]; r != "" {
 		region = r
@@ -231,9 +251,16 @@ func (a access) glue(sid string, actions []string) []awsiam.PolicyStatement {
 	if id := a.s.CatalogProperties["glue.id"]; id != "" {
 		account = id
 	}
-	arn := func(resource string) string {
+	return func(resource string) string {
 		return fmt.Sprintf("arn:%s:glue:%s:%s:%s", a.partition, region, account, resource)
 	}
+}
+
+func (a access) glue(sid string, actions []string) []awsiam.PolicyStatement {
+	if !a.s.GlueCatalog() {
+		return nil
+	}
+	arn := a.glueARN()
 	resources := []string{arn("catalog")}
 	for _, db := range a.s.Grants.Databases() {
 		resources = append(resources, arn("database/"+db))

@@ -259,6 +259,8 @@ var usedElsewhere = map[string]string{
 	"sqs:GetQueueAttributes":      "the SQS event source mapping (and CDK's grants to send)",
 	"xray:PutTelemetryRecords":    "the Lambda runtime and the X-Ray daemon (active tracing)",
 	"glue:GetDatabase":            "namespace lookups of the Glue catalog (the sweep over a granted namespace)",
+	"glue:GetDatabases":           "orphan cleanup's walk of the whole catalog (shared/orphans; the tests' walks use the sqlite catalog)",
+	"glue:GetTable":               "loading a table on Glue: the rewriters' deletion and listing tasks and orphan cleanup's catalog walk (the tests use the sqlite catalog there)",
 }
 
 // checkIAM evaluates the recorded calls after a full run; it returns the
