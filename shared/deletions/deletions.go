@@ -189,7 +189,9 @@ func (d Deleter) stillOrphans(ctx context.Context, ident table.Identifier, part 
 // every delivery once a writer with write.metadata.delete-after-commit
 // .enabled removed it, and would miss what was committed since.
 func (d Deleter) current(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error) {
-	if d.Catalog == nil {
+	if d.Catalog == nil || outputs.InTableBucket(metadataLocation) {
+		// In an S3 table bucket nothing is deleted (package outputs), and
+		// rewriters have no catalog permission there.
 		return d.Tables.OpenMetadata(ctx, ident, metadataLocation)
 	}
 	return d.Catalog.LoadTable(ctx, ident)
