@@ -41,6 +41,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/storagepath"
 )
 
 // Table properties. The icekeeper.expire.* ones override Iceberg's for
@@ -272,7 +274,7 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 	files := map[string]File{}
 	add := func(f File) {
 		if f.Path != "" {
-			files[f.Path] = f
+			files[storagepath.Key(f.Path)] = f
 		}
 	}
 	gone := map[int64]bool{}
@@ -301,10 +303,10 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 			return nil, fmt.Errorf("expire: read manifest list of expired snapshot %d: %w", snap.SnapshotID, err)
 		}
 		for _, m := range ms {
-			if _, ok := kept[m.FilePath()]; ok || seen[m.FilePath()] {
+			if _, ok := kept[storagepath.Key(m.FilePath())]; ok || seen[storagepath.Key(m.FilePath())] {
 				continue
 			}
-			seen[m.FilePath()] = true
+			seen[storagepath.Key(m.FilePath())] = true
 			add(File{Path: m.FilePath(), Kind: KindManifest, Bytes: m.Length()})
 			for e, err := range m.Entries(fsys, false) {
 				if err != nil {
@@ -324,16 +326,16 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 			return nil, err
 		}
 		for _, s := range sel.Kept {
-			delete(files, s.ManifestList)
+			delete(files, storagepath.Key(s.ManifestList))
 		}
 		for sf := range pre.Statistics() {
 			if !gone[sf.SnapshotID] {
-				delete(files, sf.StatisticsPath)
+				delete(files, storagepath.Key(sf.StatisticsPath))
 			}
 		}
 		for psf := range pre.PartitionStatistics() {
 			if !gone[psf.SnapshotID] {
-				delete(files, psf.StatisticsPath)
+				delete(files, storagepath.Key(psf.StatisticsPath))
 			}
 		}
 	}
@@ -358,7 +360,7 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadata, known, expired []int64, files []File) ([]File, error) {
 	set := map[string]File{}
 	for _, f := range files {
-		set[f.Path] = f
+		set[storagepath.Key(f.Path)] = f
 	}
 	skip := map[int64]bool{}
 	for _, id := range known {
@@ -391,12 +393,12 @@ func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadat
 		}
 		for sf := range m.Statistics() {
 			if !gone[sf.SnapshotID] {
-				delete(set, sf.StatisticsPath)
+				delete(set, storagepath.Key(sf.StatisticsPath))
 			}
 		}
 		for psf := range m.PartitionStatistics() {
 			if !gone[psf.SnapshotID] {
-				delete(set, psf.StatisticsPath)
+				delete(set, storagepath.Key(psf.StatisticsPath))
 			}
 		}
 		return nil
@@ -421,14 +423,16 @@ func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadat
 	}
 	out := make([]File, 0, len(set))
 	for _, f := range files {
-		if _, ok := set[f.Path]; ok {
+		if _, ok := set[storagepath.Key(f.Path)]; ok {
 			out = append(out, f)
 		}
 	}
 	return out, nil
 }
 
-// manifestsOf reads the manifests of snaps, by path.
+// manifestsOf reads the manifests of snaps, by storagepath.Key of their
+// path (every set of files here is keyed so: one object spelled s3:// in
+// one manifest and s3a:// in another is one file).
 func manifestsOf(ctx context.Context, fsys icebergio.IO, snaps []table.Snapshot) (map[string]iceberg.ManifestFile, error) {
 	out := map[string]iceberg.ManifestFile{}
 	for _, s := range snaps {
@@ -440,7 +444,7 @@ func manifestsOf(ctx context.Context, fsys icebergio.IO, snaps []table.Snapshot)
 			return nil, fmt.Errorf("expire: read manifest list of snapshot %d: %w", s.SnapshotID, err)
 		}
 		for _, m := range ms {
-			out[m.FilePath()] = m
+			out[storagepath.Key(m.FilePath())] = m
 		}
 	}
 	return out, nil
@@ -458,7 +462,7 @@ func dropLive(ctx context.Context, fsys icebergio.IO, manifests map[string]icebe
 				return fmt.Errorf("expire: read manifest %s: %w", m.FilePath(), err)
 			}
 			if e.Status() != iceberg.EntryStatusDELETED {
-				delete(files, e.DataFile().FilePath())
+				delete(files, storagepath.Key(e.DataFile().FilePath()))
 			}
 		}
 	}

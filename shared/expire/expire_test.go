@@ -343,6 +343,15 @@ func TestStillUnreferenced_DropsWhatSnapshotsCommittedSinceReference(t *testing.
 	if len(got) != 1 || got[0].Path != "file:///nowhere/x.parquet" {
 		t.Fatalf("still unreferenced %v, want only the file no snapshot names", got)
 	}
+	// The same files under another spelling (a local path for a file: URI,
+	// as s3a:// for s3://) are the same files: still referenced.
+	var respelled []File
+	for _, l := range live {
+		respelled = append(respelled, File{Path: strings.TrimPrefix(l.Path, "file://"), Kind: l.Kind})
+	}
+	if got, err := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), before, nil, respelled); err != nil || len(got) != 0 {
+		t.Fatalf("respelled live files: still unreferenced %v (%v), want none", got, err)
+	}
 	if got, _ := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), ids(tbl.Metadata().Snapshots()), nil, listed); len(got) != len(listed) {
 		t.Fatalf("with every snapshot known, %d of %d files kept; want all (only new snapshots are read)", len(got), len(listed))
 	}

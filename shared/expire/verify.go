@@ -11,6 +11,8 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/storagepath"
 )
 
 // ErrUnverifiable: what an expiry's commit did cannot be checked (a
@@ -138,14 +140,14 @@ func Keep(ctx context.Context, fsys icebergio.IO, meta table.Metadata, ids []int
 	}
 	set := map[string]File{}
 	for _, f := range files {
-		set[f.Path] = f
+		set[storagepath.Key(f.Path)] = f
 	}
 	if err := dropReferenced(ctx, fsys, meta, snaps, set); err != nil {
 		return nil, err
 	}
 	out := make([]File, 0, len(set))
 	for _, f := range files {
-		if _, ok := set[f.Path]; ok {
+		if _, ok := set[storagepath.Key(f.Path)]; ok {
 			out = append(out, f)
 		}
 	}
@@ -165,19 +167,19 @@ func dropReferenced(ctx context.Context, fsys icebergio.IO, meta table.Metadata,
 	ids := map[int64]bool{}
 	for _, s := range snaps {
 		ids[s.SnapshotID] = true
-		delete(set, s.ManifestList)
+		delete(set, storagepath.Key(s.ManifestList))
 	}
 	for p := range ms {
-		delete(set, p)
+		delete(set, storagepath.Key(p))
 	}
 	for sf := range meta.Statistics() {
 		if ids[sf.SnapshotID] {
-			delete(set, sf.StatisticsPath)
+			delete(set, storagepath.Key(sf.StatisticsPath))
 		}
 	}
 	for psf := range meta.PartitionStatistics() {
 		if ids[psf.SnapshotID] {
-			delete(set, psf.StatisticsPath)
+			delete(set, storagepath.Key(psf.StatisticsPath))
 		}
 	}
 	return dropLive(ctx, fsys, ms, set)

@@ -218,3 +218,15 @@ func PathUnder(dir, p string) bool {
 	d, q := Parse(dir).Path, Parse(p).Path
 	return q == d || strings.HasPrefix(q, strings.TrimSuffix(d, "/")+"/")
 }
+
+// Key is a file's identity for sets of files to keep or delete: two
+// locations with the same key name the same file (same scheme family,
+// authority and cleaned path: s3a://b/k and s3://b/k are one object).
+// Locations with different keys may still be one file only where an
+// authority is left out, which Key keeps apart: a set keyed by Key can
+// only keep a file for a spelling, never delete one that another spelling
+// of the same key protects.
+func Key(uri string) string {
+	p := Parse(uri)
+	return p.Scheme + "://" + p.Authority + p.Path
+}

@@ -92,3 +92,28 @@ func TestSupported_OnlyTheS3FamilyAndLocalFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestKey_OneObjectOneKey: the spellings of one object share a key (s3,
+// s3a, s3n; a file: URI and its local path; repeated slashes), other
+// buckets and other keys do not, and a key is its own key.
+func TestKey_OneObjectOneKey(t *testing.T) {
+	same := [][]string{
+		{"s3://b/t/data/x.parquet", "s3a://b/t/data/x.parquet", "s3n://b/t//data/x.parquet"},
+		{"file:///tmp/t/x", "/tmp/t/x", "file:/tmp/t/x"},
+	}
+	for _, group := range same {
+		for _, p := range group {
+			if Key(p) != Key(group[0]) {
+				t.Errorf("Key(%q) = %q, want %q", p, Key(p), Key(group[0]))
+			}
+			if Key(Key(p)) != Key(p) {
+				t.Errorf("Key(Key(%q)) = %q, want %q", p, Key(Key(p)), Key(p))
+			}
+		}
+	}
+	for _, pair := range [][2]string{{"s3://b/t/x", "s3://c/t/x"}, {"s3://b/t/x", "s3://b/t/y"}, {"s3://b/t/x", "gs://b/t/x"}} {
+		if Key(pair[0]) == Key(pair[1]) {
+			t.Errorf("Key(%q) == Key(%q)", pair[0], pair[1])
+		}
+	}
+}
