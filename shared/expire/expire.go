@@ -358,10 +358,7 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 // that no longer exists cannot be read by anyone and is passed over; one
 // that cannot be read is an error.
 func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadata, known, expired []int64, files []File) ([]File, error) {
-	set := map[string]File{}
-	for _, f := range files {
-		set[storagepath.Key(f.Path)] = f
-	}
+	set := byKey(files)
 	skip := map[int64]bool{}
 	for _, id := range known {
 		skip[id] = true
@@ -421,13 +418,7 @@ func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadat
 			return nil, err
 		}
 	}
-	out := make([]File, 0, len(set))
-	for _, f := range files {
-		if _, ok := set[storagepath.Key(f.Path)]; ok {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return inSet(files, set), nil
 }
 
 // manifestsOf reads the manifests of snaps, by storagepath.Key of their

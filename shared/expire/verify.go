@@ -138,20 +138,11 @@ func Keep(ctx context.Context, fsys icebergio.IO, meta table.Metadata, ids []int
 		}
 		snaps = append(snaps, *s)
 	}
-	set := map[string]File{}
-	for _, f := range files {
-		set[storagepath.Key(f.Path)] = f
-	}
+	set := byKey(files)
 	if err := dropReferenced(ctx, fsys, meta, snaps, set); err != nil {
 		return nil, err
 	}
-	out := make([]File, 0, len(set))
-	for _, f := range files {
-		if _, ok := set[storagepath.Key(f.Path)]; ok {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return inSet(files, set), nil
 }
 
 // dropReferenced removes from set every file snaps reference, and the
@@ -183,4 +174,24 @@ func dropReferenced(ctx context.Context, fsys icebergio.IO, meta table.Metadata,
 		}
 	}
 	return dropLive(ctx, fsys, ms, set)
+}
+
+// byKey is files by storagepath.Key.
+func byKey(files []File) map[string]File {
+	set := make(map[string]File, len(files))
+	for _, f := range files {
+		set[storagepath.Key(f.Path)] = f
+	}
+	return set
+}
+
+// inSet keeps, in order, the files whose key is still in set.
+func inSet(files []File, set map[string]File) []File {
+	out := make([]File, 0, len(set))
+	for _, f := range files {
+		if _, ok := set[storagepath.Key(f.Path)]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -89,3 +89,20 @@ func (p *Planner) loadLeased(ctx context.Context, log *slog.Logger, ident table.
 	}
 	return tbl, nil
 }
+
+// pastJobs reads the records of the jobs among past, in order; a job
+// whose record is gone (DynamoDB TTL) is left out.
+func (p *Planner) pastJobs(ctx context.Context, past []string) ([]jobs.Job, error) {
+	var out []jobs.Job
+	for _, id := range past {
+		j, err := p.jobs.Get(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read past job %s: %w", id, err)
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -92,15 +91,12 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 // pinsInFlight lists the snapshots pinned by the jobs among past that
 // have not ended.
 func (p *Planner) pinsInFlight(ctx context.Context, past []string) ([]int64, error) {
+	js, err := p.pastJobs(ctx, past)
+	if err != nil {
+		return nil, err
+	}
 	var pins []int64
-	for _, id := range past {
-		j, err := p.jobs.Get(ctx, id)
-		if errors.Is(err, jobs.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read job %s for its pin: %w", id, err)
-		}
+	for _, j := range js {
 		if !j.State.Terminal() && j.SnapshotID != 0 {
 			pins = append(pins, j.SnapshotID)
 		}
@@ -112,17 +108,14 @@ func (p *Planner) pinsInFlight(ctx context.Context, past []string) ([]int64, err
 // finished (jobs.Job.DeletionsLeft): the next expiry's committer finishes
 // them.
 func (p *Planner) leftovers(ctx context.Context, past []string) ([]string, error) {
+	js, err := p.pastJobs(ctx, past)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, id := range past {
-		j, err := p.jobs.Get(ctx, id)
-		if errors.Is(err, jobs.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read job %s for its deletions: %w", id, err)
-		}
+	for _, j := range js {
 		if j.State.Terminal() && j.DeletionsLeft {
-			out = append(out, id)
+			out = append(out, j.ID)
 		}
 	}
 	return out, nil

@@ -147,27 +147,28 @@ func liveFiles(tbl *table.Table) int64 {
 }
 
 // attemptsInFlight lists the attempts of the jobs among past that have
-// not ended: their files may still be committed.
+// not ended, their rebase attempts included: their files may still be
+// committed.
 func (p *Planner) attemptsInFlight(ctx context.Context, past []string) ([]string, error) {
+	js, err := p.pastJobs(ctx, past)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, id := range past {
-		j, err := p.jobs.Get(ctx, id)
-		if errors.Is(err, jobs.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read job %s: %w", id, err)
-		}
+	for _, j := range js {
 		if j.State.Terminal() {
 			continue
 		}
-		groups, err := p.jobs.Groups(ctx, id)
+		groups, err := p.jobs.Groups(ctx, j.ID)
 		if err != nil {
-			return nil, fmt.Errorf("read groups of job %s: %w", id, err)
+			return nil, fmt.Errorf("read groups of job %s: %w", j.ID, err)
 		}
 		for _, g := range groups {
 			out = append(out, g.Attempts...)
 		}
+		// A job not ended has committed none of what it has not committed:
+		// every batch's rebase may still land.
+		out = append(out, j.UnreferencedRebases(0)...)
 	}
 	return out, nil
 }
