@@ -92,8 +92,11 @@ var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // time).
 const diffTakeover = 3 * time.Second
 
-// diffFixedSeeds run on every `go test ./...`.
-var diffFixedSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+// diffFixedSeeds run on every `go test ./...`. After the first 16, seeds
+// that once failed: 191863506561406 (a delete-file rewrite read a data file
+// with a struct column before the equality key; iceberg-go's pruned read
+// schema named the struct, which it did not read).
+var diffFixedSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 191863506561406}
 
 // diffSeeds: ICEKEEPER_FUZZ_SEED (one), ICEKEEPER_FUZZ_SEEDS (that many
 // random ones), else the fixed set.

@@ -2858,19 +2858,28 @@ func (p *pruneParquetSchema) Struct(field pqarrow.SchemaField, children []arrow.
 	selected, fields := []arrow.Field{}, field.Children
 	sameType := true
 
+	// icekeeper patch (ICEKEEPER.md, "the pruned schema names only the
+	// columns read"): a child none of whose leaves is projected is left
+	// out, and a child projected in part keeps its projected type, as
+	// Iceberg Java's Parquet PruneColumns.struct keeps only the fields that
+	// are selected or have a non-null pruned result
+	// (parquet/src/main/java/org/apache/iceberg/parquet/PruneColumns.java).
+	// Upstream kept the unprojected children with their whole type, while
+	// p.indices holds none of their leaves: the schema then named columns
+	// the record reader does not return, and every column after such a
+	// struct was looked up at the wrong index of the records.
 	for i, t := range children {
 		field := fields[i]
-		if arrow.TypeEqual(field.Field.Type, t.Type) {
-			selected = append(selected, *field.Field)
-		} else if t.Type == nil {
+		switch {
+		case t.Type == nil:
 			sameType = false
-			// type has changed, create a new field with the projected type
-			selected = append(selected, arrow.Field{
-				Name:     field.Field.Name,
-				Type:     field.Field.Type,
-				Nullable: field.Field.Nullable,
-				Metadata: field.Field.Metadata,
-			})
+		case arrow.TypeEqual(field.Field.Type, t.Type):
+			selected = append(selected, *field.Field)
+		default:
+			sameType = false
+			projected := *field.Field
+			projected.Type = t.Type
+			selected = append(selected, projected)
 		}
 	}
 
