@@ -58,6 +58,10 @@ type sTable struct {
 	// key of a partitioned table's equality deletes).
 	ids    []int64
 	region map[int64]string
+	// staged are data files another tool wrote and has not committed yet
+	// (a write in flight), with the ids they hold.
+	staged    []iceberg.DataFile
+	stagedIDs []int64
 }
 
 // safetyNS is the namespace of every table of a run.
@@ -199,6 +203,9 @@ var otherOps = []otherOp{
 	{"iceberg-go expiry", 3, (*safetyRun).opOtherExpiry},
 	{"table properties", 3, (*safetyRun).opProperties},
 	{"plant strays", 4, (*safetyRun).opPlant},
+	{"stage a file", 3, (*safetyRun).opStage},
+	{"attach statistics", 2, (*safetyRun).opStatistics},
+	{"commit staged files", 3, (*safetyRun).opCommitStaged},
 	{"time passes", 4, func(r *safetyRun, _ *sTable) (string, error) { return r.opAge() }},
 }
 
@@ -212,6 +219,7 @@ var concurrentOps = []otherOp{
 	{"drop ref", 2, (*safetyRun).opDropRef},
 	{"append", 6, func(r *safetyRun, st *sTable) (string, error) { return r.opAppend(st, r.pickBranch(st, 4)) }},
 	{"position delete", 3, func(r *safetyRun, st *sTable) (string, error) { return r.opDelete(st, "") }},
+	{"commit staged files", 3, (*safetyRun).opCommitStaged},
 	{"rollback main", 1, (*safetyRun).opRollback},
 }
 
@@ -652,6 +660,107 @@ func (r *safetyRun) opProperties(st *sTable) (string, error) {
 	return fmt.Sprintf("set properties of %s: %v, unset %v", st.name, set, unset), nil
 }
 
+// opStage is another tool's write in flight: it writes a data file into
+// the table's data location and commits it later (opCommitStaged). Until
+// then the file is young and referenced by nothing: the model keeps it
+// needed (an orphan cleanup must leave files younger than its safety age
+// alone), until time passes (opAge), when it is an orphan like any other.
+func (r *safetyRun) opStage(st *sTable) (string, error) {
+	tbl := r.load(st)
+	rdr, ids, err := r.newRows(st, 2+r.rng.IntN(5))
+	if err != nil {
+		return "", err
+	}
+	defer rdr.Release()
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return "", err
+	}
+	var batches []arrow.RecordBatch
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		batches = append(batches, array.NewRecordBatch(sc, rec.Columns(), rec.NumRows()))
+	}
+	recs := func(yield func(arrow.RecordBatch, error) bool) {
+		for _, b := range batches {
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+	var paths []string
+	for df, err := range table.WriteRecords(r.e.ctx, tbl, sc, recs) {
+		if err != nil {
+			return "", err
+		}
+		st.staged = append(st.staged, df)
+		paths = append(paths, df.FilePath())
+		r.model.keep[df.FilePath()] = "a young data file another tool wrote into " + st.name + " and has not committed yet"
+	}
+	st.stagedIDs = append(st.stagedIDs, ids...)
+	return fmt.Sprintf("another tool writes ids %d..%d of %s into %v, to commit later", ids[0], ids[len(ids)-1], st.name, paths), nil
+}
+
+// opCommitStaged commits the files staged in the table (opStage).
+func (r *safetyRun) opCommitStaged(st *sTable) (string, error) {
+	if len(st.staged) == 0 {
+		return "", errSkip
+	}
+	var paths []string
+	for _, df := range st.staged {
+		paths = append(paths, df.FilePath())
+	}
+	txn := r.load(st).NewTransaction()
+	if err := txn.AddFiles(r.e.ctx, paths, nil, false); err != nil {
+		return "", err
+	}
+	if _, err := txn.Commit(r.e.ctx); err != nil {
+		return "", err
+	}
+	n := len(st.staged)
+	for _, df := range st.staged {
+		delete(r.model.keep, df.FilePath())
+	}
+	st.ids = append(st.ids, st.stagedIDs...)
+	st.staged, st.stagedIDs = nil, nil
+	return fmt.Sprintf("another tool commits the %d files it staged in %s", n, st.name), nil
+}
+
+// opStatistics attaches a statistics file (or a partition statistics
+// file) to one of the table's snapshots, as an engine computing column
+// statistics would: a file under metadata/ that only the table metadata
+// references.
+func (r *safetyRun) opStatistics(st *sTable) (string, error) {
+	tbl := r.load(st)
+	snap, ok := r.pickSnapshot(tbl.Metadata(), 0)
+	if !ok {
+		return "", errSkip
+	}
+	r.plantSeq++
+	partition := r.rng.IntN(3) == 0
+	name := fmt.Sprintf("metadata/stats-%d-%d.puffin", snap.SnapshotID, r.plantSeq)
+	if partition {
+		name = fmt.Sprintf("metadata/partition-stats-%d-%d.parquet", snap.SnapshotID, r.plantSeq)
+	}
+	p := strings.TrimSuffix(tbl.Location(), "/") + "/" + name
+	body := []byte("PFA1 statistics of another engine PFA1")
+	if err := os.MkdirAll(filepath.Dir(localPath(p)), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(localPath(p), body, 0o644); err != nil {
+		return "", err
+	}
+	var u table.Update = table.NewSetStatisticsUpdate(table.StatisticsFile{SnapshotID: snap.SnapshotID, StatisticsPath: p,
+		FileSizeInBytes: int64(len(body)), FileFooterSizeInBytes: 4, BlobMetadata: []table.BlobMetadata{}})
+	if partition {
+		u = table.NewSetPartitionStatisticsUpdate(table.PartitionStatisticsFile{SnapshotID: snap.SnapshotID, StatisticsPath: p, FileSizeInBytes: int64(len(body))})
+	}
+	if _, _, err := r.e.cat.CommitTable(r.e.ctx, st.ident, nil, []table.Update{u}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("attach %s to snapshot %d of %s", name, snap.SnapshotID, st.name), nil
+}
+
 // opPlant plants stray files: orphans under data/ and metadata/ (which an
 // orphan cleanup may delete once they are old) and, one time in three, a
 // file elsewhere under the location, which nothing of icekeeper may ever
@@ -707,5 +816,15 @@ func (r *safetyRun) opAge() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("four days pass: %d files age", n), nil
+	// A write still in flight after four days is abandoned: its files are
+	// orphans now.
+	abandoned := 0
+	for _, st := range r.tables {
+		for _, df := range st.staged {
+			delete(r.model.keep, df.FilePath())
+		}
+		abandoned += len(st.staged)
+		st.staged, st.stagedIDs = nil, nil
+	}
+	return fmt.Sprintf("four days pass: %d files age (%d staged files abandoned)", n, abandoned), nil
 }

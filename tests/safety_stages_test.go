@@ -62,18 +62,30 @@ type crasher struct {
 	// at ("" when none was).
 	n     int
 	where string
+	// hookAt is the call before which hook runs (0: none): another tool's
+	// change between two of the stage's calls.
+	hookAt int
+	hook   func(call string)
 }
 
 // arm makes the run that follows crash at its at-th call.
-func (c *crasher) arm(at int, after bool) { c.at, c.after, c.n, c.where = at, after, 0, "" }
+func (c *crasher) arm(at int, after bool) { c.at, c.after, c.where = at, after, "" }
 
-// disarm: no crash (the call count restarts).
-func (c *crasher) disarm() { c.at, c.n, c.where = 0, 0, "" }
+// disarm: no crash and no hook (the call count restarts).
+func (c *crasher) disarm() { c.at, c.n, c.where, c.hookAt, c.hook = 0, 0, "", 0, nil }
+
+// hookBefore makes the run that follows call hook before its at-th call.
+func (c *crasher) hookBefore(at int, hook func(call string)) { c.hookAt, c.hook = at, hook }
 
 // crashCall runs one dependency call, crashing before or after it when the
 // crasher is armed for it.
 func crashCall[T any](c *crasher, name string, f func() (T, error)) (T, error) {
 	c.n++
+	if c.hookAt > 0 && c.n == c.hookAt {
+		h := c.hook
+		c.hookAt, c.hook = 0, nil
+		h(name)
+	}
 	hit := c.at > 0 && c.n == c.at
 	if hit && !c.after {
 		c.at, c.where = 0, "before "+name

@@ -45,9 +45,11 @@ package tests
 // with -short); ICEKEEPER_FUZZ_SEEDS=N runs N random seeds and
 // ICEKEEPER_FUZZ_SEED=S replays one (make fuzz-pipeline SEEDS=N). A
 // failing seed prints the command that replays it and the history up to
-// the step that failed (the run stops there).
+// the step that failed (the run stops there); ICEKEEPER_SAFETY_HISTORY=1
+// prints every seed's history.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
@@ -57,6 +59,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -121,8 +124,8 @@ func TestSafety_NothingNeededIsEverDeleted(t *testing.T) {
 // (counted in safetyRun.stats).
 var safetyCoverage = []string{
 	"committed compaction", "committed rewrite-deletes", "committed rewrite-manifests", "committed expire", "committed remove-orphans",
-	"before-commit hook", "committer crash", "rewriter crash", "planner crash", "lease takeover", "late committer",
-	"lost ack", "duplicate message", "nested table", "neighbour table", "gzip metadata", "metadata deleted after commit",
+	"before-commit hook", "mid-step hook", "committer crash", "rewriter crash", "planner crash", "lease takeover", "late committer",
+	"lost ack", "duplicate message", "operator cycle", "nested table", "neighbour table", "gzip metadata", "metadata deleted after commit",
 	"iceberg-go expiry", "tag or branch created", "rollback",
 }
 
@@ -148,8 +151,11 @@ type safetyRun struct {
 	// stats count the interleavings exercised; counted, the jobs counted.
 	stats   map[string]int
 	counted map[string]bool
-	// hooked: the before-commit hook ran in the current delivery.
+	// hooked: a hook ran in the current delivery.
 	hooked bool
+	// takeoverNext: the next step is a planner after the lease TTL on
+	// this table (its job's committer crashed).
+	takeoverNext string
 }
 
 func (r *safetyRun) note(format string, args ...any) {
@@ -213,6 +219,14 @@ func (r *safetyRun) run() {
 
 // oneStep draws and runs one step of the history.
 func (r *safetyRun) oneStep() {
+	if st := r.tableNamed(r.takeoverNext); st != nil {
+		// A committer crashed: its request comes back after the commit
+		// queue's visibility timeout, which is about the lease TTL, so a
+		// planner may well visit the table first and take it over.
+		r.takeoverNext = ""
+		r.planOn(st, r.pickKind(), true, false)
+		return
+	}
 	n := r.rng.IntN(100)
 	switch {
 	case n < 36:
@@ -230,9 +244,48 @@ func (r *safetyRun) oneStep() {
 		}
 	case n < 96:
 		r.planStep(true)
+	case n < 98:
+		r.operatorCycle()
 	default:
 		r.duplicateStep()
 	}
+}
+
+// operatorCycle is an operator's `icekeeper compact` on a table (package
+// localrun's cycle, as tests/interrupt_test.go runs it), interrupted
+// (Ctrl-C) while a group is being rewritten: the cycle ends its job and
+// removes what it wrote. Its drains deliver whatever the queues hold.
+func (r *safetyRun) operatorCycle() {
+	st := r.tables[r.rng.IntN(len(r.tables))]
+	stages, _, err := r.e.deps.LocalStages(r.e.cat)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(r.e.ctx)
+	defer cancel()
+	at, calls := 1+r.rng.IntN(2), 0
+	inner := stages.Rewriter
+	stages.Rewriter = func(hctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+		if calls++; calls == at {
+			cancel() // Ctrl-C while this group is being rewritten
+		}
+		return inner(hctx, ev)
+	}
+	run, kind := localrun.RunCycle, jobs.KindCompaction
+	if r.rng.IntN(3) == 0 {
+		run, kind = localrun.RunDeleteRewrite, jobs.KindRewriteDeletes
+	}
+	c, err := run(ctx, stages, st.name, "operator")
+	r.model.track(c.Plan.JobID)
+	state := ""
+	if c.Job != nil {
+		state = fmt.Sprintf("; job %s %s", c.Job.State, firstLine(c.Job.Reason))
+	}
+	r.stats["operator cycle"]++
+	r.note("%d operator's %s cycle on %s, Ctrl-C at rewriter call %d: %s %s, %d rewriter and %d committer deliveries, err %v%s",
+		r.step, kind, st.name, at, c.Plan.Outcome, c.Plan.JobID, c.Rewrites.Delivered, c.Commits.Delivered, err, state)
+	r.model.check(actorIcekeeper, fmt.Sprintf("the operator's %s cycle on %s", kind, st.name))
+	r.countEnded()
 }
 
 // other runs another tool's operation on a table and brings the model up
@@ -306,6 +359,11 @@ func (r *safetyRun) planOn(st *sTable, kind jobs.Kind, takeover, crash bool) {
 	if crash {
 		r.s.crash.arm(1+r.rng.IntN(10), r.rng.IntN(2) == 0)
 	}
+	mark := len(r.history)
+	r.hooked = false
+	if !crash && r.rng.IntN(6) == 0 {
+		r.s.crash.hookBefore(1+r.rng.IntN(6), r.midHook("planner", st.name))
+	}
 	res, crashed, err := r.s.runPlanner(func() (plan.Result, error) {
 		switch kind {
 		case jobs.KindRewriteDeletes:
@@ -320,26 +378,32 @@ func (r *safetyRun) planOn(st *sTable, kind jobs.Kind, takeover, crash bool) {
 		return p.PlanTable(ctx, st.name, "safety")
 	})
 	r.s.crash.disarm()
+	if r.hooked {
+		r.stats["mid-step hook"]++
+	}
+	var line string
 	switch {
 	case crashed != "":
 		r.stats["planner crash"]++
 		owner := r.model.leaseOwner(ctx, st)
 		r.model.track(owner)
-		r.note("%d %s: %s on %s crashed %s (lease owner %s)", r.step, who, kind, st.name, crashed, or(owner, "none"))
+		line = fmt.Sprintf("%d %s: %s on %s crashed %s (lease owner %s)", r.step, who, kind, st.name, crashed, or(owner, "none"))
 	case err != nil:
-		r.note("%d %s: %s on %s failed: %s", r.step, who, kind, st.name, firstLine(err.Error()))
+		line = fmt.Sprintf("%d %s: %s on %s failed: %s", r.step, who, kind, st.name, firstLine(err.Error()))
 	case res.Outcome == plan.OutcomePlanned:
 		r.model.track(res.JobID)
 		if takeover {
 			r.stats["lease takeover"]++
 		}
-		r.note("%d %s: %s job %s on %s planned at snapshot %d (%d groups) %s", r.step, who, kind, res.JobID, st.name, res.SnapshotID, res.Groups, res.Reason)
+		line = fmt.Sprintf("%d %s: %s job %s on %s planned at snapshot %d (%d groups) %s", r.step, who, kind, res.JobID, st.name, res.SnapshotID, res.Groups, res.Reason)
 	default:
 		if takeover && res.Outcome != plan.OutcomeLeaseHeld {
 			r.stats["lease takeover"]++
 		}
-		r.note("%d %s: %s on %s: %s %s", r.step, who, kind, st.name, res.Outcome, res.Reason)
+		line = fmt.Sprintf("%d %s: %s on %s: %s %s", r.step, who, kind, st.name, res.Outcome, res.Reason)
 	}
+	// The planning's line goes before what its hook did.
+	r.history = append(r.history[:mark], append([]string{line}, r.history[mark:]...)...)
 	r.model.check(actorIcekeeper, fmt.Sprintf("planning %s on %s", kind, st.name))
 }
 
@@ -398,7 +462,7 @@ func (r *safetyRun) jobState(body string) string {
 // so a crash never uses up a message's deliveries by itself); false when
 // the queue was empty.
 func (r *safetyRun) taskStep(faults bool) bool {
-	loseAck, crash := false, false
+	loseAck, crash, hook := false, false, false
 	if faults {
 		switch n := r.rng.IntN(100); {
 		case n < 15:
@@ -406,11 +470,17 @@ func (r *safetyRun) taskStep(faults bool) bool {
 		case n < 40:
 			crash = true
 		}
+		hook = r.rng.IntN(4) == 0
 	}
-	at, after := 1+r.rng.IntN(8), r.rng.IntN(2) == 0
-	d, err := r.s.deliverOne(r.e.ctx, r.e.deps.Tasks, func(_ string, receiveCount int) (localrun.BatchHandler, bool) {
+	at, after, hookAt := 1+r.rng.IntN(8), r.rng.IntN(2) == 0, 1+r.rng.IntN(8)
+	mark := len(r.history)
+	r.hooked = false
+	d, err := r.s.deliverOne(r.e.ctx, r.e.deps.Tasks, func(body string, receiveCount int) (localrun.BatchHandler, bool) {
 		if crash && receiveCount == 1 {
 			r.s.crash.arm(at, after)
+		}
+		if hook && receiveCount == 1 {
+			r.s.crash.hookBefore(hookAt, r.midHook("rewriter", r.tableOf(body)))
 		}
 		return r.s.rewriter, loseAck && receiveCount == 1
 	})
@@ -436,7 +506,11 @@ func (r *safetyRun) taskStep(faults bool) bool {
 	if d.crashed == "" && logged != "" {
 		how += " -> " + firstLine(logged)
 	}
-	r.note("%d rewriter: %s (delivery %d)%s%s", r.step, r.describeMessage(d.body, false), d.receiveCount, how, r.jobState(d.body))
+	if r.hooked {
+		r.stats["mid-step hook"]++
+	}
+	line := fmt.Sprintf("%d rewriter: %s (delivery %d)%s%s", r.step, r.describeMessage(d.body, false), d.receiveCount, how, r.jobState(d.body))
+	r.history = append(r.history[:mark], append([]string{line}, r.history[mark:]...)...)
 	r.model.check(actorIcekeeper, "the rewriter's "+r.describeMessage(d.body, false))
 	return true
 }
@@ -460,6 +534,7 @@ func (r *safetyRun) commitStep(faults bool) bool {
 		loseAck = r.rng.IntN(10) == 0
 	}
 	at, after := 1+r.rng.IntN(24), r.rng.IntN(2) == 0
+	midHook, hookAt := r.rng.IntN(2) == 0, 1+r.rng.IntN(24)
 	mark := len(r.history)
 	r.hooked = false
 	var first, usedLate bool
@@ -475,7 +550,11 @@ func (r *safetyRun) commitStep(faults bool) bool {
 			r.s.crash.arm(at, after)
 		}
 		if first && hook {
-			r.s.beforeCommit = r.hook
+			if midHook {
+				r.s.crash.hookBefore(hookAt, r.midHook("committer", r.tableOf(body)))
+			} else {
+				r.s.beforeCommit = r.hook
+			}
 		}
 		return committerHandlerOf(c, &outcome), first && loseAck
 	})
@@ -497,12 +576,15 @@ func (r *safetyRun) commitStep(faults bool) bool {
 	case d.crashed != "":
 		how += ", crashed " + d.crashed
 		r.stats["committer crash"]++
+		if r.rng.IntN(3) == 0 {
+			r.takeoverNext = r.tableOf(d.body)
+		}
 	case first && loseAck:
 		how += ", acknowledgement lost"
 		r.stats["lost ack"]++
 	}
 	if r.hooked {
-		r.stats["before-commit hook"]++
+		r.stats[map[bool]string{true: "mid-step hook", false: "before-commit hook"}[midHook]]++
 	}
 	// The delivery's line goes before what its hook did.
 	if d.crashed == "" && outcome != "" {
@@ -539,6 +621,39 @@ func (r *safetyRun) countEnded() {
 			r.counted[id] = true
 			r.stats[key]++
 		}
+	}
+}
+
+// tableOf is the table a message's job is on.
+func (r *safetyRun) tableOf(body string) string {
+	var head struct {
+		JobID string `json:"job_id"`
+		Table string `json:"table"`
+	}
+	if err := messages.Decode([]byte(body), &head); err != nil {
+		return ""
+	}
+	if head.Table != "" {
+		return head.Table
+	}
+	if jm := r.model.jobs[head.JobID]; jm != nil {
+		return jm.table
+	}
+	return ""
+}
+
+// midHook is a hook between two calls of a stage: the model is checked
+// (what the stage did so far), then another tool changes the stage's
+// table (one time in four another one).
+func (r *safetyRun) midHook(stage, tableName string) func(call string) {
+	return func(call string) {
+		r.hooked = true
+		r.model.check(actorIcekeeper, fmt.Sprintf("the %s, before its %s", stage, call))
+		st := r.tableNamed(tableName)
+		if st == nil || r.rng.IntN(4) == 0 {
+			st = r.tables[r.rng.IntN(len(r.tables))]
+		}
+		r.other(st, r.pickOp(concurrentOps), fmt.Sprintf("  [during the %s, before its %s] ", stage, call))
 	}
 }
 
@@ -636,6 +751,8 @@ func (r *safetyRun) report(took time.Duration) {
 	summary := fmt.Sprintf("seed %d: %d tables, %d steps, %d jobs (%d committed), %s", r.seed, len(r.tables), r.step, len(r.model.jobs), committed, took.Round(time.Second))
 	if failed {
 		r.t.Logf("%s\nreplay: %s\nhistory up to the failure:\n  %s", summary, replay, strings.Join(r.history, "\n  "))
+	} else if os.Getenv("ICEKEEPER_SAFETY_HISTORY") != "" {
+		r.t.Logf("%s\nhistory:\n  %s", summary, strings.Join(r.history, "\n  "))
 	} else if testing.Verbose() {
 		r.t.Log(summary)
 	}
