@@ -32,11 +32,13 @@ hygiene:
 test-short:
 	$(GO) test -count=1 -short ./...
 
-## fuzz-pipeline: the differential harness on SEEDS random seeds (default 20);
-## a failing seed prints the command that replays it
+## fuzz-pipeline: the differential harness (live rows under compaction) and
+## the safety harness (nothing needed deleted, no ref lost, every job ends)
+## on SEEDS random seeds each (default 20); a failing seed prints the
+## command that replays it
 SEEDS ?= 20
 fuzz-pipeline:
-	ICEKEEPER_FUZZ_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m ./tests -run 'TestDifferential_CompactionPreservesLiveRows'
+	ICEKEEPER_FUZZ_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m ./tests -run 'TestDifferential_CompactionPreservesLiveRows|TestSafety_NothingNeededIsEverDeleted'
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s); make test runs their seed corpora
 FUZZTIME ?= 30s
