@@ -128,7 +128,7 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		if err != nil {
 			return res, fmt.Errorf("%w: %w", ErrAborted, err)
 		}
-		sel := onlyPlanned(expire.Select(cur.Metadata(), c.now(), retention, messages.Int64s(plan.Pinned)...), plan)
+		sel := onlyPlanned(cur.Metadata(), expire.Select(cur.Metadata(), c.now(), retention, messages.Int64s(plan.Pinned)...), plan)
 		if sel.Empty() {
 			why := "nothing planned is due any more"
 			if leftover.FilesDeleted > 0 {
@@ -197,21 +197,30 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	return out, err
 }
 
-// onlyPlanned keeps, of a selection, the expiry of snapshots and refs the
-// plan selected; everything else is kept.
-func onlyPlanned(sel expire.Selection, plan messages.ExpiryPlan) expire.Selection {
+// onlyPlanned keeps, of a selection made on meta, the expiry of snapshots
+// and refs the plan selected; everything else is kept, and so is the
+// snapshot of every ref that stays (a ref past its max age since the plan
+// whose removal was not planned keeps its snapshot: removing the snapshot
+// alone would drop the ref with it).
+func onlyPlanned(meta table.Metadata, sel expire.Selection, plan messages.ExpiryPlan) expire.Selection {
 	planned := messages.Int64s(plan.Expire)
 	out := expire.Selection{Kept: sel.Kept}
-	for _, s := range sel.Expired {
-		if slices.Contains(planned, s.SnapshotID) {
-			out.Expired = append(out.Expired, s)
-		} else {
-			out.Kept = append(out.Kept, s)
-		}
-	}
 	for _, r := range sel.RemovedRefs {
 		if slices.Contains(plan.RemoveRefs, r) {
 			out.RemovedRefs = append(out.RemovedRefs, r)
+		}
+	}
+	heads := map[int64]bool{}
+	for name, ref := range meta.Refs() {
+		if !slices.Contains(out.RemovedRefs, name) {
+			heads[ref.SnapshotID] = true
+		}
+	}
+	for _, s := range sel.Expired {
+		if slices.Contains(planned, s.SnapshotID) && !heads[s.SnapshotID] {
+			out.Expired = append(out.Expired, s)
+		} else {
+			out.Kept = append(out.Kept, s)
 		}
 	}
 	return out
