@@ -77,8 +77,10 @@ const safetyTakeover = 20 * time.Second
 // safetyFixedSeeds run on every `go test ./tests`: four histories that
 // run to the end and together exercise every interleaving
 // (safetyCoverage), and one seed for each kind of failure the harness has
-// found (each fails until its production fix lands; the run stops at the
-// failing step):
+// found, kept as regressions (each failed before its fix: the expiry's
+// guard and its check after the commit, shared/expire; orphan cleanup's
+// refusals, shared/orphans; leftovers, shared/commit/leftovers.go; a ref
+// that stays keeps its snapshot, onlyPlanned):
 //
 //   - 52510948969811: a tag created right before an expiry's catalog
 //     commit (after its committer loaded the table) is dropped by the
