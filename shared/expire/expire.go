@@ -42,6 +42,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/metadatafile"
 	"github.com/icekeeper/icekeeper/shared/storagepath"
 )
 
@@ -407,7 +408,7 @@ func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadat
 		if len(set) == 0 {
 			break
 		}
-		m, err := ReadMetadata(fsys, e.MetadataFile)
+		m, err := metadatafile.Read(fsys, e.MetadataFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -1,17 +1,15 @@
 package expire
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/metadatafile"
 	"github.com/icekeeper/icekeeper/shared/storagepath"
 )
 
@@ -20,35 +18,6 @@ import (
 // gone or unreadable), so none of the files it freed may be deleted. Not
 // retryable.
 var ErrUnverifiable = errors.New("expire: the expiry's commit cannot be checked against the metadata it was applied to")
-
-// ReadMetadata reads a table metadata file, plain or gzip (Iceberg Java
-// names those *.gz.metadata.json, and older writers *.metadata.json.gz;
-// the content is recognised by gzip's magic bytes whatever the name).
-func ReadMetadata(fsys icebergio.IO, location string) (table.Metadata, error) {
-	f, err := fsys.Open(location)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("gunzip %s: %w", location, err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("gunzip %s: %w", location, err)
-		}
-	}
-	meta, err := table.ParseMetadataBytes(b)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", location, err)
-	}
-	return meta, nil
-}
 
 // Applied is the metadata a catalog applied an expiry to (Before, the
 // catalog's metadata right before the commit) and the metadata the commit
@@ -81,7 +50,7 @@ func FindApplied(fsys icebergio.IO, cur table.Metadata, curLocation string, expi
 	after, afterLoc := cur, curLocation
 	for i := len(log) - 1; i >= 0; i-- {
 		loc := log[i].MetadataFile
-		m, err := ReadMetadata(fsys, loc)
+		m, err := metadatafile.Read(fsys, loc)
 		if err != nil {
 			return Applied{}, fmt.Errorf("%w: read %s: %w", ErrUnverifiable, loc, err)
 		}

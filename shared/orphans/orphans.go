@@ -33,13 +33,10 @@
 package orphans
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"path"
 	"sort"
@@ -48,8 +45,8 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/klauspost/compress/zstd"
 
+	"github.com/icekeeper/icekeeper/shared/metadatafile"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/storagepath"
 )
@@ -332,7 +329,7 @@ func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep f
 	}
 	for e := range meta.PreviousFiles() {
 		ref(e.MetadataFile)
-		prev, err := ReadMetadata(fsys, e.MetadataFile)
+		prev, err := metadatafile.Read(fsys, e.MetadataFile)
 		if errors.Is(err, iofs.ErrNotExist) {
 			// Gone since the table was loaded: load it again (Still).
 			return nil, fmt.Errorf("read %s of the metadata log: %w", e.MetadataFile, err)
@@ -453,19 +450,9 @@ func looksLikeMetadata(location string, own []string, p string) bool {
 	return false
 }
 
-// ReadMetadata reads a table metadata file, plain, gzip or zstd (by its
-// magic bytes, whatever its name says).
-func ReadMetadata(fsys icebergio.IO, location string) (table.Metadata, error) {
-	b, err := readMetadataBytes(fsys, location)
-	if err != nil {
-		return nil, err
-	}
-	return table.ParseMetadataBytes(b)
-}
-
 // tableUUID reads the table-uuid of a metadata file, plain, gzip or zstd.
 func tableUUID(fsys icebergio.IO, location string) (string, error) {
-	b, err := readMetadataBytes(fsys, location)
+	b, err := metadatafile.Bytes(fsys, location)
 	if err != nil {
 		return "", err
 	}
@@ -479,36 +466,4 @@ func tableUUID(fsys icebergio.IO, location string) (string, error) {
 		return "", errors.New("not table metadata: no table-uuid")
 	}
 	return head.UUID, nil
-}
-
-// maxMetadataBytes bounds what a metadata file is read to (uncompressed).
-const maxMetadataBytes = 1 << 30
-
-func readMetadataBytes(fsys icebergio.IO, location string) ([]byte, error) {
-	f, err := fsys.Open(location)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxMetadataBytes))
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case bytes.HasPrefix(raw, []byte{0x1f, 0x8b}):
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("gunzip %s: %w", location, err)
-		}
-		defer zr.Close()
-		return io.ReadAll(io.LimitReader(zr, maxMetadataBytes))
-	case bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("unzstd %s: %w", location, err)
-		}
-		defer zr.Close()
-		return io.ReadAll(io.LimitReader(zr, maxMetadataBytes))
-	}
-	return raw, nil
 }
