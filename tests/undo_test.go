@@ -2,6 +2,7 @@ package tests
 
 import (
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -110,6 +111,34 @@ func (e *env) shrinkDeletionVector(old iceberg.DataFile) {
 	}
 }
 
+// rewriteEveryGroup drains the task queue until every group of the job is
+// done (a failed attempt's task may come back after a drain saw the queue
+// empty).
+func (e *env) rewriteEveryGroup(jobID string) {
+	e.t.Helper()
+	for range 5 {
+		e.drainTasks()
+		if j := e.job(jobID); len(j.DoneGroups) == j.Groups {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("job %s: not every group was rewritten\n%s", jobID, e.diagnose(jobID))
+}
+
+// commitUntilEnded drains the commit queue until the job ends.
+func (e *env) commitUntilEnded(jobID string) {
+	e.t.Helper()
+	for range 5 {
+		e.drainCommits()
+		if e.job(jobID).State.Terminal() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("job %s did not end\n%s", jobID, e.diagnose(jobID))
+}
+
 // TestCommitter_UndoneDeleteOnFilesInAndOutOfTheJobAborts: the job rewrites
 // the small files of a table whose large files it leaves out (see
 // survivorTable); one delete file applies to a file it rewrites and to a
@@ -155,7 +184,7 @@ func TestCommitter_UndoneDeleteOnFilesInAndOutOfTheJobAborts(t *testing.T) {
 					t.Fatalf("the job rewrites large file %s; the test needs it left out", p)
 				}
 			}
-			e.drainTasks()
+			e.rewriteEveryGroup(r.JobID)
 
 			var pick iceberg.DataFile
 			for _, a := range e.appliedTo() {
@@ -185,7 +214,7 @@ func TestCommitter_UndoneDeleteOnFilesInAndOutOfTheJobAborts(t *testing.T) {
 				t.Fatalf("undoing %s brought no row back (%d, then %d)", pick.FilePath(), before.Rows, want.Rows)
 			}
 
-			e.drainCommits()
+			e.commitUntilEnded(r.JobID)
 			if got := e.fingerprint(); got != want {
 				j := e.job(r.JobID)
 				t.Fatalf("rows %s after the job (%s: %s), want the rows the other tool left, %s", got, j.State, j.Reason, want)
