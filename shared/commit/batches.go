@@ -199,7 +199,8 @@ func batchGroups(job jobs.Job, groups []jobs.Group, plan messages.Plan) ([]jobs.
 // files that an earlier batch of the job removed (a delete that applies
 // to no live file is dead for every batch): removing one twice would
 // fail, and ValidateSince would take the earlier batch's removal for a
-// writer's.
+// writer's. For the same reason they leave the scope's applied deletes
+// (Scope.Applied).
 func withoutEarlierBatchRemovals(ctx context.Context, cur *table.Table, job jobs.Job, st stagedRewrite) (stagedRewrite, error) {
 	fs, err := cur.FS(ctx)
 	if err != nil {
@@ -230,6 +231,10 @@ func withoutEarlierBatchRemovals(ctx context.Context, cur *table.Table, job jobs
 	}
 	if len(removed) == 0 {
 		return st, nil
+	}
+	for k := range removed {
+		// The job's own removal, not another writer's undo.
+		delete(st.scope.Applied, k)
 	}
 	kept := st.deadDeletes[:0:0]
 	for _, d := range st.deadDeletes {

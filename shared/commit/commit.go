@@ -11,8 +11,11 @@
 //     the pinned snapshot S: concurrent appends are fine; concurrent equality
 //     deletes are fine because the new files carry S's data sequence number,
 //     so those deletes still apply to them; a concurrent position delete or
-//     deletion vector that may target a rewritten file, or a concurrent
-//     removal of an input file, aborts the job (terminal, reason recorded);
+//     deletion vector that may target a rewritten file is rebased onto the
+//     new files; a concurrent removal of an input file, or of any delete
+//     file the rewriters applied to the inputs (dead for the job or not),
+//     aborts the job (terminal, reason recorded) unless the rebase shows
+//     every row it deleted of a rewritten file deleted again;
 //  4. commits exactly one RewriteFiles snapshot: removes the input files and
 //     the delete files the rewrite fully applied (including dead equality
 //     deletes), adds the new files pinned to S's data sequence number, and
@@ -704,6 +707,11 @@ type Scope struct {
 	MovedPartitions map[string]struct{}
 	// Removing are the delete files the job removes as dead (fileKey).
 	Removing map[string]struct{}
+	// Applied are the delete files live at S that apply to an input file
+	// (fileKey; a compaction's): the rewriters applied them, so the new
+	// files lack the rows they delete, whether or not they also apply to
+	// files the job leaves alone (and so stay in the table).
+	Applied map[string]struct{}
 	// Rebase: position deletes and deletion vectors committed since S on
 	// rewritten files are left to the rebase (Concurrent), not aborted for.
 	Rebase bool
@@ -831,7 +839,8 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		return st, fmt.Errorf("open table IO: %w", err)
 	}
 	snapS := pinned.CurrentSnapshot()
-	st.oldFiles, st.scope.RewrittenPartitions, err = liveFiles(ctx, fs, pinned, snapS, st.scope.Rewritten)
+	var inputSeqs map[string]int64
+	st.oldFiles, st.scope.RewrittenPartitions, inputSeqs, err = liveFiles(ctx, fs, pinned, snapS, st.scope.Rewritten)
 	if err != nil {
 		return st, err
 	}
@@ -851,8 +860,11 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 	if err != nil {
 		return st, fmt.Errorf("collect dead equality deletes: %w", err)
 	}
-	dvs, err := deletionVectorsFor(ctx, fs, snapS, st.scope.Rewritten)
-	if err != nil {
+	// Every delete file the rewriters applied, dead or not: a concurrent
+	// removal of any of them aborts (or, a position delete or DV, goes to
+	// the rebase's check; see ValidateSince).
+	var dvs []iceberg.DataFile
+	if st.scope.Applied, dvs, err = appliedDeletes(ctx, fs, pinned.Metadata(), snapS, st.oldFiles, inputSeqs); err != nil {
 		return st, err
 	}
 	for _, d := range append(append(deadPos, deadEq...), dvs...) {
@@ -1187,12 +1199,16 @@ func IsConflict(err error) bool {
 //     applies such a delete only to data files of its own spec and
 //     partition, so it would stop applying to rows it applied to, or start
 //     applying to rows it did not;
-//   - the removal of a delete file that the job removes as dead: it applied
-//     to the job's inputs, so whoever removed it meant its rows to be seen
-//     again (or replaced it with other deletes, which the rules above
-//     examine); the new files, which have it applied, would hide them.
-//     Removing it twice would also fail ("cannot remove delete files that
-//     do not belong to the table"), on every retry.
+//   - the removal of any delete file the rewriters applied (Scope.Applied,
+//     Scope.Removing), whether the job removes it as dead or it also
+//     applies to files the job leaves alone: whoever removed it meant its
+//     rows to be seen again (or replaced it with other deletes, which the
+//     rules above examine); the new files, which have it applied, would
+//     hide them. A position delete or deletion vector goes to the rebase
+//     instead (Concurrent.Removed), which lets it go only when every row it
+//     deleted of a rewritten file is deleted again since S. Removing a dead
+//     one twice would also fail ("cannot remove delete files that do not
+//     belong to the table"), on every retry.
 //
 // Appends pass, and so do global equality deletes and equality deletes of
 // partitions no row moves across: the pinned data sequence number keeps
@@ -1209,9 +1225,11 @@ type Concurrent struct {
 	// Added are position delete files and deletion vectors added since S
 	// that may target a rewritten file.
 	Added []iceberg.DataFile
-	// Removed are position delete files and deletion vectors the job
-	// removes as dead that a snapshot since S removed (a writer merged a
-	// deletion vector, or rewrote its position deletes).
+	// Removed are position delete files and deletion vectors the
+	// rewriters applied (the job removes them as dead, or they also apply
+	// to files it leaves alone) that a snapshot since S removed (a writer
+	// merged a deletion vector, rewrote its position deletes, or undid
+	// them).
 	Removed []iceberg.DataFile
 }
 
@@ -1292,12 +1310,17 @@ func validateSnapshot(ctx context.Context, fs icebergio.IO, s *table.Snapshot, s
 					return out, fmt.Errorf("%w: %w: snapshot %d added data file %s with data sequence number %d, below that of an equality delete the job converts and removes (%d): the delete applies to it, its conversion does not", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath(), e.SequenceNum(), eq)
 				}
 			case e.Status() == iceberg.EntryStatusDELETED:
-				if _, ok := scope.Removing[fileKey(df)]; ok && scope.Rebase && df.ContentType() == iceberg.EntryContentPosDeletes {
+				_, removing := scope.Removing[fileKey(df)]
+				_, applied := scope.Applied[fileKey(df)]
+				switch {
+				case (removing || applied) && scope.Rebase && df.ContentType() == iceberg.EntryContentPosDeletes:
+					// The rebase checks that every row it deleted of a
+					// rewritten file is deleted again, or aborts.
 					out.Removed = append(out.Removed, df)
-					continue
-				}
-				if _, ok := scope.Removing[fileKey(df)]; ok {
+				case removing:
 					return out, fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which applies to this job's inputs and which the job removes too", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
+				case applied:
+					return out, fmt.Errorf("%w: %w: snapshot %d removed delete file %s, which the rewriters applied to this job's inputs: the rows it deleted are live again, and the new files would keep them deleted", ErrAborted, ErrConcurrent, s.SnapshotID, df.FilePath())
 				}
 			case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentEqDeletes:
 				if _, ok := scope.MovedPartitions[partitionKey(df)]; ok && len(df.Partition()) > 0 {
@@ -1458,66 +1481,35 @@ func underAny(path string, roots []string) bool {
 func fileKey(df iceberg.DataFile) string { return messages.DeleteFileKey(df) }
 
 // liveFiles returns the live data files of snap whose paths are in paths,
-// and the partitions they are in.
-func liveFiles(ctx context.Context, fs icebergio.IO, tbl *table.Table, snap *table.Snapshot, paths map[string]struct{}) ([]iceberg.DataFile, map[string]struct{}, error) {
+// the partitions they are in, and their data sequence numbers by path.
+func liveFiles(ctx context.Context, fs icebergio.IO, tbl *table.Table, snap *table.Snapshot, paths map[string]struct{}) ([]iceberg.DataFile, map[string]struct{}, map[string]int64, error) {
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
+		return nil, nil, nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	var out []iceberg.DataFile
 	parts := map[string]struct{}{}
+	seqs := map[string]int64{}
 	for _, m := range manifests {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
 		for e, err := range m.Entries(fs, true) {
 			if err != nil {
-				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return nil, nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
 			if _, ok := paths[e.DataFile().FilePath()]; ok {
 				out = append(out, e.DataFile())
 				parts[partitionKey(e.DataFile())] = struct{}{}
+				seqs[e.DataFile().FilePath()] = e.SequenceNum()
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].FilePath() < out[j].FilePath() })
-	return out, parts, nil
-}
-
-// deletionVectorsFor returns the live deletion vectors of snap that
-// reference a rewritten file.
-func deletionVectorsFor(ctx context.Context, fs icebergio.IO, snap *table.Snapshot, rewritten map[string]struct{}) ([]iceberg.DataFile, error) {
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
-	}
-	var out []iceberg.DataFile
-	for _, m := range manifests {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if m.ManifestContent() != iceberg.ManifestContentDeletes {
-			continue
-		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			df := e.DataFile()
-			if !table.IsDeletionVector(df) {
-				continue
-			}
-			if ref := df.ReferencedDataFile(); ref != nil {
-				if _, ok := rewritten[*ref]; ok {
-					out = append(out, df)
-				}
-			}
-		}
-	}
-	return out, nil
+	return out, parts, seqs, nil
 }
 
 func referencedPath(df iceberg.DataFile, pathField int) string {

@@ -126,7 +126,7 @@ func (c *Committer) gatherDeletes(ctx context.Context, job jobs.Job, pinned *tab
 		return st, fmt.Errorf("open table IO: %w", err)
 	}
 	snapS := pinned.CurrentSnapshot()
-	live, parts, err := liveFiles(ctx, fs, pinned, snapS, covered)
+	live, parts, _, err := liveFiles(ctx, fs, pinned, snapS, covered)
 	if err != nil {
 		return st, err
 	}

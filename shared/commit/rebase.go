@@ -23,24 +23,25 @@ package commit
 // rows, delete nothing in the new files and are not carried. A D with no
 // row left is removed with nothing in its place.
 //
-// A delete file the job removes as dead (it applied to rewritten files)
+// A position delete file or deletion vector the rewriters applied (the job
+// removes it as dead, or it also applies to files the job leaves alone)
 // may have been removed since S by a writer that merged it into a new
-// deletion vector, rewrote position deletes, or dropped it as dangling.
-// That is fine when every row it deleted of a rewritten file is deleted
-// again by the concurrent deletes being rebased (none, for a dangling
-// one); the committer reads it, checks that, and leaves it out of its own
-// removals. Otherwise its rows were meant to come back, which the new
-// files cannot show: the job aborts.
+// deletion vector, rewrote position deletes, dropped it as dangling, or
+// undid it. That is fine when every row it deleted of a rewritten file is
+// deleted again by the concurrent deletes being rebased (none, for a
+// dangling one); the committer reads it, checks that, and leaves it out of
+// its own removals. Otherwise its rows were meant to come back, which the
+// new files cannot show: the job aborts.
 //
 // Still aborts (ErrAborted with ErrConcurrent), as before:
 //   - the group's rows were sorted or moved to another partition spec on
 //     the way (no row map);
 //   - a concurrent delete whose data sequence number is not above S's
 //     deletes a row the scan at S kept;
-//   - a removed dead delete whose rows of rewritten files the concurrent
-//     deletes do not all delete again (conservative: a row another live
-//     delete still deletes counts as not deleted again), or that can no
-//     longer be read;
+//   - a removed delete the rewriters applied whose rows of rewritten files
+//     the concurrent deletes do not all delete again (conservative: a row
+//     another live delete still deletes counts as not deleted again), or
+//     that can no longer be read;
 //   - a v3 table with a concurrent position delete file (not a DV) that
 //     also deletes rows of files the job did not rewrite (v3 tables take
 //     no new position delete files);
@@ -184,8 +185,9 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 		sources = append(sources, src)
 	}
 
-	// Dead deletes removed since S: every row they deleted on a rewritten
-	// file must be deleted again by the concurrent deletes.
+	// Applied deletes removed since S (dead or not): every row they
+	// deleted on a rewritten file must be deleted again by the concurrent
+	// deletes.
 	rows := map[string]int64{}
 	for _, f := range st.oldFiles {
 		rows[f.FilePath()] = f.Count()
