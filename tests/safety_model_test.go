@@ -46,7 +46,8 @@ package tests
 // planned to remove and that nothing protected at that moment: no
 // expected ref's head, within a branch's retention (its newest
 // min-snapshots-to-keep, and those younger than max-snapshot-age, walking
-// back from the head until the first that is neither), not younger than
+// back from the head until the first that is neither, or the first
+// ancestor already gone from the metadata), not younger than
 // the table's max-snapshot-age when no branch reaches it, not pinned by
 // an icekeeper job in flight.
 
@@ -468,11 +469,15 @@ func (m *safetyModel) protected(tm *tableModel, props iceberg.Properties, skip m
 		if ref.MaxSnapshotAgeMs != nil {
 			maxAge = *ref.MaxSnapshotAgeMs
 		}
+		// The walk follows parent ids through the snapshots the metadata
+		// had before the step: it stops at the first one gone (as
+		// iceberg-go's AncestorsOf and Java's ancestorsOf do), so what
+		// lies beyond an expired ancestor is no longer the branch's.
 		keeping := true
 		id := ref.SnapshotID
 		for i := 0; ; i++ {
 			s, ok := tm.known[id]
-			if !ok {
+			if !ok || !tm.present[id] {
 				break
 			}
 			reached[id] = true
