@@ -18,15 +18,20 @@ package tests
 //     (another tool's expiry, or an icekeeper expiry that planned it and
 //     was allowed to: see judge), its manifest list, its manifests, the
 //     data and delete files (deletion vectors too) their live entries
-//     name, and its statistics and partition statistics files;
+//     name, and its statistics and partition statistics files (an
+//     expiry's whole point is to free what only the snapshots it removes
+//     use, though the older metadata files of the log still list them:
+//     only a removal nobody decided leaves them needed);
 //   - the snapshot of every ref the model expects (including refs
 //     icekeeper dropped without deciding to: their snapshots stay needed);
 //   - for every icekeeper job in flight (its record not ended) that reads
 //     a pinned snapshot (compaction, delete-file and manifest rewrites):
 //     the pinned metadata file, the pinned snapshot, and the new files of
 //     every group its rewriters settled (the winning descriptors);
-//   - the stray files planted outside data/ and metadata/, which no
-//     icekeeper action may delete;
+//   - the files another tool wrote and has not committed yet (a write in
+//     flight, younger than the orphan safety age), and the stray files
+//     planted outside data/ and metadata/, which no icekeeper action may
+//     delete;
 //
 // for every table, whichever table's location they are under. A needed
 // file that goes missing during another tool's step was deleted by that
@@ -46,9 +51,10 @@ package tests
 // planned to remove and that nothing protected at that moment: no
 // expected ref's head, within a branch's retention (its newest
 // min-snapshots-to-keep, and those younger than max-snapshot-age, walking
-// back from the head until the first that is neither), not younger than
-// the table's max-snapshot-age when no branch reaches it, not pinned by
-// an icekeeper job in flight.
+// back from the head until the first that is neither, or the first
+// ancestor already gone from the metadata), not younger than the table's
+// max-snapshot-age when no branch reaches it, not pinned by an icekeeper
+// job in flight.
 
 import (
 	"bytes"
@@ -468,11 +474,15 @@ func (m *safetyModel) protected(tm *tableModel, props iceberg.Properties, skip m
 		if ref.MaxSnapshotAgeMs != nil {
 			maxAge = *ref.MaxSnapshotAgeMs
 		}
+		// The walk follows parent ids through the snapshots the metadata
+		// had before the step: it stops at the first one gone (as
+		// iceberg-go's AncestorsOf and Java's ancestorsOf do), so what
+		// lies beyond an expired ancestor is no longer the branch's.
 		keeping := true
 		id := ref.SnapshotID
 		for i := 0; ; i++ {
 			s, ok := tm.known[id]
-			if !ok {
+			if !ok || !tm.present[id] {
 				break
 			}
 			reached[id] = true

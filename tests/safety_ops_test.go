@@ -40,7 +40,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/sampletable"
 )
@@ -100,8 +99,8 @@ func (r *safetyRun) createTable(name, role, location string) {
 		"write.parquet.compression-codec":         "zstd",
 		optin.PropertyRewriteDeletesMinInputFiles: "2",
 		table.ManifestMinMergeCountKey:            "3",
-		expire.MinSnapshotsToKeepKey:              strconv.Itoa(1 + r.rng.IntN(3)),
-		expire.MaxSnapshotAgeMsKey:                []string{"1", "1", "1", "3600000"}[r.rng.IntN(4)],
+		table.MinSnapshotsToKeepKey:               strconv.Itoa(1 + r.rng.IntN(3)),
+		table.MaxSnapshotAgeMsKey:                 []string{"1", "1", "1", "3600000"}[r.rng.IntN(4)],
 	}
 	var traits []string
 	if r.rng.IntN(10) < 3 || role == "nested" && r.rng.IntN(2) == 0 {
@@ -145,7 +144,7 @@ func (r *safetyRun) createTable(name, role, location string) {
 		traits = append(traits, "nothing else")
 	}
 	r.note("create %s (%s) at %s: v%d, %d partitions, keep %s snapshots, max age %s ms; %s", st.name, role, tbl.Location(), version, st.parts,
-		props[expire.MinSnapshotsToKeepKey], props[expire.MaxSnapshotAgeMsKey], strings.Join(traits, ", "))
+		props[table.MinSnapshotsToKeepKey], props[table.MaxSnapshotAgeMsKey], strings.Join(traits, ", "))
 }
 
 // dataPathElsewhere is a write.data.path outside the table's location:
@@ -640,8 +639,8 @@ func (r *safetyRun) opProperties(st *sTable) (string, error) {
 	case 3:
 		toggle(table.WriteDataPathKey, r.dataPathElsewhere(tbl))
 	case 4:
-		set[expire.MinSnapshotsToKeepKey] = strconv.Itoa(1 + r.rng.IntN(3))
-		set[expire.MaxSnapshotAgeMsKey] = []string{"1", "1", "3600000"}[r.rng.IntN(3)]
+		set[table.MinSnapshotsToKeepKey] = strconv.Itoa(1 + r.rng.IntN(3))
+		set[table.MaxSnapshotAgeMsKey] = []string{"1", "1", "3600000"}[r.rng.IntN(3)]
 	}
 	txn := tbl.NewTransaction()
 	if len(set) > 0 {
