@@ -101,7 +101,7 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.SetMetrics(e.deps.Metrics)
-				res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+				res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 				if err != nil {
 					t.Fatalf("commit: %v", err)
 				}

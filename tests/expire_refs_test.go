@@ -118,7 +118,7 @@ func TestExpire_ATagCreatedDuringTheExpiryIsNeverDropped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+			res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 			if err != nil {
 				t.Fatalf("commit: %v", err)
 			}
@@ -198,7 +198,7 @@ func TestExpire_AnExpiryThatLostItsLeaseAfterItsCommitEndsAndTheNextFinishesIt(t
 		// expired and been taken.
 		return e.deps.Leases.Release(e.ctx, lease.Lease{Table: first.Table, Owner: first.ID, Token: first.Token})
 	})
-	res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+	res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}

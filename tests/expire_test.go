@@ -248,7 +248,7 @@ func TestExpire_ACommitLandingDuringTheExpiryIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+	res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -368,7 +368,7 @@ func TestExpire_LargeDeletionsFanOutToTheRewriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetDeletionFanOut(e.deps.Tasks, 2)
-	res, err := c.Handle(asFunction(e.ctx, "Committer"), messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+	res, err := c.Handle(asFunction(e.ctx, "Committer"), messages.CommitJob(r.JobID), 1)
 	if err != nil || res.Outcome != commit.OutcomeWaiting {
 		t.Fatalf("commit: %+v %v, want the deletions fanned out", res, err)
 	}

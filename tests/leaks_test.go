@@ -58,7 +58,7 @@ func TestPlanner_NextJobRemovesFilesEarlierJobsLeftBehind(t *testing.T) {
 			r := e.plan()
 			late := e.registerLateAttempt(r.JobID)
 			if end == "aborted" {
-				body, _ := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID, Abort: true, Reason: "test"})
+				body, _ := messages.Encode(messages.AbortJob(r.JobID, "test", ""))
 				if err := e.deps.Commits.Send(e.ctx, string(body)); err != nil {
 					t.Fatal(err)
 				}

@@ -334,7 +334,7 @@ func TestOrphans_ACommitterTakingOverListsThePrefixesLeft(t *testing.T) {
 		t.Fatalf("lose the listing tasks: %+v %v", lost, err)
 	}
 	time.Sleep(takeover + 100*time.Millisecond)
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID})
+	body, err := messages.Encode(messages.CommitJob(r.JobID))
 	if err != nil {
 		t.Fatal(err)
 	}

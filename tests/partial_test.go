@@ -218,7 +218,7 @@ func TestPartialProgress_ACrashAfterEachBatchCommitLandsEachBatchOnce(t *testing
 		}
 		return nil
 	})
-	req := messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}
+	req := messages.CommitJob(r.JobID)
 	for round := 1; e.job(r.JobID).State != jobs.Committed; round++ {
 		if round > 6 {
 			t.Fatalf("job %s after %d rounds", e.job(r.JobID).State, round)
@@ -236,7 +236,7 @@ func TestPartialProgress_ACrashAfterEachBatchCommitLandsEachBatchOnce(t *testing
 	}
 	snaps := len(e.load().Metadata().Snapshots())
 	for b := 1; b <= 2; b++ {
-		res, err := e.committer.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID, Batch: b}, 1)
+		res, err := e.committer.Handle(e.ctx, messages.CommitBatch(r.JobID, b), 1)
 		if err != nil || res.Outcome != commit.OutcomeAlready {
 			t.Fatalf("redelivered batch %d: %+v %v", b, res, err)
 		}
@@ -355,7 +355,7 @@ func TestPartialProgress_EndingTheJobKeepsItsCommittedBatches(t *testing.T) {
 	if j = e.job(r.JobID); j.State != jobs.Running || len(j.CommittedBatches) != 1 {
 		t.Fatalf("after batch 1: %s, committed %v (%s)", j.State, j.CommittedBatches, j.Reason)
 	}
-	res, err := e.committer.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID, Abort: true, Reason: "stalled", Class: messages.FailStalled}, 1)
+	res, err := e.committer.Handle(e.ctx, messages.AbortJob(r.JobID, "stalled", messages.FailStalled), 1)
 	if err != nil || res.Outcome != commit.OutcomeCommitted {
 		t.Fatalf("ending the job: %+v %v", res, err)
 	}

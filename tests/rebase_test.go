@@ -297,7 +297,7 @@ func TestRebase_ACommitterThatDiesAfterRebasingLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}
+	req := messages.CommitJob(r.JobID)
 	if _, err := c.Handle(e.ctx, req, 1); err == nil {
 		t.Fatal("the first commit request did not fail")
 	}

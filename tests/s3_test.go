@@ -68,7 +68,7 @@ func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetDeletionFanOut(e.deps.Tasks, 2)
-	if res, err := c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1); err != nil || res.Outcome != commit.OutcomeWaiting {
+	if res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1); err != nil || res.Outcome != commit.OutcomeWaiting {
 		t.Fatalf("commit: %+v %v", res, err)
 	}
 	e.drainTasks()

@@ -565,7 +565,7 @@ func TestSort_TwoStageReducesStartedTwiceStillCommitEachRowOnce(t *testing.T) {
 		t.Fatalf("plan: %s (%s)", res.Outcome, res.Reason)
 	}
 	e.drainTasks() // the maps
-	again, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: res.JobID, ExchangeReady: true})
+	again, err := messages.Encode(messages.ExchangeReady(res.JobID, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

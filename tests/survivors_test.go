@@ -148,7 +148,7 @@ func TestCommitter_DeadDeleteRemovedByAnotherToolEndsTheJobPromptly(t *testing.T
 	if want.Rows <= before.Rows {
 		t.Fatalf("removing the equality delete brought no row back (%d -> %d)", before.Rows, want.Rows)
 	}
-	res, err := e.committer.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+	res, err := e.committer.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 	if err != nil {
 		t.Fatalf("first delivery: %v", err)
 	}
@@ -232,7 +232,7 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+		_, err = c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 		if !errors.Is(err, commit.ErrBusy) {
 			t.Fatalf("err %v, want ErrBusy", err)
 		}
@@ -258,7 +258,7 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err = c.Handle(e.ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: r.JobID}, 1)
+		_, err = c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err %v, want the deadline", err)
 		}

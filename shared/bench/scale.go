@@ -302,7 +302,7 @@ func commitAtScale(ctx context.Context, o Options, cat catalog.Catalog, cc catal
 			return ScalePoint{}, err
 		}
 	}
-	req, _ := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: job.ID})
+	req, _ := messages.Encode(messages.CommitJob(job.ID))
 	if err := deps.Commits.Send(ctx, string(req)); err != nil {
 		return ScalePoint{}, err
 	}

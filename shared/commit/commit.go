@@ -405,7 +405,7 @@ func (c *Committer) Handle(ctx context.Context, req messages.CommitRequest, rece
 		// wait for its request, which may have met this one's committing
 		// state and be waiting for a redelivery. It is that batch's first
 		// try, whatever delivery this request is on.
-		req = messages.CommitRequest{Version: messages.FormatVersion, JobID: req.JobID, Batch: res.nextBatch}
+		req = messages.CommitBatch(req.JobID, res.nextBatch)
 		receiveCount = 1
 	}
 }
@@ -433,27 +433,51 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 
 	me := uuid.NewString()
 	log = log.With("committer", me)
-	if req.DeletionsDone {
+	switch kind := req.Kind(); kind {
+	case messages.RequestDeletionsDone:
 		return c.finishDeletions(ctx, log, job, ident, term)
-	}
-	if req.ListingDone {
+	case messages.RequestListingDone:
 		if job.State != jobs.Committing || job.Kind != jobs.KindRemoveOrphans {
 			res.Outcome, res.Reason = OutcomeAlready, string(job.State)+": "+job.Reason
 			return res, nil
 		}
 		return c.removeOrphans(ctx, log, job, ident, term, true)
-	}
-	if req.ExchangeReady {
+	case messages.RequestExchangeReady:
 		return c.startReduces(ctx, log, job, ident, term, req.Exchange)
+	case messages.RequestAbort:
+		return c.abortRequested(ctx, log, job, me, req)
+	case messages.RequestCommit, messages.RequestBatch:
+		if job.Batched() {
+			return c.handleBatch(ctx, log, job, ident, term, me, req.Batch, receiveCount)
+		}
+		return c.commitRequested(ctx, log, job, ident, term, me, receiveCount)
+	default:
+		return res, fmt.Errorf("%w: commit request kind %q", ErrInvariant, kind)
 	}
-	if job.Batched() && !req.Abort {
-		return c.handleBatch(ctx, log, job, ident, term, me, req.Batch, receiveCount)
+}
+
+// abortRequested ends a job a planner or a rewriter asked to end. A job
+// another committer is committing is left to it until it goes silent
+// (ErrBusy: the request is redelivered): its commit may land.
+func (c *Committer) abortRequested(ctx context.Context, log *slog.Logger, job jobs.Job, me string, req messages.CommitRequest) (Result, error) {
+	if job.State != jobs.Committing {
+		return c.abort(ctx, log, job, jobs.Failed, req.Reason, "", req.Class)
 	}
+	if err := c.takeOverSilent(ctx, job, me); err != nil {
+		return Result{JobID: job.ID, Table: job.Table}, err
+	}
+	log.Warn("took over a committing job whose committer went silent", "previous_committer", job.CommitterID)
+	return c.abort(ctx, log, job, jobs.Failed, req.Reason, me, req.Class)
+}
+
+// commitRequested commits a job that is not batched once every group is
+// done: it enters the committing state (or takes over a committer gone
+// silent) and runs the job's action's commit; a failure the action cannot
+// retry ends the job.
+func (c *Committer) commitRequested(ctx context.Context, log *slog.Logger, job jobs.Job, ident table.Identifier, term lease.Lease, me string, receiveCount int) (Result, error) {
+	res := Result{JobID: job.ID, Table: job.Table}
 	switch job.State {
 	case jobs.Planned, jobs.Running:
-		if req.Abort {
-			return c.abort(ctx, log, job, jobs.Failed, req.Reason, "", req.Class)
-		}
 		if len(job.DoneGroups) < job.Groups {
 			res.Outcome = OutcomeWaiting
 			res.Reason = fmt.Sprintf("%d of %d groups done", len(job.DoneGroups), job.Groups)
@@ -470,18 +494,14 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 		}
 	case jobs.Committing:
 		// Another committer owns the job. It may be working (leave it
-		// alone) or dead (take over once it cannot be alive any more). An
-		// abort request waits too (redelivered later): its committer may
-		// finish, or go silent and be taken over.
+		// alone) or dead (take over once it cannot be alive any more).
 		if err := c.takeOverSilent(ctx, job, me); err != nil {
 			return res, err
 		}
 		log.Warn("took over a committing job whose committer went silent", "previous_committer", job.CommitterID)
-		if req.Abort {
-			return c.abort(ctx, log, job, jobs.Failed, req.Reason, me, req.Class)
-		}
 	}
 
+	var err error
 	switch job.Kind {
 	case jobs.KindExpire:
 		res, err = c.expire(ctx, log, job, ident, term, me)

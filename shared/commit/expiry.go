@@ -420,7 +420,7 @@ func (c *Committer) fanOutDeletions(ctx context.Context, log *slog.Logger, job j
 	for _, key := range rec.Parts {
 		dt := proto
 		dt.PartKey = key
-		b, err := messages.Encode(messages.Task{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Token: job.Token, Delete: &dt})
+		b, err := messages.Encode(messages.NewDeleteTask(job.ID, job.Table, job.Token, dt))
 		if err != nil {
 			return res, err
 		}

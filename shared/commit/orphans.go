@@ -228,7 +228,7 @@ func (c *Committer) startListing(ctx context.Context, log *slog.Logger, job jobs
 	for i, p := range prefixes {
 		marker, found := listing.Names(job.ID, i)
 		lt := messages.ListTask{FoundName: found, MetadataLocation: cur.MetadataLocation(), Prefix: p.Path, Shallow: p.Shallow, OlderThanUnixMillis: olderThan.UnixMilli()}
-		task := messages.Task{Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Token: job.Token, List: &lt}
+		task := messages.NewListTask(job.ID, job.Table, job.Token, lt)
 		key, err := putEncoded(ctx, c.blobs, marker, task)
 		if err != nil {
 			return fmt.Errorf("write listing marker: %w", err)

@@ -146,7 +146,7 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 		return res, fmt.Errorf("deletions: list parts left: %w", err)
 	}
 	if len(left) == 0 {
-		body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: task.JobID, DeletionsDone: true})
+		body, err := messages.Encode(messages.DeletionsDone(task.JobID))
 		if err != nil {
 			return res, err
 		}

@@ -124,7 +124,7 @@ func (l Lister) Handle(ctx context.Context, task messages.Task) (Result, error) 
 		return res, fmt.Errorf("listing: list markers left: %w", err)
 	}
 	if len(left) == 0 {
-		body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: task.JobID, ListingDone: true})
+		body, err := messages.Encode(messages.ListingDone(task.JobID))
 		if err != nil {
 			return res, err
 		}

@@ -343,7 +343,9 @@ func Encode(v any) ([]byte, error) {
 	return b, nil
 }
 
-// Decode parses JSON into v and checks its version field.
+// Decode parses JSON into v and checks its version field, and, for a
+// message that says its own kind (Task, CommitRequest), that its fields
+// say only one (Validate).
 func Decode(data []byte, v any) error {
 	var head struct {
 		Version int `json:"v"`
@@ -356,6 +358,9 @@ func Decode(data []byte, v any) error {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: %T: %v", ErrMalformed, v, err)
+	}
+	if m, ok := v.(interface{ Validate() error }); ok {
+		return m.Validate()
 	}
 	return nil
 }

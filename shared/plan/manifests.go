@@ -83,7 +83,7 @@ func (p *Planner) planManifestRewriteLeased(ctx context.Context, log *slog.Logge
 // handToCommitter sends the commit request of a job that has no groups
 // (an expiry, a manifest rewrite) and marks it running.
 func (p *Planner) handToCommitter(ctx context.Context, log *slog.Logger, res Result, job jobs.Job, why string) (Result, bool, error) {
-	req, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: job.ID})
+	req, err := messages.Encode(messages.CommitJob(job.ID))
 	if err != nil {
 		return res, false, err
 	}

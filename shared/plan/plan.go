@@ -897,7 +897,7 @@ func (p *Planner) startJob(ctx context.Context, log *slog.Logger, res Result, me
 // requestAbort asks the committer to end a job; it reports whether the
 // request was sent.
 func (p *Planner) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason, class string) bool {
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason, Class: class})
+	body, err := messages.Encode(messages.AbortJob(jobID, reason, class))
 	if err == nil {
 		err = p.commits.Send(context.WithoutCancel(ctx), string(body))
 	}

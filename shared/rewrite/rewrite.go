@@ -337,13 +337,15 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	)
 	err = r.tracer.Phase(ctx, tracing.PhaseWrite, func(ctx context.Context) error {
 		var werr error
-		switch {
-		case task.Deletes != nil:
+		switch kind := task.Kind(); kind {
+		case messages.TaskRewriteDeletes:
 			written, counters, tbl, werr = r.rewriteDeletes(ctx, task, attempt)
-		case task.Exchange != nil && task.Exchange.Role == messages.ExchangeReduce:
+		case messages.TaskExchangeReduce:
 			written, counters, tbl, werr = r.reduce(ctx, task, attempt)
-		default:
+		case messages.TaskCompact, messages.TaskExchangeMap:
 			written, counters, tbl, werr = r.rewrite(ctx, task, attempt)
+		default:
+			werr = fmt.Errorf("%w: a %s task is not a rewrite", ErrTerminal, kind)
 		}
 		return werr
 	})
@@ -479,7 +481,7 @@ func (r *Rewriter) sendExchangeReady(ctx context.Context, jobID string, x *messa
 			return false, nil
 		}
 	}
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, ExchangeReady: true, Exchange: x.ID})
+	body, err := messages.Encode(messages.ExchangeReady(jobID, x.ID))
 	if err != nil {
 		return false, err
 	}
@@ -503,7 +505,7 @@ func (r *Rewriter) sendCommit(ctx context.Context, jobID string, group int, fail
 	if err != nil {
 		return false, err
 	}
-	req := messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID}
+	req := messages.CommitJob(jobID)
 	switch {
 	case job.Batched():
 		req.Batch = job.BatchOf(group)
@@ -528,7 +530,7 @@ func (r *Rewriter) sendCommit(ctx context.Context, jobID string, group int, fail
 }
 
 func (r *Rewriter) requestAbort(ctx context.Context, log *slog.Logger, jobID, reason, class string) {
-	body, err := messages.Encode(messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason, Class: class})
+	body, err := messages.Encode(messages.AbortJob(jobID, reason, class))
 	if err == nil {
 		err = r.commits.Send(context.WithoutCancel(ctx), string(body))
 	}

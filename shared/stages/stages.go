@@ -95,7 +95,7 @@ func (d *Deps) LocalStages(cat catalog.Catalog) (localrun.Stages, *commit.Commit
 		return localrun.Stages{}, nil, err
 	}
 	end := func(ctx context.Context, jobID, reason string) (int, error) {
-		res, err := c.Handle(ctx, messages.CommitRequest{Version: messages.FormatVersion, JobID: jobID, Abort: true, Reason: reason}, 1)
+		res, err := c.Handle(ctx, messages.AbortJob(jobID, reason, ""), 1)
 		return res.FilesRemoved, err
 	}
 	return localrun.Stages{

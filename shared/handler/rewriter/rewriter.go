@@ -62,17 +62,23 @@ func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaev
 	resp := handler.EachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
 		n := handler.ReceiveCount(rec)
 		var err error
-		switch {
-		case task.Delete != nil && h.Delete == nil:
-			err = fmt.Errorf("%w: a deletion task, but this rewriter runs none", rewrite.ErrTerminal)
-		case task.Delete != nil:
+		switch kind := task.Kind(); kind {
+		case messages.TaskDelete:
+			if h.Delete == nil {
+				err = fmt.Errorf("%w: a deletion task, but this rewriter runs none", rewrite.ErrTerminal)
+				break
+			}
 			_, err = h.Delete.Handle(ctx, task)
-		case task.List != nil && h.List == nil:
-			err = fmt.Errorf("%w: a listing task, but this rewriter runs none", rewrite.ErrTerminal)
-		case task.List != nil:
+		case messages.TaskList:
+			if h.List == nil {
+				err = fmt.Errorf("%w: a listing task, but this rewriter runs none", rewrite.ErrTerminal)
+				break
+			}
 			_, err = h.List.Handle(ctx, task)
-		default:
+		case messages.TaskCompact, messages.TaskExchangeMap, messages.TaskExchangeReduce, messages.TaskRewriteDeletes:
 			_, err = h.Rewrite.Handle(ctx, task, n)
+		default:
+			err = fmt.Errorf("%w: task kind %q", rewrite.ErrTerminal, kind)
 		}
 		if err != nil && h.Requeue != nil {
 			delay := rewrite.RetryDelay(n, err)
