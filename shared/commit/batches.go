@@ -32,11 +32,11 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
-	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
 // errGroupFailed: a group of the batch failed (the batch fails; the job
@@ -248,14 +248,6 @@ func withoutEarlierBatchRemovals(ctx context.Context, cur *table.Table, job jobs
 	return st, nil
 }
 
-// finishAny records a committed job, or a committed batch of a batched one.
-func (c *Committer) finishAny(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, me string, snapshotID int64, why string) (Result, error) {
-	if job.Batched() && job.CommittingBatch > 0 {
-		return c.endBatch(ctx, log, job, term, me, snapshotID, jobs.Committed, why, "")
-	}
-	return c.finish(ctx, log, job, term, snapshotID, why)
-}
-
 // failBatch ends the committing batch without a commit (state failed or
 // aborted): its snapshot is looked for first (found means committed), its
 // pending groups are failed so that their rewriters stop, and every file
@@ -394,41 +386,25 @@ func batchSummary(job jobs.Job, lastBatch int, lastSnapshot int64, lastReason st
 	return s
 }
 
-// removeUnkept removes what the job (or, for batch > 0, that batch of it)
-// wrote that no committed snapshot references: every attempt of a group
-// whose winner is not committed (jobs.Job.WinnerCommitted), the losing
-// attempts of the others, and the rebase files of uncommitted commits.
-// job must be read after its last change (a batch's end, or the job's).
-func (c *Committer) removeUnkept(ctx context.Context, job jobs.Job, batch int) (int, error) {
-	if batch == 0 {
-		// A two-stage sort's scratch pages: none is kept, whatever the
-		// job's end.
-		if err := c.removeScratch(ctx, job); err != nil {
-			return 0, fmt.Errorf("remove the exchange's scratch pages: %w", err)
+// holdBatchedForEnd prepares a batched job for its end: it ends through
+// the committing state, which no batch commit then holds (owner, a new
+// one when the job is not committing), so what it reads of the committed
+// batches stays true until it ends the job; job is re-read for them.
+func (c *Committer) holdBatchedForEnd(ctx context.Context, job jobs.Job, owner string) (jobs.Job, string, error) {
+	if owner == "" {
+		owner = uuid.NewString()
+		if err := c.jobs.BeginCommit(ctx, job.ID, []jobs.State{jobs.Planned, jobs.Running}, owner); err != nil {
+			if errors.Is(err, jobs.ErrStateConflict) {
+				return job, owner, fmt.Errorf("%w: job %s changed state while ending it", ErrBusy, job.ID)
+			}
+			return job, owner, err
 		}
+		job.CommittingBatch = 0
 	}
-	groups, err := c.jobs.Groups(ctx, job.ID)
+	now, err := c.jobs.Get(ctx, job.ID)
 	if err != nil {
-		return 0, err
+		return job, owner, err
 	}
-	var attempts []string
-	for _, g := range groups {
-		if batch > 0 && job.BatchOf(g.Index) != batch {
-			continue
-		}
-		attempts = append(attempts, job.Unreferenced(g)...)
-	}
-	attempts = append(attempts, job.UnreferencedRebases(batch)...)
-	if len(attempts) == 0 {
-		return 0, nil
-	}
-	ident, err := messages.TableIdent(job.Table)
-	if err != nil {
-		return 0, err
-	}
-	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
-	if err != nil {
-		return 0, err
-	}
-	return outputs.RemoveAttempts(ctx, tbl, attempts)
+	now.CommittingBatch = job.CommittingBatch
+	return now, owner, nil
 }

@@ -605,3 +605,20 @@ func (c *Committer) endDroppedRefs(ctx context.Context, log *slog.Logger, job jo
 	}
 	return res, nil
 }
+
+// endLandedExpiry finishes, rather than aborts, an expiry asked to end
+// whose catalog commit landed (ended): its snapshots are gone, so its files
+// must go too. Not fanned out: an abort comes when another job took the
+// table, and fanned-out tasks would be dropped; without the lease the job
+// ends with its deletions left for the next expiry (leftovers.go).
+func (c *Committer) endLandedExpiry(ctx context.Context, log *slog.Logger, job jobs.Job, term lease.Lease, owner string, cur *table.Table) (Result, bool, error) {
+	rec, found, err := c.readDeletions(ctx, job)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if !found || !landed(cur.Metadata(), rec) {
+		return Result{}, false, nil
+	}
+	res, err := c.deleteAndFinish(ctx, log, job, term, owner, cur, rec, "the expiry was committed before the abort request", false)
+	return res, true, err
+}
