@@ -37,6 +37,44 @@ var stagePackages = map[string][]string{
 // wholePipeline are the packages that build or run every stage at once.
 var wholePipeline = []string{module + "shared/stages", module + "shared/localrun", module + "shared/bench"}
 
+// harness are the packages only the CLI's local mode, the demo, the bench
+// and the tests use: the in-process emulator, sample tables and their
+// churn, request counting and table fingerprints. No function links them.
+var harness = []string{
+	module + "shared/localcloud", module + "shared/localrun", module + "shared/sampletable",
+	module + "shared/churn", module + "shared/s3requests", module + "shared/fingerprint", module + "shared/bench",
+}
+
+// plannerDecisions are the planner's decision packages (what to compact,
+// how healthy a table is): the rewriter acts on a task and never decides.
+var plannerDecisions = []string{
+	module + "shared/health", module + "shared/binpack", module + "shared/filescan", module + "shared/pruning",
+}
+
+// TestFunctions_LinkNoHarness: nothing that runs only locally or in tests
+// is in a Lambda binary.
+func TestFunctions_LinkNoHarness(t *testing.T) {
+	for function := range stagePackages {
+		linked := deps(t, function)
+		for _, p := range harness {
+			if linked[p] {
+				t.Errorf("%s links the harness package %s", function, p)
+			}
+		}
+	}
+}
+
+// TestRewriter_LinksNoPlannerDecision: the rewriter's binary carries no
+// health assessment or group planning.
+func TestRewriter_LinksNoPlannerDecision(t *testing.T) {
+	linked := deps(t, "rewriter")
+	for _, p := range plannerDecisions {
+		if linked[p] {
+			t.Errorf("rewriter links %s", p)
+		}
+	}
+}
+
 func deps(t *testing.T, function string) map[string]bool {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-deps", "./"+function).CombinedOutput()

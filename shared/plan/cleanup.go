@@ -9,7 +9,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
-	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
@@ -75,19 +74,6 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 		log.Warn("clean-up: forget past jobs", "err", err.Error())
 	}
 	return removed
-}
-
-// loadLeased starts every kind of planning under the lease: it loads the
-// table and cleans up after the lease's past jobs (res.CleanedFiles).
-func (p *Planner) loadLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name string, l lease.Lease, res *Result) (*table.Table, error) {
-	tbl, err := p.catalog.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, fmt.Errorf("load table: %w", err)
-	}
-	if len(l.PastJobs) > 0 {
-		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
-	}
-	return tbl, nil
 }
 
 // pastJobs reads the records of the jobs among past, in order; a job

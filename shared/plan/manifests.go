@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -78,22 +77,4 @@ func (p *Planner) planManifestRewriteLeased(ctx context.Context, log *slog.Logge
 		return res, false, fmt.Errorf("plan manifest rewrite of %s: %w", name, err)
 	}
 	return p.handToCommitter(ctx, log, res, job, fmt.Sprintf("%d data manifests, more than %d", data, th.MaxManifests))
-}
-
-// handToCommitter sends the commit request of a job that has no groups
-// (an expiry, a manifest rewrite) and marks it running.
-func (p *Planner) handToCommitter(ctx context.Context, log *slog.Logger, res Result, job jobs.Job, why string) (Result, bool, error) {
-	req, err := messages.Encode(messages.CommitJob(job.ID))
-	if err != nil {
-		return res, false, err
-	}
-	if err := p.commits.Send(ctx, string(req)); err != nil {
-		return res, true, fmt.Errorf("plan %s of %s: send commit request: %w", job.Kind, job.Table, err)
-	}
-	if err := p.jobs.Transition(ctx, job.ID, []jobs.State{jobs.Planned}, jobs.Running, "commit request sent"); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
-		return res, true, fmt.Errorf("plan %s of %s: %w", job.Kind, job.Table, err)
-	}
-	res.Outcome, res.JobID, res.Reason = OutcomePlanned, job.ID, why
-	log.Info("planned", "kind", job.Kind, "snapshot_id", job.SnapshotID, "why", why, "lease_token", job.Token)
-	return res, true, nil
 }

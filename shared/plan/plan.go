@@ -1,17 +1,29 @@
-// Package plan is the planner: it decides what one compaction job of one
-// table rewrites, and starts it.
+// Package plan is the planner: it decides what one job of one table does,
+// and starts it.
 //
-// For each table it:
-//  1. takes the table's lease BEFORE pinning and scanning (a held lease means
-//     skip, counted), so two planners racing for one table make one job;
-//  2. loads the table through the catalog and pins its current snapshot S
-//     (metadata location, snapshot id, sequence number);
-//  3. plans file groups at S with iceberg-go's compaction planner, honouring
-//     the table's write.target-file-size-bytes, and splits groups larger than
-//     the per-rewriter limit;
-//  4. records the plan in S3 and the job and its groups in DynamoDB;
-//  5. sends one task per group to the task queue (through S3 when a task does
-//     not fit in one message) and marks the job running.
+// Every job, whatever its action, goes through the same frame (this file):
+//  1. the table's lease is taken BEFORE pinning and scanning (a held lease
+//     means skip, counted), so two planners racing for one table make one
+//     job (underLease, loadLeased);
+//  2. the table is loaded through the catalog and its current snapshot S
+//     pinned (metadata location, snapshot id, sequence number);
+//  3. the action plans at S;
+//  4. the plan is recorded in S3 and the job and its groups in DynamoDB,
+//     and one task per group is sent to the task queue (through S3 when a
+//     task does not fit in one message), or, for an action that has no
+//     groups, the job is handed to the committer (startJob,
+//     handToCommitter).
+//
+// Each action has its file: compaction.go (bin-pack, sort and z-order
+// groups with iceberg-go's compaction planner, honouring
+// write.target-file-size-bytes, split above the per-rewriter limit, and
+// two-stage sorts for runs too large for one rewriter), deletes.go
+// (delete-file rewrite), expiry.go (snapshot expiry, decided by package
+// expire), manifests.go (manifest rewrite), orphans.go (orphan cleanup,
+// decided by package orphans) and layout.go (a change of sort order or
+// z-order the query signals recommend). cleanup.go removes, before a new
+// job plans, what earlier failed jobs left; memory.go bounds what one
+// planning may hold.
 //
 // Planning itself has no side effect on the table: the planner never writes
 // table files or commits. A failure before any task is sent marks the job
@@ -22,32 +34,24 @@
 package plan
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
-	"github.com/icekeeper/icekeeper/shared/binpack"
-	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/expire"
-	"github.com/icekeeper/icekeeper/shared/filescan"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
-	"github.com/icekeeper/icekeeper/shared/pruning"
-	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -339,506 +343,6 @@ func (p *Planner) underLease(ctx context.Context, name, trigger string, planLeas
 	return res, nil
 }
 
-// planLeased does the planning under the lease. started reports whether
-// any task may have been sent.
-func (p *Planner) planLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease) (res Result, started bool, err error) {
-	return p.planCompaction(ctx, log, ident, name, jobID, trigger, l, Layout{}, false)
-}
-
-// planCompaction plans a compaction with the given layout (a zero Layout:
-// the table's strategy). operator is true when an operator asked for the
-// layout (PlanLayout).
-//
-// A z-order's files overlap one another on each of its columns (that is
-// what interleaving does), so its runs (binpack.PlanSorted, on the first
-// column) would never come out disjoint: the table's own z-order strategy
-// only rewrites runs that hold a file to compact, which brings new files
-// into the clustering without rewriting a clustered partition again for
-// nothing; an operator's z-order rewrites every run of two or more files.
-func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident table.Identifier, name, jobID, trigger string, l lease.Lease, layout Layout, operator bool) (res Result, started bool, err error) {
-	strategy := layout.Strategy
-	res = Result{Table: name}
-	planStart := p.now()
-	tbl, err := p.loadLeased(ctx, log, ident, name, l, &res)
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	snap := tbl.CurrentSnapshot()
-	if snap == nil {
-		res.Outcome, res.Reason = OutcomeNothingToDo, "table has no snapshot"
-		return res, false, nil
-	}
-	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
-	res.SnapshotID = pin.SnapshotID
-	log = log.With("snapshot_id", pin.SnapshotID)
-
-	cfg, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	if strategy == "" {
-		if strategy, err = optin.CompactionStrategy(tbl.Properties()); err != nil {
-			return res, false, fmt.Errorf("plan %s: %w", name, err)
-		}
-	}
-	res.Strategy = strategy
-	log = log.With("strategy", strategy)
-	// binpack.Plan decides as cfg.PlanCompaction would, without copying
-	// the tasks; the tasks no group holds are dropped at once (a million
-	// files: see docs/PERFORMANCE.md).
-	maxCommits, err := optin.PartialProgress(tbl.Properties())
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	var cp compaction.Plan
-	var grouped int // the plan's tasks, first in scanTasks
-	var exchangeGroups []compaction.Group
-	var sortOrderID *int
-	var zOrderIDs []int
-	var key binpack.SortKey
-	var boundsFor []int // the columns whose bounds planning reads
-	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
-		var kerr error
-		if strategy == optin.StrategySort {
-			var orderID int
-			key, orderID, kerr = sortKey(tbl)
-			sortOrderID = &orderID
-			boundsFor = []int{key.FieldID}
-		} else {
-			cols := layout.ZOrderColumns
-			if cols == nil {
-				cols, kerr = optin.ZOrderColumns(tbl.Properties())
-			}
-			if kerr == nil {
-				key, zOrderIDs, kerr = zOrderKey(tbl, cols)
-			}
-			boundsFor = zOrderIDs
-			res.ZOrderColumns = cols
-		}
-		if kerr != nil {
-			return res, false, fmt.Errorf("plan %s: %w", name, kerr)
-		}
-	}
-	if err := p.checkPlanningMemory(ctx, tbl, snap, len(boundsFor)); err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	// Scan planning that keeps per file only what planning reads (package
-	// filescan): a million files fit a 1 GB planner.
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: open table IO: %w", name, err)
-	}
-	scanTasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, filescan.Options{Bounds: boundsFor})
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: plan files at snapshot %d: %w", name, pin.SnapshotID, err)
-	}
-	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
-		if strategy == optin.StrategyZOrder && operator {
-			key = deepestOverlap(tbl.Schema(), zOrderIDs, scanTasks, key)
-		}
-		onlyCandidates := strategy == optin.StrategyZOrder && !operator
-		var sp binpack.SortedPlan
-		if (strategy == optin.StrategySort || strategy == optin.StrategyZOrder && operator) && maxCommits == 0 {
-			// A run too large for one rewriter is sorted in two stages
-			// (package exchange), so it comes out disjoint too. Not in
-			// batches: a batch commits on its own, an exchange's maps
-			// and reduces only together. Not for the table's own z-order,
-			// which rewrites only a run's candidates: its clustered
-			// partitions would be rewritten whole for every new file.
-			sp, err = binpack.PlanSortedExchanging(cfg, key, scanTasks, p.settings.MaxGroupBytes)
-		} else {
-			sp, err = binpack.PlanSorted(cfg, key, scanTasks, p.settings.MaxGroupBytes, onlyCandidates)
-		}
-		if err != nil {
-			return res, false, fmt.Errorf("plan %s: %s compaction plan: %w", name, strategy, err)
-		}
-		grouped = binpack.Grouped(sp.Plan)
-		cp, exchangeGroups = splitExchanges(sp)
-		if res.OverlappingSortRuns = sp.Oversized; sp.Oversized > 0 {
-			log.Warn("runs of overlapping files are larger than one rewriter's group: only their candidates are rewritten and they stay overlapping", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
-		}
-	} else if cp, err = binpack.Plan(cfg, scanTasks); err != nil {
-		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
-	} else {
-		grouped = binpack.Grouped(cp)
-	}
-	clear(scanTasks[grouped:])
-	files := cp.TotalInputFiles
-	idle, hotMinFiles, err := optin.HotPartitions(tbl.Properties())
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	hotGroups := len(cp.Groups)
-	if idle > 0 && len(cp.Groups) > 0 {
-		writes, err := health.RecentWrites(ctx, tbl, p.now(), idle)
-		if err != nil {
-			return res, false, fmt.Errorf("plan %s: %w", name, err)
-		}
-		cp.Groups, res.HotPartitions = health.ScopeHot(cp.Groups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
-		var hot []health.HotPartition
-		exchangeGroups, hot = health.ScopeHot(exchangeGroups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
-		res.HotPartitions = append(res.HotPartitions, hot...)
-		for _, h := range res.HotPartitions {
-			log.Info("hot partition", "partition", h.Partition, "skipped", h.Skipped, "why", h.Why)
-		}
-	}
-	groups := SplitGroups(cp.Groups, p.settings.MaxGroupBytes)
-	regular := len(groups)
-	var exchanges []exchangePlan
-	for _, xg := range exchangeGroups {
-		x := exchangePlan{maps: SplitGroups([]compaction.Group{xg}, p.settings.MaxGroupBytes)}
-		x.reduces = max(2, int((xg.TotalSizeBytes+p.settings.MaxGroupBytes-1)/p.settings.MaxGroupBytes))
-		exchanges = append(exchanges, x)
-		groups = append(groups, x.maps...)
-	}
-	var budget int64
-	layoutJob := strategy == optin.StrategySort || strategy == optin.StrategyZOrder
-	if layoutJob {
-		if budget, err = optin.MaxBytesPerJob(tbl.Properties(), p.settings.MaxGroupBytes); err != nil {
-			return res, false, fmt.Errorf("plan %s: %w", name, err)
-		}
-	}
-	if budget > 0 || p.settings.MaxJobFiles > 0 {
-		var regularGroups []compaction.Group
-		var paced bool
-		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes, paced = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, layoutJob)
-		res.Continues = res.DeferredGroups > 0 && !paced
-		groups, regular = regularGroups, len(regularGroups)
-		for _, x := range exchanges {
-			groups = append(groups, x.maps...)
-		}
-	}
-	res.SkippedFiles = cp.SkippedFiles
-	if len(groups) == 0 && hotGroups > 0 {
-		res.Outcome = OutcomeNothingToDo
-		res.Reason = fmt.Sprintf("every partition with files to compact is being written (hot, written within %s) and has fewer than %d candidate files: left until writes pause", idle, hotMinFiles)
-		log.Info("nothing to do: hot partitions only", "hot_partitions", len(res.HotPartitions))
-		return res, false, nil
-	}
-	if len(groups) == 0 {
-		res.Outcome = OutcomeNothingToDo
-		res.Reason = fmt.Sprintf("no file group worth rewriting (%d files, %d left alone)", files, cp.SkippedFiles)
-		log.Info("nothing to do", "files", files)
-		return res, false, nil
-	}
-
-	outSpec, err := optin.ParseOutputSpec(tbl.Properties()[optin.PropertyOutputSpec])
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	if outSpec >= 0 && tbl.Metadata().PartitionSpecByID(outSpec) == nil {
-		return res, false, fmt.Errorf("plan %s: %w: %s=%d: the table has no such partition spec", name, optin.ErrBadProperty, optin.PropertyOutputSpec, outSpec)
-	}
-	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}
-	job := jobs.Job{
-		ID: jobID, Table: name, Kind: jobs.KindCompaction, Trigger: trigger, Token: l.Token,
-		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
-		DeferredGroups: res.DeferredGroups, DeferredBytes: res.DeferredBytes, Continues: res.Continues,
-	}
-	jobGroups := make([]jobs.Group, 0, len(groups))
-	outputSpec := func(specID int) int {
-		switch outSpec {
-		case optin.OutputSpecCurrent:
-			return tbl.Metadata().DefaultPartitionSpec()
-		case optin.OutputSpecInput:
-			return specID
-		}
-		return outSpec
-	}
-	for i, g := range groups {
-		pg := messages.PlanGroup{Index: i, SpecID: int(g.Tasks[0].File.SpecID()), Partition: PartitionString(g.Tasks[0]), InputBytes: g.TotalSizeBytes}
-		pg.OutputSpecID = outputSpec(pg.SpecID)
-		for _, t := range g.Tasks {
-			pg.InputPaths = append(pg.InputPaths, t.File.FilePath())
-			pg.InputRows += t.File.Count()
-		}
-		sort.Strings(pg.InputPaths)
-		planObj.Groups = append(planObj.Groups, pg)
-		job.InputFiles += int64(len(g.Tasks))
-		job.InputBytes += g.TotalSizeBytes
-		job.InputRows += pg.InputRows
-		jobGroups = append(jobGroups, jobs.Group{Index: i, InputFiles: int64(len(g.Tasks)), InputBytes: g.TotalSizeBytes})
-	}
-	// Each exchange's groups: its maps (planned above, after the regular
-	// groups), then its reduces, which read no table file and whose tasks
-	// the committer sends once the maps are done.
-	mapAt, reduceAt := regular, len(groups)
-	for id, x := range exchanges {
-		ex := messages.Exchange{ID: id, SortOrderID: sortOrderID, ZOrderFieldIDs: zOrderIDs}
-		if len(zOrderIDs) > 0 {
-			ex.ZOrderLower, ex.ZOrderUpper = zOrderSpan(tbl.Schema(), zOrderIDs, x.maps)
-		}
-		for j := range x.maps {
-			ex.Maps = append(ex.Maps, mapAt+j)
-		}
-		for j := range x.reduces {
-			ex.Reduces = append(ex.Reduces, reduceAt+j)
-		}
-		for j := range x.maps {
-			m := ex
-			m.Role = messages.ExchangeMap
-			planObj.Groups[mapAt+j].Exchange = &m
-		}
-		first := planObj.Groups[mapAt]
-		for j := range x.reduces {
-			r := ex
-			r.Role, r.Range = messages.ExchangeReduce, j
-			planObj.Groups = append(planObj.Groups, messages.PlanGroup{Index: reduceAt + j, SpecID: first.SpecID, Partition: first.Partition, OutputSpecID: first.OutputSpecID, Exchange: &r})
-			jobGroups = append(jobGroups, jobs.Group{Index: reduceAt + j})
-		}
-		log.Info("a run too large for one rewriter is sorted in two stages", "exchange", id, "maps", len(x.maps), "reduces", x.reduces, "partition", first.Partition)
-		mapAt += len(x.maps)
-		reduceAt += x.reduces
-	}
-	job.TargetFileSize = cfg.TargetFileSizeBytes
-	if maxCommits > 0 {
-		// Partial progress: groups commit in batches of this many (jobs,
-		// batches.go); one batch is one commit, as without it.
-		if n := jobs.GroupsPerCommit(len(groups), maxCommits); n < len(groups) {
-			job.BatchSize = n
-		}
-	}
-	return p.startJob(ctx, log, res, tbl.Metadata(), planObj, job, jobGroups, groups, planStart, func(t *messages.Task, pg messages.PlanGroup) {
-		t.TargetFileSize = cfg.TargetFileSizeBytes
-		t.SortOrderID = sortOrderID
-		t.ZOrderFieldIDs = zOrderIDs
-		t.Exchange = pg.Exchange
-	})
-}
-
-// zOrderSpan is, per z-order column, the smallest lower bound and the
-// largest upper bound of the groups' files, as the manifests hold them
-// (nil for a column some file has no bound of).
-func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (lower, upper [][]byte) {
-	lower, upper = make([][]byte, len(ids)), make([][]byte, len(ids))
-	for i, id := range ids {
-		f, ok := schema.FindFieldByID(id)
-		k := bounds.KindOf(f.Type)
-		if !ok || k == 0 {
-			continue
-		}
-		var lo, hi bounds.Value
-		var loRaw, hiRaw []byte
-		complete, first := true, true
-		for _, g := range groups {
-			for _, t := range g.Tasks {
-				r, ok := bounds.Of(t.File, id, k, f.Type)
-				if !ok {
-					complete = false
-					break
-				}
-				if first || bounds.Compare(k, r.Lo, lo) < 0 {
-					lo, loRaw = r.Lo, t.File.LowerBoundValues()[id]
-				}
-				if first || bounds.Compare(k, r.Hi, hi) > 0 {
-					hi, hiRaw = r.Hi, t.File.UpperBoundValues()[id]
-				}
-				first = false
-			}
-		}
-		if complete && !first {
-			lower[i], upper[i] = loRaw, hiRaw
-		}
-	}
-	return lower, upper
-}
-
-// withinBudget keeps, of a compaction's groups and exchanges, those that
-// fit budget input bytes (a sort or z-order compaction's
-// icekeeper.compaction.max-bytes-per-job; 0: any) and maxFiles input files
-// (ICEKEEPER_MAX_JOB_FILES, what one committer can commit; 0: any), and at
-// least one. With byHeat the most queried partitions' come first
-// (signals.Heat of each group's partition; plan order among equals): a new
-// layout rolls out a job at a time, hottest first. Otherwise plan order.
-// It returns what it kept, how many groups (an exchange counts its maps)
-// and bytes it left for later jobs, and whether the byte budget bound
-// (paced: the rest waits for later visits, not for the next job at once).
-func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget, maxFiles int64, byHeat bool) (kept []compaction.Group, keptX []exchangePlan, deferredGroups int, deferredBytes int64, paced bool) {
-	type unit struct {
-		group    *compaction.Group
-		exchange *exchangePlan
-		bytes    int64
-		files    int64
-		heat     float64
-	}
-	var units []unit
-	var total, totalFiles int64
-	for i := range groups {
-		units = append(units, unit{group: &groups[i], bytes: groups[i].TotalSizeBytes, files: int64(len(groups[i].Tasks))})
-		total += groups[i].TotalSizeBytes
-		totalFiles += int64(len(groups[i].Tasks))
-	}
-	for i := range exchanges {
-		u := unit{exchange: &exchanges[i]}
-		for _, m := range exchanges[i].maps {
-			u.bytes += m.TotalSizeBytes
-			u.files += int64(len(m.Tasks))
-		}
-		units = append(units, u)
-		total += u.bytes
-		totalFiles += u.files
-	}
-	over := func(bytes, files int64) bool {
-		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles
-	}
-	if !over(total, totalFiles) {
-		return groups, exchanges, 0, 0, false
-	}
-	paced = budget > 0 && total > budget
-	if byHeat && p.heat != nil && budget > 0 {
-		heat, err := p.heat.PartitionHeat(ctx, table)
-		if err != nil {
-			log.Warn("partition heat not read: the budget takes groups in plan order", "err", err.Error())
-		}
-		name := health.PartitionNamer(meta)
-		for i := range units {
-			first := units[i].group
-			if first == nil {
-				first = &units[i].exchange.maps[0]
-			}
-			units[i].heat = signals.Heat(heat, name(first.Tasks[0].File))
-		}
-		slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.heat, a.heat) })
-	}
-	var used, usedFiles int64
-	for _, u := range units {
-		if usedFiles > 0 && over(used+u.bytes, usedFiles+u.files) {
-			deferredBytes += u.bytes
-			if u.group != nil {
-				deferredGroups++
-			} else {
-				deferredGroups += len(u.exchange.maps)
-			}
-			continue
-		}
-		used += u.bytes
-		usedFiles += u.files
-		if u.group != nil {
-			kept = append(kept, *u.group)
-		} else {
-			keptX = append(keptX, *u.exchange)
-		}
-	}
-	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferredGroups, "deferred_bytes", deferredBytes, "paced", paced)
-	return kept, keptX, deferredGroups, deferredBytes, paced
-}
-
-// exchangePlan is one two-stage sort: its map groups (chunks of the run's
-// files, in key order) and its number of reduces (key ranges).
-type exchangePlan struct {
-	maps    []compaction.Group
-	reduces int
-}
-
-// splitExchanges takes a sorted plan's exchange groups out of its groups.
-func splitExchanges(sp binpack.SortedPlan) (compaction.Plan, []compaction.Group) {
-	if len(sp.Exchanges) == 0 {
-		return sp.Plan, nil
-	}
-	cp := sp.Plan
-	var regular, exchanges []compaction.Group
-	for i, g := range sp.Groups {
-		if slices.Contains(sp.Exchanges, i) {
-			exchanges = append(exchanges, g)
-		} else {
-			regular = append(regular, g)
-		}
-	}
-	cp.Groups = regular
-	return cp, exchanges
-}
-
-// deepestOverlap is the run key of an operator's z-order: the z column
-// along which the files overlap the most (pruning.Overlap's depth over
-// the table's files), so that a table already sorted on the first column
-// (its files disjoint there, one file per run) is still z-ordered. Ties
-// and files without bounds keep def.
-func deepestOverlap(schema *iceberg.Schema, ids []int, tasks []table.FileScanTask, def binpack.SortKey) binpack.SortKey {
-	best, bestDepth := def, 0
-	for _, id := range ids {
-		f, ok := schema.FindFieldByID(id)
-		k := bounds.KindOf(f.Type)
-		if !ok || k == 0 {
-			continue
-		}
-		ranges := make([]bounds.Range, 0, len(tasks))
-		for _, t := range tasks {
-			if r, ok := bounds.Of(t.File, id, k, f.Type); ok {
-				ranges = append(ranges, r)
-			}
-		}
-		if depth, _ := pruning.Overlap(k, ranges); depth > bestDepth {
-			best, bestDepth = binpack.SortKey{FieldID: id, Type: f.Type}, depth
-		}
-	}
-	return best
-}
-
-// zOrderKey resolves a z-order's columns in tbl's current schema: their
-// field ids, and the first column's key for grouping files into runs.
-// Each must be a top-level column of a type zorder keys, and not the
-// source of an identity partition field (one value per partition: it
-// would only dilute the others' bits). Anything else is the owner's
-// mistake (optin.ErrBadProperty).
-func zOrderKey(tbl *table.Table, cols []string) (binpack.SortKey, []int, error) {
-	var key binpack.SortKey
-	var ids []int
-	spec := tbl.Spec()
-	for i, name := range cols {
-		f, found := topLevelField(tbl.Schema(), func(c iceberg.NestedField) bool { return c.Name == name })
-		if !found || bounds.KindOf(f.Type) == 0 {
-			return key, nil, fmt.Errorf("%w: %s: %q is not a top-level column of a primitive type in the current schema", optin.ErrBadProperty, optin.PropertyZOrderColumns, name)
-		}
-		if _, decimal := f.Type.(iceberg.DecimalType); decimal {
-			return key, nil, fmt.Errorf("%w: %s: %q is a decimal, which icekeeper cannot z-order yet", optin.ErrBadProperty, optin.PropertyZOrderColumns, name)
-		}
-		for _, pf := range spec.Fields() {
-			if pf.SourceID() == f.ID && pf.Transform.Equals(iceberg.IdentityTransform{}) {
-				return key, nil, fmt.Errorf("%w: %s: %q is the source of partition field %q, so it holds one value per partition: z-order the other columns", optin.ErrBadProperty, optin.PropertyZOrderColumns, name, pf.Name)
-			}
-		}
-		if i == 0 {
-			key = binpack.SortKey{FieldID: f.ID, Type: f.Type}
-		}
-		ids = append(ids, f.ID)
-	}
-	return key, ids, nil
-}
-
-// topLevelField is the first top-level column of schema that match
-// accepts.
-func topLevelField(schema *iceberg.Schema, match func(iceberg.NestedField) bool) (iceberg.NestedField, bool) {
-	for _, c := range schema.Fields() {
-		if match(c) {
-			return c, true
-		}
-	}
-	return iceberg.NestedField{}, false
-}
-
-// sortKey is what a sort compaction of tbl sorts by: its default sort
-// order, grouped by the order's first column. A table without a sort
-// order, or whose first sort column has no usable bounds, is refused
-// (optin.ErrBadProperty: the owner asked for a sort the table cannot do).
-func sortKey(tbl *table.Table) (binpack.SortKey, int, error) {
-	order := tbl.SortOrder()
-	if order.IsUnsorted() {
-		return binpack.SortKey{}, 0, fmt.Errorf("%w: %s=%s: the table has no sort order; set one (Spark: ALTER TABLE ... WRITE ORDERED BY col) or use binpack", optin.ErrBadProperty, optin.PropertyCompactionStrategy, optin.StrategySort)
-	}
-	var key binpack.SortKey
-	for i, sf := range order.Fields() {
-		id := sf.SourceID()
-		f, top := topLevelField(tbl.Schema(), func(c iceberg.NestedField) bool { return c.ID == id })
-		if !top || bounds.KindOf(f.Type) == 0 {
-			return key, 0, fmt.Errorf("%w: %s=%s: sort order %d sorts by field %d, which is not a top-level column of a primitive type in the current schema: icekeeper cannot sort by it", optin.ErrBadProperty, optin.PropertyCompactionStrategy, optin.StrategySort, order.OrderID(), id)
-		}
-		if i == 0 {
-			key = binpack.SortKey{FieldID: id, Type: f.Type}
-		}
-	}
-	return key, order.OrderID(), nil
-}
-
 // startJob records a job of rewriter groups (its plan in S3, the job and
 // its groups in DynamoDB), sends one task per group and marks the job
 // running. groups[i] holds plan group i's scan tasks (cleared once its
@@ -909,92 +413,6 @@ func (p *Planner) requestAbort(ctx context.Context, log *slog.Logger, jobID, rea
 	return true
 }
 
-func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, pg messages.PlanGroup, job jobs.Job, g compaction.Group, decorate func(*messages.Task, messages.PlanGroup)) (string, error) {
-	encoded, err := messages.EncodeScanTasks(meta, g.Tasks)
-	if err != nil {
-		return "", err
-	}
-	task := messages.Task{
-		Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: pg.Index, Token: job.Token,
-		Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
-		SpecID: pg.SpecID, OutputSpecID: &pg.OutputSpecID, Partition: pg.Partition, ScanTasks: encoded,
-		InputFiles: len(g.Tasks), InputBytes: g.TotalSizeBytes,
-	}
-	if decorate != nil {
-		decorate(&task, pg)
-	}
-	body, err := messages.Encode(task)
-	if err != nil {
-		return "", err
-	}
-	if len(body) <= p.settings.InlineTaskBytes {
-		return string(body), nil
-	}
-	// Too large for one message: the scan tasks travel through S3.
-	payload, err := messages.Encode(messages.ScanTaskList{Version: messages.FormatVersion, ScanTasks: encoded})
-	if err != nil {
-		return "", err
-	}
-	key, err := p.blobs.Put(ctx, fmt.Sprintf("jobs/%s/tasks/%05d.json", job.ID, pg.Index), payload)
-	if err != nil {
-		return "", err
-	}
-	task.ScanTasks, task.ScanTasksKey = nil, key
-	body, err = messages.Encode(task)
-	if err != nil {
-		return "", err
-	}
-	return string(body), nil
-}
-
-// CompactionConfig derives iceberg-go's compaction planner settings from the
-// table's properties, through the same thresholds the health report uses
-// (package health), so that what health recommends is what the planner
-// plans: write.target-file-size-bytes sets the target (unless override is
-// positive), small files are below 75% of it, large ones above 180%.
-func CompactionConfig(props map[string]string, override int64) (compaction.Config, error) {
-	th, err := health.ThresholdsFor(props, override)
-	if err != nil {
-		return compaction.Config{}, err
-	}
-	cfg := th.CompactionConfig()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("compaction config: %w", err)
-	}
-	return cfg, nil
-}
-
-// SplitGroups splits groups whose input exceeds maxBytes into consecutive
-// chunks of at most maxBytes (a single file larger than maxBytes is a chunk
-// of its own). Groups stay within one partition.
-func SplitGroups(groups []compaction.Group, maxBytes int64) []compaction.Group {
-	var out []compaction.Group
-	for _, g := range groups {
-		if g.TotalSizeBytes <= maxBytes {
-			out = append(out, g)
-			continue
-		}
-		// Chunks are sub-slices of the group's tasks: nothing is copied.
-		start := 0
-		cur := compaction.Group{PartitionKey: g.PartitionKey}
-		for i, t := range g.Tasks {
-			size := t.File.FileSizeBytes()
-			if i > start && cur.TotalSizeBytes+size > maxBytes {
-				cur.Tasks = g.Tasks[start:i:i]
-				out = append(out, cur)
-				start, cur = i, compaction.Group{PartitionKey: g.PartitionKey}
-			}
-			cur.TotalSizeBytes += size
-			cur.DeleteFileCount += len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
-		}
-		if start < len(g.Tasks) {
-			cur.Tasks = g.Tasks[start:len(g.Tasks):len(g.Tasks)]
-			out = append(out, cur)
-		}
-	}
-	return out
-}
-
 // PartitionString renders a task's partition for logs and reports.
 func PartitionString(t table.FileScanTask) string {
 	part := t.File.Partition()
@@ -1020,4 +438,35 @@ func newJobID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// handToCommitter sends the commit request of a job that has no groups
+// (an expiry, a manifest rewrite) and marks it running.
+func (p *Planner) handToCommitter(ctx context.Context, log *slog.Logger, res Result, job jobs.Job, why string) (Result, bool, error) {
+	req, err := messages.Encode(messages.CommitJob(job.ID))
+	if err != nil {
+		return res, false, err
+	}
+	if err := p.commits.Send(ctx, string(req)); err != nil {
+		return res, true, fmt.Errorf("plan %s of %s: send commit request: %w", job.Kind, job.Table, err)
+	}
+	if err := p.jobs.Transition(ctx, job.ID, []jobs.State{jobs.Planned}, jobs.Running, "commit request sent"); err != nil && !errors.Is(err, jobs.ErrStateConflict) {
+		return res, true, fmt.Errorf("plan %s of %s: %w", job.Kind, job.Table, err)
+	}
+	res.Outcome, res.JobID, res.Reason = OutcomePlanned, job.ID, why
+	log.Info("planned", "kind", job.Kind, "snapshot_id", job.SnapshotID, "why", why, "lease_token", job.Token)
+	return res, true, nil
+}
+
+// loadLeased starts every kind of planning under the lease: it loads the
+// table and cleans up after the lease's past jobs (res.CleanedFiles).
+func (p *Planner) loadLeased(ctx context.Context, log *slog.Logger, ident table.Identifier, name string, l lease.Lease, res *Result) (*table.Table, error) {
+	tbl, err := p.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table: %w", err)
+	}
+	if len(l.PastJobs) > 0 {
+		res.CleanedFiles = p.cleanUpAfter(ctx, log, tbl, name, l.PastJobs)
+	}
+	return tbl, nil
 }
