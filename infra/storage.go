@@ -18,7 +18,7 @@ type Storage struct {
 	JobsTable  awsdynamodb.Table
 }
 
-// Key schemas, as shared/localcloud creates them and the code reads them.
+// Key schemas, as shared/harness/localcloud creates them and the code reads them.
 const (
 	LeaseKey    = "table_id"
 	LeaseTTLKey = "purge_at"

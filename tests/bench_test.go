@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/icekeeper/icekeeper/shared/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/bench"
 )
 
 // TestBench_SmokeRunMeasuresEveryEngine runs the benchmark harness on a

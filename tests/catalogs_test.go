@@ -10,8 +10,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/jobs"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 // TestCatalogs_PipelineCompactsOverEachCatalog: the whole pipeline over

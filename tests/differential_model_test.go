@@ -18,7 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
 )
 
 // mrow is one live row of the model.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
 )
 
 // tableState is what an operation may change, read from the table.

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
-	"github.com/icekeeper/icekeeper/shared/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // otherCatalog is a second sqlite catalog over the same warehouse: a table

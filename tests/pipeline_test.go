@@ -5,7 +5,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // TestPipeline_CompactsAndKeepsEveryRow runs the whole pipeline on each kind

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/bench"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/expire"
-	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 )
 
 // runExpire expires TABLE's snapshots with its retention, as an expiry job

@@ -17,7 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/metrics"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 // catalogFlags are iceberg-go's CLI catalog flags.

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/healthpage"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // chromium finds Debian's Chromium (.ci/run installs it).

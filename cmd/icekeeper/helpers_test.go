@@ -13,8 +13,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
-	"github.com/icekeeper/icekeeper/shared/localcloud"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 func configAWS() aws.Config { return aws.Config{Region: "us-east-1"} }

@@ -15,8 +15,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
-	"github.com/icekeeper/icekeeper/shared/fingerprint"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // TestCompact_SIGINTEndsTheRunAndRemovesWhatItWrote runs the real binary:

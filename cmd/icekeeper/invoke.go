@@ -13,9 +13,9 @@ import (
 	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
 	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
 	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
-	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/queue"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
 
 func runLocalCloud(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -12,7 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/signals"
-	"github.com/icekeeper/icekeeper/shared/stages"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {

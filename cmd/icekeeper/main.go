@@ -23,7 +23,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 )
 
 const usage = `icekeeper: autonomous maintenance for Apache Iceberg tables

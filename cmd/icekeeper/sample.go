@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/icekeeper/icekeeper/shared/health"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // runSample creates an uncompacted merge-on-read sample table in the

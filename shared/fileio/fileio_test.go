@@ -16,8 +16,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 
 	"github.com/icekeeper/icekeeper/shared/fileio"
-	"github.com/icekeeper/icekeeper/shared/localcloud"
-	"github.com/icekeeper/icekeeper/shared/s3requests"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
 
 var runs atomic.Int64

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // TestDecodeBound_ReadsTheSpecsBinaryForms: little-endian ints and floats

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
-	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
 
 type clock struct{ t time.Time }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/lease"
-	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
 
 // clock is a settable test clock.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 	"github.com/icekeeper/icekeeper/shared/signals"
 )

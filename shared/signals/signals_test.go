@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
 
 var noon = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)

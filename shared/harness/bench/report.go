@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/s3requests"
+	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
 
 // Prices used by the cost model (us-east-1, published list prices).

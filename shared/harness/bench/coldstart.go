@@ -16,7 +16,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
 
 // ColdStart is one function binary's start: its size, and the time from

@@ -17,7 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
 	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
-	"github.com/icekeeper/icekeeper/shared/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
