@@ -2,10 +2,10 @@
 // its own stage and nothing of the others. The planner cannot link the
 // code that commits to a catalog or rewrites files; the rewriter links the
 // catalog clients only to load a table for an orphan cleanup's tasks
-// (shared/wiring/rewriting.Catalog: the table as it is right before
+// (shared/stage/rewriter.Catalog: the table as it is right before
 // deleting), never the code that commits (shared/commit, the committer's
 // stage); the committer links neither planning nor rewriting. Each function builds its stage
-// through shared/wiring/<stage> and shared/handler/<function>, never
+// through shared/stage/<function>, never
 // through shared/harness/stages (the whole pipeline, for the CLI and the tests).
 package functions_test
 
@@ -22,15 +22,15 @@ const module = "github.com/icekeeper/icekeeper/"
 var stagePackages = map[string][]string{
 	"planner": {
 		module + "shared/plan", module + "shared/trigger",
-		module + "shared/handler/planner", module + "shared/wiring/planning",
+		module + "shared/stage/planner",
 	},
 	"rewriter": {
 		module + "shared/rewrite",
-		module + "shared/handler/rewriter", module + "shared/wiring/rewriting",
+		module + "shared/stage/rewriter",
 	},
 	"committer": {
 		module + "shared/commit", module + "shared/joblog",
-		module + "shared/handler/committer", module + "shared/wiring/committing",
+		module + "shared/stage/committer",
 	},
 }
 

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
-	"github.com/icekeeper/icekeeper/shared/wiring/planning"
+	"github.com/icekeeper/icekeeper/shared/stage/planner"
 )
 
 // TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff: an
@@ -196,7 +196,7 @@ func TestPlanner_ADeleteRewriteTooLargeForThePlannersMemoryFailsLoud(t *testing.
 func TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse(t *testing.T) {
 	e := setup(t)
 	e.createTable(smallTable)
-	a, err := planning.HealthAssessor{MemoryBudget: 1}.Assess(e.ctx, e.name(), e.load())
+	a, err := planner.HealthAssessor{MemoryBudget: 1}.Assess(e.ctx, e.name(), e.load())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse(t *tes
 	if a.CompactionBytes != 1 || !strings.Contains(r.CompactionPlanSkipped, "live data files") {
 		t.Fatalf("compaction bytes %d, skipped %q: want 1 and the reason", a.CompactionBytes, r.CompactionPlanSkipped)
 	}
-	if a, err = (planning.HealthAssessor{}).Assess(e.ctx, e.name(), e.load()); err != nil || a.CompactionBytes <= 1 {
+	if a, err = (planner.HealthAssessor{}).Assess(e.ctx, e.name(), e.load()); err != nil || a.CompactionBytes <= 1 {
 		t.Fatalf("without a budget: compaction bytes %d, %v", a.CompactionBytes, err)
 	}
 }

@@ -7,12 +7,12 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // TestRebase_JobsUnderABusyWriterCommitAndKeepEveryRow: a writer commits

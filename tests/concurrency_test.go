@@ -14,11 +14,11 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
-	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 var smallTable = sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 100, PositionDeletes: true, EqualityDeletes: true}

@@ -75,13 +75,13 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
-	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
+	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -548,7 +548,7 @@ func (r *diffRun) drainTasks(j *diffJob, max int) localrun.Stats {
 			if err != nil {
 				e.t.Fatalf("crashing rewriter: %v", err)
 			}
-			rh = rewriterhandler.Handler{Rewrite: rw, Log: discardLog}.Handle
+			rh = rewriterstage.Handler{Rewrite: rw, Log: discardLog}.Handle
 			defer func() {
 				if cj.crashed {
 					r.w.note("  a rewriter crashed %s its claim (delivery fails, files kept)", j.crashClaim)

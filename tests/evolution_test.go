@@ -14,10 +14,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // The tests in this file evolve a table's schema or partition spec, then

@@ -14,11 +14,11 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // refRacer is the catalog an expiry's committer commits through, with

@@ -25,20 +25,20 @@ import (
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
-	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
-	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
-	"github.com/icekeeper/icekeeper/shared/health"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
-	"github.com/icekeeper/icekeeper/shared/harness/stages"
-	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
+	committerstage "github.com/icekeeper/icekeeper/shared/stage/committer"
+	"github.com/icekeeper/icekeeper/shared/stage/rewriter"
+	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 var cloud *localcloud.Cloud
@@ -169,11 +169,11 @@ func (e *env) plan() plan.Result {
 }
 
 func (e *env) rewriterHandler() localrun.BatchHandler {
-	return rewriterhandler.Handler{Rewrite: e.rewriter, Delete: rewriting.Deleter(e.deps.Deps, e.cat), List: rewriting.Lister(e.deps.Deps, e.cat)}.Handle
+	return rewriterstage.Handler{Rewrite: e.rewriter, Delete: rewriter.Deleter(e.deps.Deps, e.cat), List: rewriter.Lister(e.deps.Deps, e.cat)}.Handle
 }
 
 func (e *env) committerHandler() localrun.BatchHandler {
-	return committerhandler.Handler{Commit: e.committer}.Handle
+	return committerstage.Handler{Commit: e.committer}.Handle
 }
 
 // drainTasks runs rewriters until the task queue is empty.

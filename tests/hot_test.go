@@ -7,10 +7,10 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // filesPerRegion counts the live data files of each region.

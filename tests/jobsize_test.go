@@ -8,9 +8,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 

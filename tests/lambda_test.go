@@ -17,9 +17,9 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/icekeeper/icekeeper/shared/config"
-	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/queue"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
@@ -140,7 +140,7 @@ func TestLambda_RealMainsRunThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var presp plannerhandler.Response
+	var presp plannerstage.Response
 	invoke(planner, scheduled, &presp)
 	if len(presp.Tables) != 1 || presp.Tables[0].Action != trigger.ActionPlanned || presp.Tables[0].Plan == nil {
 		t.Fatalf("planner response %+v", presp)

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/config"
-	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
@@ -54,7 +54,7 @@ func TestTriggers_ANonIcebergTableIsSkippedNotFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.planner = plannerhandler.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
 	if o := outcomeOf(t, d.handle(commitEvent("demo.crawled")), "demo.crawled"); o.Action != trigger.ActionSkipped || o.Skip != trigger.SkipNotIceberg {
 		t.Fatalf("event: %+v, want skipped %s", o, trigger.SkipNotIceberg)
 	}

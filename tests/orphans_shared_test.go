@@ -16,8 +16,8 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
-	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
 // otherCatalog is a second sqlite catalog over the same warehouse: a table

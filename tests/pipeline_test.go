@@ -3,9 +3,9 @@ package tests
 import (
 	"testing"
 
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // TestPipeline_CompactsAndKeepsEveryRow runs the whole pipeline on each kind

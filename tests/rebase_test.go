@@ -12,10 +12,10 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/outputs"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // requireNoDanglingDeletes fails the test when a live position delete

@@ -11,10 +11,10 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
 
 // TestPipeline_S3Warehouse keeps the table itself in S3 (the emulator's):

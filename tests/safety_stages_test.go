@@ -2,8 +2,8 @@ package tests
 
 // The icekeeper side of the safety harness (see safety_test.go): the
 // planner, the rewriters and the committer built over the harness's
-// environment exactly as the stages wire them (packages wiring/planning,
-// wiring/rewriting, wiring/committing), except that every store, queue
+// environment exactly as the stages wire them (packages stage/planner,
+// stage/rewriter, stage/committer), except that every store, queue
 // and catalog call they make goes through a wrapper that can
 //
 //   - crash the stage before or after its n-th call (a panic, recovered by
@@ -35,17 +35,17 @@ import (
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/deletions"
-	"github.com/icekeeper/icekeeper/shared/handler"
-	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
-	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/listing"
-	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/stage"
+	committerstage "github.com/icekeeper/icekeeper/shared/stage/committer"
+	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 // crashPanic is what a crashing wrapper panics with; the harness's
@@ -292,7 +292,7 @@ func newSafetyStages(e *env) *safetyStages {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s.rewriter = rewriterhandler.Handler{Rewrite: rw,
+	s.rewriter = rewriterstage.Handler{Rewrite: rw,
 		Delete: deletions.Deleter{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog},
 		List:   listing.Lister{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog},
 		Log:    slog.New(lastError{msg: &s.rewriterErr})}.Handle
@@ -352,7 +352,7 @@ func (o outcomeCommitter) Handle(ctx context.Context, req messages.CommitRequest
 // committerHandlerOf is the committer function's handler over c; last
 // receives what the request did.
 func committerHandlerOf(c *commit.Committer, last *string) localrun.BatchHandler {
-	return committerhandler.Handler{Commit: outcomeCommitter{c: c, last: last}, Log: discardLog}.Handle
+	return committerstage.Handler{Commit: outcomeCommitter{c: c, last: last}, Log: discardLog}.Handle
 }
 
 // delivery is what one delivery of one message did.
@@ -379,7 +379,7 @@ func (s *safetyStages) deliverOne(ctx context.Context, q *queue.Queue, pick func
 			return resp, fmt.Errorf("a batch of %d messages, want 1", len(ev.Records))
 		}
 		rec := ev.Records[0]
-		d.body, d.receiveCount = rec.Body, handler.ReceiveCount(rec)
+		d.body, d.receiveCount = rec.Body, stage.ReceiveCount(rec)
 		h, loseAck := pick(d.body, d.receiveCount)
 		defer func() {
 			if p := recover(); p != nil {

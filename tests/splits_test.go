@@ -7,8 +7,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
 // TestPipeline_AFileScanPlanningSplitsIsRewrittenOnce: iceberg-go's scan

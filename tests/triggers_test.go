@@ -20,11 +20,11 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
-	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
@@ -106,7 +106,7 @@ func (s *syncBuffer) metricTotals(t *testing.T) map[string]float64 {
 type dispatchEnv struct {
 	*env
 	events  *recordingEventBridge
-	planner plannerhandler.Handler
+	planner plannerstage.Handler
 }
 
 func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func(*config.Config)) *dispatchEnv {
@@ -122,7 +122,7 @@ func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func
 	if e.committer, err = e.deps.Committer(e.cat); err != nil {
 		t.Fatalf("committer: %v", err)
 	}
-	d.planner = plannerhandler.Handler{Dispatch: disp, Metrics: e.deps.Metrics, Log: e.deps.Log}
+	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: e.deps.Metrics, Log: e.deps.Log}
 	return d
 }
 
@@ -145,7 +145,7 @@ func commitEvent(table string) []byte {
 	return b
 }
 
-func (d *dispatchEnv) handle(raw []byte) plannerhandler.Response {
+func (d *dispatchEnv) handle(raw []byte) plannerstage.Response {
 	d.t.Helper()
 	resp, err := d.planner.Handle(asFunction(d.ctx, "Planner"), raw)
 	if err != nil {
@@ -154,7 +154,7 @@ func (d *dispatchEnv) handle(raw []byte) plannerhandler.Response {
 	return resp
 }
 
-func outcomeOf(t *testing.T, resp plannerhandler.Response, table string) trigger.TableOutcome {
+func outcomeOf(t *testing.T, resp plannerstage.Response, table string) trigger.TableOutcome {
 	t.Helper()
 	for _, o := range resp.Tables {
 		if o.Table == table {
@@ -313,7 +313,7 @@ func TestTriggers_BurstOfCommitEventsCoalescesIntoOnePlanning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planners := []plannerhandler.Handler{d.planner, {Dispatch: other, Metrics: d.deps.Metrics}}
+	planners := []plannerstage.Handler{d.planner, {Dispatch: other, Metrics: d.deps.Metrics}}
 	var mu sync.Mutex
 	actions := map[string]int{}
 	var wg sync.WaitGroup
@@ -432,7 +432,7 @@ func TestTriggers_ModeOffDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := plannerhandler.Handler{Dispatch: disp, Log: e.deps.Log}.Handle(e.ctx, commitEvent("demo.events"))
+	resp, err := plannerstage.Handler{Dispatch: disp, Log: e.deps.Log}.Handle(e.ctx, commitEvent("demo.events"))
 	if err != nil || len(resp.Tables) != 1 || resp.Tables[0].Skip != trigger.SkipModeOff {
 		t.Fatalf("resp %+v err %v", resp, err)
 	}

@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {

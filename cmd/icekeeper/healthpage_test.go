@@ -14,8 +14,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/healthpage"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/healthpage"
 )
 
 // chromium finds Debian's Chromium (.ci/run installs it).

@@ -10,13 +10,13 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
-	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
-	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
-	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
-	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
-	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
+	"github.com/icekeeper/icekeeper/shared/queue"
+	committerstage "github.com/icekeeper/icekeeper/shared/stage/committer"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
+	"github.com/icekeeper/icekeeper/shared/stage/rewriter"
+	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 const invokeUsage = `usage: icekeeper invoke planner --event FILE [-q] [catalog flags]
@@ -93,7 +93,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return exitError{code: 2, err: err}
 		}
-		resp, herr := plannerhandler.Handler{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle(ctx, raw)
+		resp, herr := plannerstage.Handler{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle(ctx, raw)
 		if err := printJSON(stdout, resp); err != nil {
 			return err
 		}
@@ -136,8 +136,8 @@ func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Que
 		if err != nil {
 			return nil, nil, err
 		}
-		cat := rewriting.Catalog(deps.Deps)
-		return deps.Tasks, rewriterhandler.Handler{Rewrite: r, Delete: rewriting.Deleter(deps.Deps, cat), List: rewriting.Lister(deps.Deps, cat), Log: deps.Log}.Handle, nil
+		cat := rewriter.Catalog(deps.Deps)
+		return deps.Tasks, rewriterstage.Handler{Rewrite: r, Delete: rewriter.Deleter(deps.Deps, cat), List: rewriter.Lister(deps.Deps, cat), Log: deps.Log}.Handle, nil
 	}
 	cat, err := stages.OpenCatalog(ctx, deps.Config, deps.Clients)
 	if err != nil {
@@ -147,5 +147,5 @@ func stageHandler(ctx context.Context, fn string, deps *stages.Deps) (*queue.Que
 	if err != nil {
 		return nil, nil, err
 	}
-	return deps.Commits, committerhandler.Handler{Commit: c, Log: deps.Log}.Handle, nil
+	return deps.Commits, committerstage.Handler{Commit: c, Log: deps.Log}.Handle, nil
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/signals"
-	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -19,14 +19,14 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/ledger"
-	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
-	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/optin"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
-	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 func runCLI(t *testing.T, args ...string) (string, error) {

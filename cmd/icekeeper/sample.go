@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/health"
 )
 
 // runSample creates an uncompacted merge-on-read sample table in the

@@ -9,22 +9,21 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
-	"github.com/icekeeper/icekeeper/shared/handler/committer"
-	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/wiring/committing"
+	"github.com/icekeeper/icekeeper/shared/stage"
+	"github.com/icekeeper/icekeeper/shared/stage/committer"
 )
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "committer", lambdamain.ActiveOnly(committing.Needs))
-	lambdamain.IdleUnlessActive(deps, log, "committer")
+	deps, log := stage.Init(ctx, "committer", stage.ActiveOnly(committer.Needs))
+	stage.IdleUnlessActive(deps, log, "committer")
 	cat, err := catalogs.OpenWithFile(ctx, deps.Config.Catalog, deps.Clients.Config)
 	if err != nil {
-		lambdamain.Fail(log, "catalog", err)
+		stage.Fail(log, "catalog", err)
 	}
-	c, err := committing.Committer(deps, cat)
+	c, err := committer.Committer(deps, cat)
 	if err != nil {
-		lambdamain.Fail(log, "committer", err)
+		stage.Fail(log, "committer", err)
 	}
 	lambda.Start(committer.Handler{Commit: c, Log: log}.Handle)
 }

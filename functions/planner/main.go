@@ -11,24 +11,23 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler/planner"
-	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/wiring/planning"
+	"github.com/icekeeper/icekeeper/shared/stage"
+	"github.com/icekeeper/icekeeper/shared/stage/planner"
 )
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "planner", func(c config.Config) []config.Need { return planning.NeedsFor(c.Mode) })
+	deps, log := stage.Init(ctx, "planner", func(c config.Config) []config.Need { return planner.NeedsFor(c.Mode) })
 	var cat catalog.Catalog
 	if deps.Config.Mode != config.ModeOff {
 		var err error
 		if cat, err = catalogs.OpenWithFile(ctx, deps.Config.Catalog, deps.Clients.Config); err != nil {
-			lambdamain.Fail(log, "catalog", err)
+			stage.Fail(log, "catalog", err)
 		}
 	}
-	d, err := planning.Dispatcher(deps, cat)
+	d, err := planner.Dispatcher(deps, cat)
 	if err != nil {
-		lambdamain.Fail(log, "dispatcher", err)
+		stage.Fail(log, "dispatcher", err)
 	}
 	lambda.Start(planner.Handler{Dispatch: d, Metrics: deps.Metrics, Log: log}.Handle)
 }

@@ -10,20 +10,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/icekeeper/icekeeper/shared/handler/rewriter"
-	"github.com/icekeeper/icekeeper/shared/lambdamain"
-	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
+	"github.com/icekeeper/icekeeper/shared/stage"
+	"github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 func main() {
 	ctx := context.Background()
-	deps, log := lambdamain.Init(ctx, "rewriter", lambdamain.ActiveOnly(rewriting.Needs))
-	lambdamain.IdleUnlessActive(deps, log, "rewriter")
-	r, err := rewriting.Rewriter(deps)
+	deps, log := stage.Init(ctx, "rewriter", stage.ActiveOnly(rewriter.Needs))
+	stage.IdleUnlessActive(deps, log, "rewriter")
+	r, err := rewriter.Rewriter(deps)
 	if err != nil {
-		lambdamain.Fail(log, "rewriter", err)
+		stage.Fail(log, "rewriter", err)
 	}
 	// Only an orphan cleanup's tasks load tables from the catalog.
-	cat := rewriting.Catalog(deps)
-	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps, cat), List: rewriting.Lister(deps, cat), Requeue: deps.Tasks, Log: log}.Handle)
+	cat := rewriter.Catalog(deps)
+	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriter.Deleter(deps, cat), List: rewriter.Lister(deps, cat), Requeue: deps.Tasks, Log: log}.Handle)
 }

@@ -176,7 +176,7 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 
 // recordMemory is the memory the record's reads may hold: half of the
 // process's Go memory limit (set from the function's memory on Lambda,
-// shared/lambdamain), none without a limit. The commit's own memory is
+// shared/stage), none without a limit. The commit's own memory is
 // released by then.
 func recordMemory() int64 {
 	limit := debug.SetMemoryLimit(-1)

@@ -21,9 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/orphans"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
 // fixture is a sqlite catalog and its warehouse in a temporary folder.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/lease"
 )
 
 // clock is a settable test clock.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
-	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
 func ints(pairs ...int64) []bounds.Range {

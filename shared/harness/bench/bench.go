@@ -37,17 +37,17 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/health"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
+	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
-	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
-	"github.com/icekeeper/icekeeper/shared/harness/stages"
 )
 
 // Options shape a benchmark run.

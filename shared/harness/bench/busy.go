@@ -21,16 +21,16 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
-	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
-	"github.com/icekeeper/icekeeper/shared/metrics"
-	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
 // BusyRun is one run of the busy-table scenario.

@@ -18,15 +18,15 @@ import (
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
-	committerhandler "github.com/icekeeper/icekeeper/shared/handler/committer"
-	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
-	rewriterhandler "github.com/icekeeper/icekeeper/shared/handler/rewriter"
-	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/harness/stages"
+	"github.com/icekeeper/icekeeper/shared/stage"
+	committerstage "github.com/icekeeper/icekeeper/shared/stage/committer"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
+	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 // RawArgs are the raw child's arguments.
@@ -83,12 +83,12 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 		if err := json.Unmarshal(args, &a); err != nil {
 			return nil, err
 		}
-		if _, err := lambdamain.SetMemoryLimit(os.Getenv); err != nil {
+		if _, err := stage.SetMemoryLimit(os.Getenv); err != nil {
 			return nil, err
 		}
 		return planChild(ctx, a)
 	case "commit":
-		if _, err := lambdamain.SetMemoryLimit(os.Getenv); err != nil {
+		if _, err := stage.SetMemoryLimit(os.Getenv); err != nil {
 			return nil, err
 		}
 		return commitChild(ctx)
@@ -99,7 +99,7 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 		}
 		// As the rewriter function does at init: Go's soft memory limit
 		// from AWS_LAMBDA_FUNCTION_MEMORY_SIZE (Options.RewriterMemoryMB).
-		if _, err := lambdamain.SetMemoryLimit(os.Getenv); err != nil {
+		if _, err := stage.SetMemoryLimit(os.Getenv); err != nil {
 			return nil, err
 		}
 		return rewriterDrain(ctx, a)
@@ -192,7 +192,7 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (localrun.Stats, error) 
 	if err != nil {
 		return localrun.Stats{}, err
 	}
-	h := rewriterhandler.Handler{Rewrite: r}.Handle
+	h := rewriterstage.Handler{Rewrite: r}.Handle
 	if a.MaxGroups > 0 {
 		return localrun.Drain(ctx, deps.Tasks, h, 1, a.MaxGroups)
 	}
@@ -245,7 +245,7 @@ func planChild(ctx context.Context, a PlanArgs) (plan.Result, error) {
 	if err != nil {
 		return plan.Result{}, err
 	}
-	resp, err := plannerhandler.Handler{Dispatch: disp, Metrics: deps.Metrics, Log: deps.Log}.Handle(ctx, raw)
+	resp, err := plannerstage.Handler{Dispatch: disp, Metrics: deps.Metrics, Log: deps.Log}.Handle(ctx, raw)
 	if err != nil {
 		return plan.Result{}, err
 	}
@@ -267,7 +267,7 @@ func commitChild(ctx context.Context) (localrun.Stats, error) {
 	if err != nil {
 		return localrun.Stats{}, err
 	}
-	return localrun.Drain(ctx, deps.Commits, committerhandler.Handler{Commit: c}.Handle, 1, 0)
+	return localrun.Drain(ctx, deps.Commits, committerstage.Handler{Commit: c}.Handle, 1, 0)
 }
 
 func childDeps(ctx context.Context, need []config.Need) (*stages.Deps, catalog.Catalog, error) {

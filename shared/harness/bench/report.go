@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
+	"github.com/icekeeper/icekeeper/shared/stage"
 )
 
 // Prices used by the cost model (us-east-1, published list prices).
@@ -91,7 +91,7 @@ func (r Report) Markdown() string {
 		}
 		limit := "no Go memory limit"
 		if mb := r.Options.RewriterMemoryMB; mb > 0 {
-			limit = fmt.Sprintf("told it has %d MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), so Go's soft memory limit is %.0f MB", mb, float64(lambdamain.MemoryLimitMB(mb)))
+			limit = fmt.Sprintf("told it has %d MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), so Go's soft memory limit is %.0f MB", mb, float64(stage.MemoryLimitMB(mb)))
 		}
 		fmt.Fprintf(&b, "### Rewriter memory\n\nOne rewriter process, %s, writing %s.\n\n| group | peak RSS MB | CPU s | input MB per CPU s |\n|---|---|---|---|\n", limit, rowGroups)
 		for i := range m.GroupBytes {

@@ -1,6 +1,9 @@
-// Package committing builds the committer stage from the shared wiring and
-// a catalog: the only stage that commits to a catalog.
-package committing
+// Package committer is the committer function's stage: Committer builds
+// package commit's committer from the shared stage and a catalog (the only
+// stage that commits to a catalog), and Handler decodes each commit
+// request of an SQS batch and hands it to it, reporting failures per
+// message. The handler knows nothing of AWS clients or configuration.
+package committer
 
 import (
 	"errors"
@@ -13,7 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
-	"github.com/icekeeper/icekeeper/shared/wiring"
+	"github.com/icekeeper/icekeeper/shared/stage"
 )
 
 // Needs lists the committer's resources: the task queue carries the
@@ -21,7 +24,7 @@ import (
 var Needs = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue}
 
 // Committer builds the committer over cat.
-func Committer(d *wiring.Deps, cat catalog.Catalog) (*commit.Committer, error) {
+func Committer(d *stage.Deps, cat catalog.Catalog) (*commit.Committer, error) {
 	c, err := commit.New(commit.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxRetries: d.Config.CommitRetries,
 		CommitTakeover: d.Config.CommitTakeover, MaxAttempts: d.Config.MaxTaskAttempts,

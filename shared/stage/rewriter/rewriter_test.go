@@ -1,4 +1,4 @@
-package rewriting
+package rewriter
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
-	"github.com/icekeeper/icekeeper/shared/wiring"
+	"github.com/icekeeper/icekeeper/shared/stage"
 )
 
 // TestCatalog_OpensTheConfiguredCatalogOnFirstLoad: the rewriter's lazy
@@ -22,7 +22,7 @@ func TestCatalog_OpensTheConfiguredCatalogOnFirstLoad(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Defaults()
 	cfg.Catalog = catalogs.Config{Type: "sql", Name: "lazy", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}
-	d := &wiring.Deps{Config: cfg, Clients: &awsclients.Clients{}}
+	d := &stage.Deps{Config: cfg, Clients: &awsclients.Clients{}}
 	bad := *d
 	bad.Config.Catalog.Type = "no-such-type"
 	broken := Catalog(&bad)

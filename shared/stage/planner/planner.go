@@ -1,8 +1,11 @@
-// Package planning builds the planner function's stage from the shared
-// wiring and a catalog: the trigger dispatcher (opt-in, cooldowns, health
-// assessments, audit events) and, in mode active, the planner. It links no
-// code that commits to a catalog or rewrites files.
-package planning
+// Package planner is the planner function's stage: Dispatcher builds the
+// trigger dispatcher (opt-in, cooldowns, health assessments, audit
+// events) and, in mode active, the planner from the shared stage and a
+// catalog; Handler decodes an EventBridge event (package events) and hands
+// the trigger to the dispatcher. It links no code that commits to a
+// catalog or rewrites files; the handler knows nothing of AWS clients or
+// configuration.
+package planner
 
 import (
 	"context"
@@ -25,8 +28,8 @@ import (
 	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/stage"
 	"github.com/icekeeper/icekeeper/shared/trigger"
-	"github.com/icekeeper/icekeeper/shared/wiring"
 )
 
 // Needs lists the planner's resources in mode active: the pipeline's.
@@ -46,7 +49,7 @@ func NeedsFor(mode config.Mode) []config.Need {
 }
 
 // Planner builds the planner over cat.
-func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
+func Planner(d *stage.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	p, err := plan.New(plan.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
 		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
@@ -54,7 +57,7 @@ func Planner(d *wiring.Deps, cat catalog.Catalog) (*plan.Planner, error) {
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
 	if err == nil {
 		p.SetTracer(d.Tracer)
-		p.SetMemoryBudget(wiring.MemoryLimit())
+		p.SetMemoryBudget(stage.MemoryLimit())
 		if d.Config.JobsTable != "" && d.Clients != nil && d.Clients.DynamoDB != nil {
 			p.SetHeat(PartitionHeat{Signals: signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}, Now: d.Now})
 		}
@@ -84,7 +87,7 @@ func (h PartitionHeat) PartitionHeat(ctx context.Context, table string) (map[str
 
 // Dispatcher builds the planner function's trigger dispatcher for the
 // configured mode. cat may be nil in mode off.
-func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error) {
+func Dispatcher(d *stage.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error) {
 	grants, err := optin.ParseGrants(d.Config.Grants)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvGrants, err)
@@ -108,7 +111,7 @@ func Dispatcher(d *wiring.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error
 	store := signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
 	deps.Signals = store
 	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now}
-	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: wiring.MemoryLimit(), Signals: store, Catalog: cat}
+	deps.Assessor = HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: stage.MemoryLimit(), Signals: store, Catalog: cat}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
 		if err != nil {

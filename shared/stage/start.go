@@ -1,10 +1,4 @@
-// Package lambdamain holds what every Lambda main does before it starts its
-// handler: a JSON logger on stdout, Go's soft memory limit from the
-// function's memory (unless GOMEMLIMIT is set), the configuration from the environment
-// and the AWS clients from the standard SDK configuration. A configuration
-// error stops the function at init with a message naming the setting. It
-// links no stage (package wiring), so each function links only its own.
-package lambdamain
+package stage
 
 import (
 	"context"
@@ -15,15 +9,13 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
-	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/tracing"
-	"github.com/icekeeper/icekeeper/shared/wiring"
 )
 
 // Init builds the shared dependencies for a function that needs the
 // resources needs returns for the configuration (they depend on the mode),
 // or exits the process with the reason logged.
-func Init(ctx context.Context, function string, needs func(config.Config) []config.Need) (*wiring.Deps, *slog.Logger) {
+func Init(ctx context.Context, function string, needs func(config.Config) []config.Need) (*Deps, *slog.Logger) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", function)
 	if limit, err := SetMemoryLimit(os.Getenv); err != nil {
 		Fail(log, "memory limit", err)
@@ -39,7 +31,7 @@ func Init(ctx context.Context, function string, needs func(config.Config) []conf
 		Fail(log, "AWS configuration", err)
 	}
 	log = log.With("mode", string(cfg.Mode))
-	deps, err := wiring.New(cfg, clients, log, needs(cfg)...)
+	deps, err := New(cfg, clients, log, needs(cfg)...)
 	if err != nil {
 		Fail(log, "configuration", err)
 	}
@@ -60,9 +52,9 @@ func ActiveOnly(need []config.Need) func(config.Config) []config.Need {
 // IdleUnlessActive serves the Idle handler, and never returns, when the
 // configured mode is not active: the rewriter and the committer only work
 // in mode active.
-func IdleUnlessActive(deps *wiring.Deps, log *slog.Logger, function string) {
+func IdleUnlessActive(deps *Deps, log *slog.Logger, function string) {
 	if deps.Config.Mode != config.ModeActive {
-		lambda.Start(handler.Idle{Function: function, Mode: string(deps.Config.Mode), Log: log}.Handle)
+		lambda.Start(Idle{Function: function, Mode: string(deps.Config.Mode), Log: log}.Handle)
 	}
 }
 

@@ -1,8 +1,14 @@
-// Package rewriting builds the rewriter stage from the shared wiring.
-// Rewriters open the pinned metadata file; only an orphan cleanup's tasks
-// load a table from the catalog (Catalog, opened on first use): a deletion
-// task right before deleting, a listing task whose metadata file is gone.
-package rewriting
+// Package rewriter is the rewriter function's stage: Rewriter, Deleter and
+// Lister build package rewrite's rewriter and the deletion and listing
+// tasks' workers from the shared stage, and Handler decodes each task of
+// an SQS batch, hands it to the worker of its kind (messages.TaskKind),
+// reports failures per message and brings a failed task back after
+// rewrite.RetryDelay. Rewriters open the pinned metadata file; only an
+// orphan cleanup's tasks load a table from the catalog (Catalog, opened on
+// first use): a deletion task right before deleting, a listing task whose
+// metadata file is gone. The handler knows nothing of AWS clients or
+// configuration.
+package rewriter
 
 import (
 	"context"
@@ -17,16 +23,16 @@ import (
 	"github.com/icekeeper/icekeeper/shared/deletions"
 	"github.com/icekeeper/icekeeper/shared/listing"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
-	"github.com/icekeeper/icekeeper/shared/wiring"
+	"github.com/icekeeper/icekeeper/shared/stage"
 )
 
 // Needs lists the rewriter's resources.
 var Needs = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket, config.NeedTaskQueue, config.NeedCommitQueue}
 
 // Rewriter builds the rewriter.
-func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
+func Rewriter(d *stage.Deps) (*rewrite.Rewriter, error) {
 	s := rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL, SortWindowBytes: d.Config.SortWindowBytes, ExchangePageBytes: d.Config.ExchangePageBytes}
-	if limit := wiring.MemoryLimit(); limit > 0 && s.SortWindowBytes == 0 {
+	if limit := stage.MemoryLimit(); limit > 0 && s.SortWindowBytes == 0 {
 		// A sort window of a quarter of the memory limit: the reader's
 		// pages, the writer's open row group and the batches in flight
 		// fit beside it.
@@ -44,25 +50,25 @@ func Rewriter(d *wiring.Deps) (*rewrite.Rewriter, error) {
 // Deleter builds the runner of deletion tasks (the fanned-out deletions of
 // an expiry or an orphan cleanup); cat loads an orphan cleanup's table
 // (Catalog).
-func Deleter(d *wiring.Deps, cat deletions.Catalog) deletions.Deleter {
+func Deleter(d *stage.Deps, cat deletions.Catalog) deletions.Deleter {
 	return deletions.Deleter{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Catalog: cat, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "deleter")}
 }
 
 // Lister builds the runner of listing tasks (the fanned-out listing of an
 // orphan cleanup); cat loads a table whose metadata file is gone.
-func Lister(d *wiring.Deps, cat listing.Catalog) listing.Lister {
+func Lister(d *stage.Deps, cat listing.Catalog) listing.Lister {
 	return listing.Lister{Blobs: d.Blobs, Leases: d.Leases, Tables: d.Tables, Catalog: cat, Commits: d.Commits, LeaseTTL: d.Config.LeaseTTL, Log: d.Log.With("stage", "lister")}
 }
 
 // Catalog is the configured catalog, opened on the first table loaded from
 // it (a rewriter that runs no orphan cleanup task never opens it); a
 // failed open is tried again on the next load.
-func Catalog(d *wiring.Deps) *LazyCatalog { return &LazyCatalog{deps: d} }
+func Catalog(d *stage.Deps) *LazyCatalog { return &LazyCatalog{deps: d} }
 
 // LazyCatalog loads tables from the configured catalog, opened on first
 // use.
 type LazyCatalog struct {
-	deps *wiring.Deps
+	deps *stage.Deps
 	mu   sync.Mutex
 	cat  catalog.Catalog
 }

@@ -1,6 +1,3 @@
-// Package committer is the committer function's handler: it decodes each
-// commit request of an SQS batch and hands it to package commit, reporting
-// failures per message. It knows nothing of AWS clients or configuration.
 package committer
 
 import (
@@ -10,8 +7,8 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/commit"
-	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/stage"
 )
 
 // JobCommitter finishes one job.
@@ -27,8 +24,8 @@ type Handler struct {
 
 // Handle finishes each job in the batch and reports the failed requests.
 func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
-	return handler.EachMessage(ctx, handler.Logger(h.Log), ev, "commit request", func(ctx context.Context, req messages.CommitRequest, rec lambdaevents.SQSMessage) error {
-		_, err := h.Commit.Handle(ctx, req, handler.ReceiveCount(rec))
+	return stage.EachMessage(ctx, stage.Logger(h.Log), ev, "commit request", func(ctx context.Context, req messages.CommitRequest, rec lambdaevents.SQSMessage) error {
+		_, err := h.Commit.Handle(ctx, req, stage.ReceiveCount(rec))
 		return err
 	}), nil
 }

@@ -1,13 +1,4 @@
-// Package handler holds what the Lambda handlers share: decoding an SQS
-// batch message by message and reporting failures per message, the
-// delivery count, and the idle handler outside mode active. Each function's
-// handler is a subpackage (planner, rewriter, committer) that only decodes
-// its event and calls its domain package, so a function links only its own
-// stage.
-//
-// SQS handlers report failures per message (SQSEventResponse batch item
-// failures), so one bad message never makes a batch's good ones redeliver.
-package handler
+package stage
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package lambdamain
+package stage
 
 import (
 	"fmt"

@@ -1,14 +1,30 @@
-// Package wiring builds what every stage shares from configuration and AWS
-// clients: the lease and job stores, icekeeper's bucket, both queues, the
-// pinned-table opener, the metrics emitter, the audit bus, the tracer and
-// the logger. Each stage's own wiring is a subpackage (planning, rewriting,
-// committing), so a function's binary links only its own stage: this
-// package imports no stage and no catalog client.
+// Package stage is what every Lambda function's stage shares, and how each
+// is started (one subpackage per function: planner, rewriter, committer).
 //
-// The Lambda mains (functions/), the operator CLI and the tests all build
-// their stages through these packages, so they run the same code with the
-// same settings.
-package wiring
+//   - start.go: what a Lambda main does before it starts its handler: a
+//     JSON logger on stdout, Go's soft memory limit from the function's
+//     memory (unless GOMEMLIMIT is set, memory.go), the configuration from
+//     the environment and the AWS clients from the standard SDK
+//     configuration. A configuration error stops the function at init with
+//     a message naming the setting.
+//   - deps.go: what every stage shares, built from configuration and AWS
+//     clients: the lease and job stores, icekeeper's bucket, both queues,
+//     the pinned-table opener, the metrics emitter, the audit bus, the
+//     tracer and the logger.
+//   - handler.go: what the SQS handlers share: decoding a batch message by
+//     message and reporting failures per message (SQSEventResponse batch
+//     item failures, so one bad message never makes a batch's good ones
+//     redeliver), the delivery count, and the idle handler outside mode
+//     active.
+//
+// Each subpackage builds its function's stage from these (its wiring) and
+// holds its Lambda handler, which only decodes its event and calls the
+// domain package (plan and trigger, rewrite, commit). This package imports
+// no stage and no catalog client, so a function's binary links only its
+// own stage. The Lambda mains (functions/), the operator CLI and the tests
+// all build their stages through these packages, so they run the same code
+// with the same settings.
+package stage
 
 import (
 	"fmt"
@@ -100,7 +116,7 @@ func (d *Deps) Describe() string {
 }
 
 // MemoryLimit is Go's soft memory limit, which a function sets from its
-// memory size (lambdamain.SetMemoryLimit); 0 without one. The planner
+// memory size (SetMemoryLimit); 0 without one. The planner
 // plans within it; the rewriter sizes its sort window from it.
 func MemoryLimit() int64 {
 	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {

@@ -1,7 +1,3 @@
-// Package rewriter is the rewriter function's handler: it decodes each
-// task of an SQS batch and hands it to package rewrite, reporting failures
-// per message and bringing a failed task back after rewrite.RetryDelay. It
-// knows nothing of AWS clients or configuration, and no catalog.
 package rewriter
 
 import (
@@ -12,10 +8,10 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/deletions"
-	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/listing"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
+	"github.com/icekeeper/icekeeper/shared/stage"
 )
 
 // TaskRewriter rewrites one group.
@@ -58,9 +54,9 @@ type Handler struct {
 
 // Handle rewrites each task in the batch and reports the failed ones.
 func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
-	log := handler.Logger(h.Log)
-	resp := handler.EachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
-		n := handler.ReceiveCount(rec)
+	log := stage.Logger(h.Log)
+	resp := stage.EachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
+		n := stage.ReceiveCount(rec)
 		var err error
 		switch kind := task.Kind(); kind {
 		case messages.TaskDelete:

@@ -1,7 +1,3 @@
-// Package planner is the planner function's handler: it decodes an
-// EventBridge event (package events) and hands the trigger to the
-// dispatcher (package trigger). It knows nothing of AWS clients or
-// configuration.
 package planner
 
 import (
@@ -11,8 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/icekeeper/icekeeper/events"
-	"github.com/icekeeper/icekeeper/shared/handler"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/stage"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
@@ -47,7 +43,7 @@ type Handler struct {
 // retryable failure makes the invocation fail, so the asynchronous invoke
 // retries it (dispatching is idempotent: leases and cooldowns).
 func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Response, error) {
-	log := handler.Logger(h.Log)
+	log := stage.Logger(h.Log)
 	trig, err := events.Decode(raw)
 	if err != nil {
 		log.Error("event rejected", "err", err.Error(), "metric", "EventsRejected")
