@@ -223,9 +223,21 @@ func TestDispatch_TransientFailuresAreReturnedAndGiveTheSlotBack(t *testing.T) {
 		setup func(t *testing.T, r *rig)
 	}{
 		{"catalog", func(t *testing.T, r *rig) { r.cat.errs["shop.orders"] = errTransient }},
-		{"first planner of the chain", func(t *testing.T, r *rig) {
+		{"compaction planner", func(t *testing.T, r *rig) {
 			r.add(t, "shop.orders", optedIn(), due)
 			r.planner.errs["compaction"] = errTransient
+		}},
+		{"compaction planner after a layout change with nothing to do", func(t *testing.T, r *rig) {
+			a := due
+			a.Layout = &plan.LayoutChange{Layout: "sort", Columns: []string{"ts"}}
+			r.add(t, "shop.orders", optedIn(optin.PropertyLayoutAuto, "true"), a)
+			r.planner.errs["compaction"] = errTransient
+		}},
+		{"layout change planner", func(t *testing.T, r *rig) {
+			a := due
+			a.Layout = &plan.LayoutChange{Layout: "sort", Columns: []string{"ts"}}
+			r.add(t, "shop.orders", optedIn(optin.PropertyLayoutAuto, "true"), a)
+			r.planner.errs["change-layout"] = errTransient
 		}},
 	}
 	for _, c := range cases {
