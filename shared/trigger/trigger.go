@@ -588,7 +588,7 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 	book := d.weigh(ctx, log, o.Table)
 	res := plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo}
 	var reasons []string
-	for i, n := range chain {
+	for _, n := range chain {
 		if !n.on {
 			reasons = append(reasons, n.name+" turned off by the table's owner")
 			continue
@@ -611,8 +611,11 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 		r, err := n.plan(ctx, o.Table, kind)
 		settle(err == nil && r.Outcome == plan.OutcomePlanned)
 		switch {
-		case err != nil && i == 0:
-			return o, err // the trigger is retried
+		case err != nil && (n.action == "change-layout" || n.action == "compaction"):
+			// The trigger is retried: a failure of the layout change or
+			// of compaction (the chain's first before the layout change
+			// came) is returned; a later action's is only a reason.
+			return o, err
 		case err != nil:
 			log.Error("plan "+n.name, "err", err.Error())
 			reasons = append(reasons, n.name+": "+err.Error())
