@@ -7,8 +7,8 @@
 // values and the metric values are top-level members of the same object:
 //
 //	{"_aws":{"Timestamp":1767225600000,"CloudWatchMetrics":[{"Namespace":"Icekeeper",
-//	  "Dimensions":[["Table"]],"Metrics":[{"Name":"DataFiles","Unit":"Count"}]}]},
-//	 "Table":"demo.orders","DataFiles":48}
+//	  "Dimensions":[["Function"]],"Metrics":[{"Name":"SmallFiles","Unit":"Count"}]}]},
+//	 "Function":"planner","Table":"demo.orders","SmallFiles":48}
 //
 // A Lambda function's stdout already goes to CloudWatch Logs, so printing one
 // such line per table is all it takes to publish metrics.
@@ -121,8 +121,9 @@ type Metric struct {
 // Emitter writes EMF lines to a writer. It is safe for concurrent use.
 //
 //	em := metrics.NewEmitter(os.Stdout, metrics.DefaultNamespace, time.Now)
-//	err := em.Emit(map[string]string{"Table": "demo.orders"},
-//		metrics.Metric{Name: "DataFiles", Value: 48, Unit: metrics.Count})
+//	err := em.Emit(map[string]string{metrics.TableDimension: "demo.orders", "Function": "planner"},
+//		metrics.Metric{Name: "SmallFiles", Value: 48, Unit: metrics.Count},
+//		metrics.Metric{Name: "DataFiles", Value: 60, Unit: metrics.Count, Publish: metrics.LogOnly})
 type Emitter struct {
 	w         io.Writer
 	namespace string
