@@ -116,11 +116,12 @@ type CostAssumptions struct {
 	DashboardViewsMonth, DashboardIntervalDays float64
 }
 
-// DefaultAssumptions: hourly sweeps, 4 KiB per table per sweep (about
-// twice what the planner's lines measure in the end-to-end tests: the
-// health EMF line is under 1 KiB), one job a day per table at 32 KiB of
-// logs, logs kept 30 days, the dashboard opened once a day over its
-// default one-day interval.
+// DefaultAssumptions: hourly sweeps, 4 KiB per table per sweep (a sweep
+// in active mode logs about 1.6 KiB per table, EMF and JSON log lines
+// together, and a test fails above 4 KiB:
+// tests/metrics_test.go, TestMetrics_ThePlannersLogPerTableIsWithinTheCostModel),
+// one job a day per table at 32 KiB of logs (a guess), logs kept 30 days,
+// the dashboard opened once a day over its default one-day interval.
 var DefaultAssumptions = CostAssumptions{
 	SweepsPerMonth:            730,
 	PlannerBytesPerTableSweep: 4 << 10,

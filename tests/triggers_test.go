@@ -74,6 +74,13 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// len is how many bytes were written.
+func (s *syncBuffer) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 // metricTotals sums each metric over every EMF line, by name and, when
 // present, the Table member ("name" and "name/table"): the values
 // published as CloudWatch metrics (named in a directive) and those the
