@@ -116,11 +116,18 @@ LOCAL_CONTEXT    ?= -c stackName=IcekeeperLocal -c mode=active -c 'grants=demo.*
 	-c warehouseLocation=s3://warehouse -c 'tableLocationTemplate={warehouse}/{namespacePath}/{table}' \
 	-c assetDir=../$(LOCAL_LAMBDA) -c architecture=$(LOCAL_CDK_ARCH) -c removalPolicy=destroy -c alarms=false
 
-.PHONY: infra-test cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
+.PHONY: infra-test metrics-cost cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
 
 ## infra-test: the CDK stack's tests, offline (needs Node for jsii, no AWS)
 infra-test:
 	cd infra && $(INFRA_ENV) $(GO) test -count=1 ./...
+
+## metrics-cost: the monthly CloudWatch cost of 10, 100 and 1,000 tables, from
+## the metric contract (infra/testdata/emitted-metrics.json), the synthesized
+## alarms and dashboard and CloudWatch's prices (infra/cost.go); fails when
+## README.md's table differs
+metrics-cost:
+	cd infra && $(INFRA_ENV) $(GO) test -count=1 -run 'TestCost_' -v .
 
 ## cdk-cli: the CDK CLI and cdklocal, pinned, in infra/.cdk (git-ignored)
 cdk-cli: $(CDK)

@@ -18,11 +18,16 @@ import (
 // (shared/metrics.DefaultNamespace).
 const MetricNamespace = "Icekeeper"
 
-// Metric names, as the code emits them (EMF, namespace Icekeeper): the
-// planner's trigger counts and health gauges with the dimension Table (and
-// Reason on skips), the rewriter's and the committer's with Table and
-// Function, EventsRejected with none. stack_test.go checks that each name
-// is a string in the root module's shared/ code.
+// Metric names, as the code emits them (EMF, namespace Icekeeper; the
+// contract is testdata/emitted-metrics.json). Each is published with the
+// dimension Function (and Reason on skips and ignored triggers),
+// aggregated over the tables; ConflictAborts alone also carries Table
+// (shared/metrics.PerTable: the ConflictAbortsPerTable alarm groups it by
+// table). The ledger gauges and most health gauges are values of the
+// planner's log records only (shared/metrics.LogOnly), which the
+// dashboard's Logs Insights tables read; EventsRejected carries Function
+// only. stack_test.go checks that each name is a string in the root
+// module's shared/ code.
 const (
 	// planner
 	MetricJobsPlanned       = "JobsPlanned"
@@ -34,7 +39,12 @@ const (
 	MetricHealthScore       = "HealthScore"
 	MetricSmallFiles        = "SmallFiles"
 	MetricDeleteFiles       = "DeleteFiles"
-	// the ledger's gauges (per table, planner)
+	// health gauges of the planner's log records only (the dashboard's
+	// health table)
+	MetricDataFiles = "DataFiles"
+	MetricSnapshots = "Snapshots"
+	// the ledger's gauges (planner, log records only: the dashboard's
+	// ledger table)
 	MetricMaintenanceCostWeekUSD = "MaintenanceCostWeekUSD"
 	MetricQueryCostSavedWeekUSD  = "QueryCostSavedWeekUSD"
 	MetricMaintenanceBackedOff   = "MaintenanceBackedOff"
@@ -69,7 +79,7 @@ const (
 func EmittedMetrics() []string {
 	return []string{
 		MetricJobsPlanned, MetricOptInWithoutGrant, MetricInvalidProperties, MetricTablesSkipped, MetricEventsRejected,
-		MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles,
+		MetricLeaseSkips, MetricHealthScore, MetricSmallFiles, MetricDeleteFiles, MetricDataFiles, MetricSnapshots,
 		MetricGroupsRewritten, MetricGroupsFailed, MetricTaskFailures, MetricBytesIn, MetricBytesOut, MetricRowsRewritten,
 		MetricJobsCommitted, MetricJobsFailed, MetricJobsAborted, MetricCommitConflicts, MetricCommitRetries, MetricConflictAborts,
 		MetricSnapshotsExpired, MetricExpiredFilesDeleted, MetricBytesFreed, MetricManifestsRewritten,
@@ -85,9 +95,10 @@ type Alarms struct {
 }
 
 // icekeeperSum is the sum of one icekeeper metric over every dimension set
-// it is emitted with (per table, per reason), as a CloudWatch Metrics
-// Insights query: alarms cannot use SEARCH, and the code emits its counts
-// per table, so an alarm on the dimensionless metric would never see them.
+// it is emitted with (per function, per reason, per table for
+// ConflictAborts), as a CloudWatch Metrics Insights query: alarms cannot
+// use SEARCH, and an alarm on a metric must name its exact dimensions,
+// which a sum over the namespace does not need.
 func icekeeperSum(name string, period time.Duration) awscloudwatch.MathExpression {
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression:   jsii.String(fmt.Sprintf("SELECT SUM(%s) FROM %s", name, MetricNamespace)),

@@ -16,6 +16,9 @@ import (
 // Lambdas are the three functions.
 type Lambdas struct {
 	Planner, Rewriter, Committer awslambda.Function
+	// PlannerLogs is the planner's log group: its EMF records carry the
+	// per-table values the dashboard's Logs Insights tables read.
+	PlannerLogs awslogs.LogGroup
 }
 
 // ByName returns the function called name (Planner, Rewriter, Committer).
@@ -64,12 +67,14 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 	if s.RemovalPolicy == "destroy" {
 		removal = awscdk.RemovalPolicy_DESTROY
 	}
+	groups := map[string]awslogs.LogGroup{}
 	newFn := func(name, id, description string, reserved, ephemeralMB int) awslambda.Function {
 		fs := s.FunctionSettings(name)
 		logs := awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 			Retention:     retention(s.LogRetentionDays),
 			RemovalPolicy: removal,
 		})
+		groups[name] = logs
 		props := &awslambda.FunctionProps{
 			Description:  jsii.String(description),
 			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -95,6 +100,7 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 		Rewriter:  newFn(Rewriter, "Rewriter", "icekeeper rewriter: one file group per task", s.RewriterReserved, s.RewriterEphemeralMB),
 		Committer: newFn(Committer, "Committer", "icekeeper committer: one atomic commit per job", 0, 0),
 	}
+	l.PlannerLogs = groups[Planner]
 	// The planner's asynchronous invocations (EventBridge events): two
 	// retries within two hours, then the event goes to the planner's
 	// dead-letter queue instead of being dropped.

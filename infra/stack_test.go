@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1245,6 +1246,137 @@ func TestIcekeeperStack_EveryWidgetAndAlarmFindsAnEmittedMetric(t *testing.T) {
 			t.Errorf("SEARCH %s with dimensions {%s} and Function=%s matches nothing the code emits", m[3], m[1], m[2])
 		}
 	}
+	// A Metrics Insights query grouped by table needs the metric emitted
+	// with the dimension Table.
+	perTable := map[string]bool{}
+	for _, sg := range sigs {
+		if slices.Contains(sg.Dimensions, "Table") {
+			perTable[sg.Name] = true
+		}
+	}
+	for _, m := range regexp.MustCompile(`SELECT \w+\((\w+)\) FROM `+MetricNamespace+` GROUP BY "Table"`).FindAllStringSubmatch(all, -1) {
+		if !perTable[m[1]] {
+			t.Errorf("%s: %s is not emitted with the dimension Table", m[0], m[1])
+		}
+	}
+}
+
+// perTableReads are the metrics the alarms and the dashboard read per
+// table: a SEARCH over a dimension set with Table, or a Metrics Insights
+// query grouped by Table.
+func perTableReads(t *testing.T, f *fixture) map[string]bool {
+	t.Helper()
+	var texts []string
+	for _, r := range f.ofType("AWS::CloudWatch::Dashboard") {
+		texts = append(texts, flat(props(r)["DashboardBody"]))
+	}
+	for _, r := range f.ofType("AWS::CloudWatch::Alarm") {
+		texts = append(texts, flat(props(r)))
+	}
+	all := strings.ReplaceAll(strings.Join(texts, "\n"), `\"`, `"`)
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(`SEARCH\('\{`+MetricNamespace+`,([\w,]+)\} Function="\w+" MetricName="(\w+)"'`).FindAllStringSubmatch(all, -1) {
+		if slices.Contains(strings.Split(m[1], ","), "Table") {
+			out[m[2]] = true
+		}
+	}
+	for _, m := range regexp.MustCompile(`SELECT \w+\((\w+)\) FROM `+MetricNamespace+` GROUP BY "Table"`).FindAllStringSubmatch(all, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// TestIcekeeperStack_EveryPerTableMetricIsReadPerTable: a metric emitted
+// with the dimension Table is one custom metric per table, which
+// CloudWatch bills each month
+// (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format.html);
+// so every per-table signature of the contract must be one an alarm or the
+// dashboard reads per table.
+func TestIcekeeperStack_EveryPerTableMetricIsReadPerTable(t *testing.T) {
+	reads := perTableReads(t, mustSynth(t, activeContext()))
+	if len(reads) == 0 {
+		t.Fatal("no per-table read found; the patterns no longer match the stack")
+	}
+	n := 0
+	for _, sg := range contractSignatures(t) {
+		if !slices.Contains(sg.Dimensions, "Table") {
+			continue
+		}
+		n++
+		if !reads[sg.Name] {
+			t.Errorf("%s is emitted per table (dimensions %v) but no alarm or dashboard widget reads it per table: drop the Table dimension (shared/metrics.Aggregated or LogOnly)", sg.Name, sg.Dimensions)
+		}
+	}
+	if n == 0 {
+		t.Error("the contract has no per-table metric, but the ConflictAbortsPerTable alarm groups by table")
+	}
+}
+
+// TestIcekeeperStack_DashboardLogTablesReadEmittedValues: the dashboard's
+// Logs Insights tables read fields the planner's records carry (names that
+// are strings in shared/), from the planner's log group.
+func TestIcekeeperStack_DashboardLogTablesReadEmittedValues(t *testing.T) {
+	emitted := emittedNames(t)
+	for _, q := range [][]string{HealthByTableQuery, LedgerByTableQuery} {
+		text := strings.Join(q, " | ")
+		fields := regexp.MustCompile(`(?:max|ispresent)\((\w+)\)`).FindAllStringSubmatch(text, -1)
+		if len(fields) < 3 {
+			t.Fatalf("query %q reads %d fields; the pattern no longer matches", text, len(fields))
+		}
+		for _, m := range fields {
+			if !emitted[m[1]] {
+				t.Errorf("query %q reads %s, which no code under shared/ emits", text, m[1])
+			}
+		}
+		if !strings.Contains(text, "by Table") {
+			t.Errorf("query %q is not per table", text)
+		}
+	}
+	f := mustSynth(t, activeContext())
+	planner, _ := f.function(t, "Planner")
+	var body string
+	for _, r := range f.ofType("AWS::CloudWatch::Dashboard") {
+		body = flat(props(r)["DashboardBody"])
+	}
+	logs := ""
+	for id, r := range f.ofType("AWS::Lambda::Function") {
+		if id == planner {
+			logs = flat(props(r)["LoggingConfig"])
+		}
+	}
+	var group string
+	if m := regexp.MustCompile(`"Ref":"(PlannerLogs\w+)"`).FindStringSubmatch(logs); m != nil {
+		group = m[1]
+	}
+	if group == "" || strings.Count(body, "SOURCE '${"+group+"}'") != 2 {
+		t.Errorf("the dashboard's two log tables do not read the planner's log group %q (logging config %s)", group, logs)
+	}
+	for _, want := range []string{"stats max(HealthScore) as score", "stats max(MaintenanceCostWeekUSD) as cost_usd"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks the log query %q", want)
+		}
+	}
+}
+
+// contractSignatures reads testdata/emitted-metrics.json.
+func contractSignatures(t *testing.T) []contractSignature {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "emitted-metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigs []contractSignature
+	if err := json.Unmarshal(raw, &sigs); err != nil {
+		t.Fatal(err)
+	}
+	return sigs
+}
+
+// contractSignature is one entry of the metric contract.
+type contractSignature struct {
+	Name       string   `json:"name"`
+	Dimensions []string `json:"dimensions"`
+	Function   string   `json:"function"`
 }
 
 func TestIcekeeperStack_Dashboard(t *testing.T) {
@@ -1254,11 +1386,12 @@ func TestIcekeeperStack_Dashboard(t *testing.T) {
 		body = flat(props(r)["DashboardBody"])
 	}
 	for _, want := range []string{
-		`SEARCH('{Icekeeper,Function,Table} Function=\"planner\" MetricName=\"HealthScore\"'`, `MetricName=\"SmallFiles\"`, `MetricName=\"DeleteFiles\"`,
+		`SEARCH('{Icekeeper,Function} Function=\"planner\" MetricName=\"HealthScore\"'`, `MetricName=\"SmallFiles\"`, `MetricName=\"DeleteFiles\"`,
+		`SEARCH('{Icekeeper,Function,Table} Function=\"committer\" MetricName=\"ConflictAborts\"'`,
 		"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
 		"SELECT SUM(JobsPlanned) FROM Icekeeper", "SELECT SUM(JobsCommitted) FROM Icekeeper",
 		"SELECT SUM(BytesIn) FROM Icekeeper", "SELECT SUM(BytesOut) FROM Icekeeper", "SELECT SUM(RowsRewritten) FROM Icekeeper",
-		`MetricName=\"MaintenanceCostWeekUSD\"`, `MetricName=\"QueryCostSavedWeekUSD\"`, `MetricName=\"MaintenanceBackedOff\"`,
+		"max(MaintenanceCostWeekUSD) as cost_usd", "max(QueryCostSavedWeekUSD) as saved_usd", "max(MaintenanceBackedOff) as backed_off by Table",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %s", want)

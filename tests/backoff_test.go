@@ -105,6 +105,23 @@ func TestPipeline_ConflictAbortsInARowMakeTheTableWait(t *testing.T) {
 	if m["ConflictAborts/"+e.name()] != 2 || m["TablesBackedOff"] != 0 {
 		t.Fatalf("ConflictAborts %v, TablesBackedOff %v; want 2 for the table and none", m["ConflictAborts/"+e.name()], m["TablesBackedOff"])
 	}
+	// ConflictAborts is published per table (the ConflictAbortsPerTable
+	// alarm groups it by Table); the job counts of the same line are not.
+	for _, c := range []struct {
+		sig  Signature
+		want bool
+	}{
+		{Signature{Name: "ConflictAborts", Dimensions: []string{"Function", "Table"}, Function: "committer"}, true},
+		{Signature{Name: "JobsAborted", Dimensions: []string{"Function"}, Function: "committer"}, true},
+		{Signature{Name: "JobsAborted", Dimensions: []string{"Function", "Table"}, Function: "committer"}, false},
+	} {
+		emitted.Lock()
+		_, got := emitted.m[c.sig.key()]
+		emitted.Unlock()
+		if got != c.want {
+			t.Errorf("signature %s emitted: %v, want %v", c.sig.key(), got, c.want)
+		}
+	}
 }
 
 // hideFile removes a local file, as if storage lost it; restore puts it

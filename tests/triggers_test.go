@@ -74,8 +74,17 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// len is how many bytes were written.
+func (s *syncBuffer) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 // metricTotals sums each metric over every EMF line, by name and, when
-// present, the Table dimension ("name" and "name/table").
+// present, the Table member ("name" and "name/table"): the values
+// published as CloudWatch metrics (named in a directive) and those the
+// line carries for the log only (metrics.LogOnly), every numeric member.
 func (s *syncBuffer) metricTotals(t *testing.T) map[string]float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,15 +97,14 @@ func (s *syncBuffer) metricTotals(t *testing.T) map[string]float64 {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("EMF line is not JSON: %q", line)
 		}
-		aws := m["_aws"].(map[string]any)
-		for _, d := range aws["CloudWatchMetrics"].([]any) {
-			for _, md := range d.(map[string]any)["Metrics"].([]any) {
-				name := md.(map[string]any)["Name"].(string)
-				v, _ := m[name].(float64)
-				out[name] += v
-				if tbl, ok := m["Table"].(string); ok {
-					out[name+"/"+tbl] += v
-				}
+		for name, raw := range m {
+			v, ok := raw.(float64)
+			if !ok {
+				continue
+			}
+			out[name] += v
+			if tbl, ok := m["Table"].(string); ok {
+				out[name+"/"+tbl] += v
 			}
 		}
 	}

@@ -374,7 +374,8 @@ func (c *Committer) emit(res Result, took time.Duration) {
 		}
 	}
 	if res.ConflictAbort {
-		ms = append(ms, metrics.Metric{Name: "ConflictAborts", Value: 1, Unit: metrics.Count})
+		// Per table: the ConflictAbortsPerTable alarm groups it by table.
+		ms = append(ms, metrics.Metric{Name: "ConflictAborts", Value: 1, Unit: metrics.Count, Publish: metrics.PerTable})
 	}
 	if res.BackoffUntil != nil {
 		ms = append(ms, metrics.Metric{Name: "TablesBackedOff", Value: 1, Unit: metrics.Count})

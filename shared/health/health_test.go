@@ -613,6 +613,14 @@ func TestReport_MetricsAreValidEMFGauges(t *testing.T) {
 			t.Fatalf("%s = %+v, want %+v", name, m, want)
 		}
 	}
+	// Only what the dashboard graphs is a CloudWatch metric (aggregated
+	// over the tables); the rest is in the log record and the report.
+	for _, m := range ms {
+		published := m.Name == MetricHealthScore || m.Name == MetricSmallFiles || m.Name == MetricDeleteFiles
+		if want := map[bool]metrics.Publication{true: metrics.Aggregated, false: metrics.LogOnly}[published]; m.Publish != want {
+			t.Fatalf("%s publication %d, want %d", m.Name, m.Publish, want)
+		}
+	}
 	var buf bytes.Buffer
 	if err := metrics.NewEmitter(&buf, "", time.Now).Emit(map[string]string{"table": r.Table}, ms...); err != nil {
 		t.Fatalf("emit: %v", err)

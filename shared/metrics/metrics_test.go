@@ -122,6 +122,7 @@ func TestEmitter_RejectsInvalidEventsAndWritesNothing(t *testing.T) {
 		{"unknown unit", nil, []Metric{{Name: "A", Value: 1, Unit: "Furlongs"}}},
 		{"empty dimension value", map[string]string{"table": ""}, []Metric{{Name: "A", Value: 1}}},
 		{"too many metrics", nil, many},
+		{"unknown publication", nil, []Metric{{Name: "A", Value: 1, Publish: Publication(9)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -133,6 +134,87 @@ func TestEmitter_RejectsInvalidEventsAndWritesNothing(t *testing.T) {
 				t.Fatalf("wrote %q", buf.String())
 			}
 		})
+	}
+}
+
+// TestEmitter_TableIsADimensionOfPerTableMetricsOnly: on a line about a
+// table, an aggregated metric is published without Table (one metric for
+// the deployment), a per-table one with it, a log-only one not at all; the
+// record carries the table and every value.
+func TestEmitter_TableIsADimensionOfPerTableMetricsOnly(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	err := NewEmitter(&buf, "", clock).Emit(map[string]string{TableDimension: "demo.orders", "Function": "committer"},
+		Metric{Name: "JobsCommitted", Value: 1, Unit: Count},
+		Metric{Name: "ConflictAborts", Value: 1, Unit: Count, Publish: PerTable},
+		Metric{Name: "DataFiles", Value: 48, Unit: Count, Publish: LogOnly},
+		Metric{Name: "CommitDuration", Value: 7, Unit: Milliseconds},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line emfLine
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	published := map[string][][]string{}
+	for _, d := range line.AWS.CloudWatchMetrics {
+		for _, m := range d.Metrics {
+			published[m.Name] = append(published[m.Name], d.Dimensions...)
+		}
+	}
+	want := map[string][][]string{
+		"JobsCommitted":  {{"Function"}},
+		"CommitDuration": {{"Function"}},
+		"ConflictAborts": {{"Function", "Table"}},
+	}
+	if !reflect.DeepEqual(published, want) {
+		t.Fatalf("published %v, want %v", published, want)
+	}
+	var top map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"Table": "demo.orders", "Function": "committer", "JobsCommitted": 1.0, "ConflictAborts": 1.0, "DataFiles": 48.0, "CommitDuration": 7.0} {
+		if top[k] != v {
+			t.Fatalf("member %s = %v, want %v", k, top[k], v)
+		}
+	}
+}
+
+// TestEmitter_PerTableMetricWithoutTableIsPublishedWithTheOthers: a line
+// with no Table has one dimension set for every published metric.
+func TestEmitter_PerTableMetricWithoutTableIsPublishedWithTheOthers(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := NewEmitter(&buf, "", clock).Emit(map[string]string{"Function": "planner"},
+		Metric{Name: "A", Value: 1}, Metric{Name: "B", Value: 2, Publish: PerTable}); err != nil {
+		t.Fatal(err)
+	}
+	var line emfLine
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if d := line.AWS.CloudWatchMetrics; len(d) != 1 || len(d[0].Metrics) != 2 || !reflect.DeepEqual(d[0].Dimensions, [][]string{{"Function"}}) {
+		t.Fatalf("directives %+v", d)
+	}
+}
+
+// TestEmitter_LogOnlyLineIsAPlainLogRecord: a line none of whose values is
+// published has no "_aws" member (no metric, only its log ingestion).
+func TestEmitter_LogOnlyLineIsAPlainLogRecord(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := NewEmitter(&buf, "", clock).Emit(map[string]string{TableDimension: "demo.orders"},
+		Metric{Name: "Snapshots", Value: 3, Unit: Count, Publish: LogOnly}); err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := top["_aws"]; ok || top["Snapshots"] != 3.0 || top["Table"] != "demo.orders" {
+		t.Fatalf("line %s", buf.String())
 	}
 }
 

@@ -650,7 +650,9 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 	return o, nil
 }
 
-// weigh reads the table's ledger and publishes its last weighed week;
+// weigh reads the table's ledger and logs its last weighed week (values
+// of the EMF record only, not CloudWatch metrics: the dashboard's ledger
+// table reads them from the planner's log);
 // nil when there is no ledger or it cannot be read (maintenance then
 // goes on as usual: the ledger only ever slows it down).
 func (d *Dispatcher) weigh(ctx context.Context, log *slog.Logger, table string) *ledger.Assessment {
@@ -669,9 +671,9 @@ func (d *Dispatcher) weigh(ctx context.Context, log *slog.Logger, table string) 
 			backedOff = 1
 		}
 		if err := d.metrics.Emit(map[string]string{"Table": table, "Function": "planner"},
-			metrics.Metric{Name: "MaintenanceCostWeekUSD", Value: w.CostUSD, Unit: metrics.None},
-			metrics.Metric{Name: "QueryCostSavedWeekUSD", Value: w.SavedUSD, Unit: metrics.None},
-			metrics.Metric{Name: "MaintenanceBackedOff", Value: backedOff, Unit: metrics.None}); err != nil {
+			metrics.Metric{Name: "MaintenanceCostWeekUSD", Value: w.CostUSD, Unit: metrics.None, Publish: metrics.LogOnly},
+			metrics.Metric{Name: "QueryCostSavedWeekUSD", Value: w.SavedUSD, Unit: metrics.None, Publish: metrics.LogOnly},
+			metrics.Metric{Name: "MaintenanceBackedOff", Value: backedOff, Unit: metrics.None, Publish: metrics.LogOnly}); err != nil {
 			log.Warn("emit ledger metrics", "err", err.Error())
 		}
 	}

@@ -145,7 +145,9 @@ type SignalDays interface {
 	Days(ctx context.Context, table string, since, now time.Time) ([]signals.Day, error)
 }
 
-// Metric names of the layout recommendation's gauges.
+// Metric names of the layout recommendation's gauges (values of the
+// planner's EMF record only, metrics.LogOnly; the report's layout field
+// holds the recommendation).
 const (
 	MetricLayoutChangeRecommended = "LayoutChangeRecommended"
 	MetricLayoutBytesSaved        = "LayoutExpectedBytesSaved"
@@ -195,8 +197,8 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 				change = 1
 			}
 			gauges = append(gauges,
-				metrics.Metric{Name: MetricLayoutChangeRecommended, Value: change, Unit: metrics.None},
-				metrics.Metric{Name: MetricLayoutBytesSaved, Value: rec.ExpectedBytesSaved, Unit: metrics.Bytes})
+				metrics.Metric{Name: MetricLayoutChangeRecommended, Value: change, Unit: metrics.None, Publish: metrics.LogOnly},
+				metrics.Metric{Name: MetricLayoutBytesSaved, Value: rec.ExpectedBytesSaved, Unit: metrics.Bytes, Publish: metrics.LogOnly})
 		}
 	}
 	report, err := json.Marshal(out)
