@@ -254,7 +254,9 @@ func stillValidField(f iceberg.NestedField, now *iceberg.Schema) error {
 			return fmt.Errorf("column %q (id %d) is %s in the new files and %s now", cur.Name, f.ID, f.Type, cur.Type)
 		}
 		return nil
-	case wPrim != cPrim:
+	case wPrim != cPrim, nestedKind(f.Type) != nestedKind(cur.Type):
+		// A struct, list or map reads only as the same kind: Iceberg
+		// promotes primitives alone (spec, "Schema Evolution").
 		return fmt.Errorf("column %q (id %d) is %s in the new files and %s now", cur.Name, f.ID, f.Type, cur.Type)
 	}
 	if nested, ok := f.Type.(iceberg.NestedType); ok {
@@ -265,6 +267,20 @@ func stillValidField(f iceberg.NestedField, now *iceberg.Schema) error {
 		}
 	}
 	return nil
+}
+
+// nestedKind names the kind of a nested type ("struct", "list", "map"),
+// "" for a primitive.
+func nestedKind(t iceberg.Type) string {
+	switch t.(type) {
+	case *iceberg.StructType:
+		return "struct"
+	case *iceberg.ListType:
+		return "list"
+	case *iceberg.MapType:
+		return "map"
+	}
+	return ""
 }
 
 // promotes reports whether a column written as from reads as to: equal
