@@ -22,8 +22,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
 // Colours of the charts, one set per chart (also what a test looks for in
@@ -125,7 +125,7 @@ func point(s table.Snapshot) SnapshotPoint {
 	}
 	pt.Totals = Totals{DataFiles: n("total-data-files"), DeleteFiles: n("total-delete-files"), Records: n("total-records"),
 		FilesSize: n("total-files-size"), PositionDeletes: n("total-position-deletes"), EqualityDeletes: n("total-equality-deletes")}
-	pt.JobID = props[commit.SummaryJobID]
+	pt.JobID = props[messages.SummaryJobID]
 	return pt
 }
 

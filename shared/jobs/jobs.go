@@ -1,6 +1,8 @@
 // Package jobs records maintenance jobs and their file groups in DynamoDB.
 //
-// A job is one compaction of one table pinned at one snapshot. It has one
+// A job is one maintenance action (Kind: a compaction, a delete-file
+// rewrite, a manifest rewrite, a snapshot expiry, an orphan cleanup or a
+// layout change) of one table pinned at one snapshot. It has one
 // item (sort key "job") plus one item per file group (sort key
 // "group#NNNNN"). Every state change is a conditional write on the expected
 // current state and records a reason, so concurrent actors (redelivered
@@ -103,8 +105,10 @@ type DynamoDB interface {
 type Job struct {
 	ID    string `json:"job_id"`
 	Table string `json:"table"`
-	// Kind is what the job does (KindCompaction, KindExpire,
-	// KindRewriteManifests).
+	// Kind is what the job does (KindCompaction, KindRewriteDeletes,
+	// KindRewriteManifests, KindExpire, KindRemoveOrphans,
+	// KindChangeLayout); records written before kinds existed are
+	// compactions.
 	Kind  Kind  `json:"kind"`
 	State State `json:"state"`
 	// Reason says why the job is in its state (for failed and aborted jobs,
@@ -167,10 +171,16 @@ type Kind string
 
 // Kinds. Records written before kinds existed are compactions.
 const (
-	KindCompaction       Kind = "compaction"
-	KindExpire           Kind = "expire"
+	// KindCompaction rewrites data files (bin-pack, sort, z-order).
+	KindCompaction Kind = "compaction"
+	// KindExpire expires snapshots and deletes what they alone used
+	// (package expire).
+	KindExpire Kind = "expire"
+	// KindRewriteManifests rewrites the current snapshot's manifests.
 	KindRewriteManifests Kind = "rewrite-manifests"
-	KindRemoveOrphans    Kind = "remove-orphans"
+	// KindRemoveOrphans deletes files under the table's location that no
+	// metadata reaches (package orphans).
+	KindRemoveOrphans Kind = "remove-orphans"
 	// KindRewriteDeletes rewrites a partition's delete files into fewer
 	// (package plan, PlanDeleteRewrite).
 	KindRewriteDeletes Kind = "rewrite-deletes"

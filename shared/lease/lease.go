@@ -113,12 +113,6 @@ const (
 	ConflictBackoffMax  = 2 * time.Hour
 )
 
-// Valid reports whether the holder may still act at now, keeping margin in
-// hand before the expiry.
-func (l Lease) Valid(now time.Time, margin time.Duration) bool {
-	return l.Owner != "" && now.Before(l.ExpiresAt.Add(-margin))
-}
-
 // Store reads and writes leases in one DynamoDB table whose partition key is
 // the string attribute "table_id".
 type Store struct {
