@@ -12,7 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
-	"github.com/icekeeper/icekeeper/shared/stage/planner"
+	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
 // TestPipeline_TerminalFailureEndsTheJobAtOnceAndRepeatedOnesBackOff: an
@@ -213,7 +213,7 @@ func TestPlanner_ADeleteRewriteTooLargeForThePlannersMemoryFailsLoud(t *testing.
 func TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse(t *testing.T) {
 	e := setup(t)
 	e.createTable(smallTable)
-	a, err := planner.HealthAssessor{MemoryBudget: 1}.Assess(e.ctx, e.name(), e.load())
+	a, err := trigger.HealthAssessor{MemoryBudget: 1}.Assess(e.ctx, e.name(), e.load())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse(t *tes
 	if a.CompactionBytes != 1 || !strings.Contains(r.CompactionPlanSkipped, "live data files") {
 		t.Fatalf("compaction bytes %d, skipped %q: want 1 and the reason", a.CompactionBytes, r.CompactionPlanSkipped)
 	}
-	if a, err = (planner.HealthAssessor{}).Assess(e.ctx, e.name(), e.load()); err != nil || a.CompactionBytes <= 1 {
+	if a, err = (trigger.HealthAssessor{}).Assess(e.ctx, e.name(), e.load()); err != nil || a.CompactionBytes <= 1 {
 		t.Fatalf("without a budget: compaction bytes %d, %v", a.CompactionBytes, err)
 	}
 }

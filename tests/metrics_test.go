@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/icekeeper/icekeeper/shared/config"
-	plannerhandler "github.com/icekeeper/icekeeper/shared/handler/planner"
-	"github.com/icekeeper/icekeeper/shared/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
 )
 
 // TestMetrics_PipelineEmitsTheDocumentedMetrics: every stage's EMF lines
@@ -69,7 +69,7 @@ func TestMetrics_ThePlannersLogPerTableIsWithinTheCostModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.planner = plannerhandler.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
 	tables := []string{"lake.a", "lake.b", "lake.c"}
 	for _, name := range tables {
 		d.createNamed(name, withProps(sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 12, RowsPerFile: 50, PositionDeletes: true, EqualityDeletes: true}, optedIn))
