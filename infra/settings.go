@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/icekeeper/icekeeper/shared/envvars"
 )
 
 // ErrSettings means a context setting is missing, malformed or unsafe; the
@@ -26,6 +27,11 @@ const (
 // MinRewriterMemoryMB is the least memory the stack gives a rewriter (see
 // the check in Validate).
 const MinRewriterMemoryMB = 1024
+
+// MinTaskAttempts is the least maxReceiveCount the stack accepts: AWS's
+// recommendation for a Lambda event source's queue
+// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
+const MinTaskAttempts = 5
 
 // Function names, which are also the asset directory names under AssetDir
 // (bin/lambda/<function>/bootstrap, built by `make lambdas`).
@@ -183,7 +189,7 @@ func DefaultSettings() Settings {
 		RewriterConcurrency:  10,
 		RewriterEphemeralMB:  4096,
 		QuerySignals:         true,
-		MaxTaskAttempts:      3,
+		MaxTaskAttempts:      envvars.DefaultMaxTaskAttempts,
 		CommitTakeover:       16 * time.Minute,
 		LeaseTTL:             30 * time.Minute,
 		JobsExpirationDays:   14,
@@ -449,8 +455,11 @@ func (s Settings) Validate() error {
 	if s.RewriterReserved != 0 && s.RewriterReserved < s.RewriterConcurrency {
 		bad(CtxRewriterReserved, "%d is below %s (%d): the poller would be throttled and throttled receives use up attempts; set it to 0 (none) or at least %d", s.RewriterReserved, CtxRewriterConcurrency, s.RewriterConcurrency, s.RewriterConcurrency)
 	}
-	if s.MaxTaskAttempts < 1 || s.MaxTaskAttempts > 1000 {
-		bad(CtxMaxTaskAttempts, "%d: want 1 to 1000 (SQS maxReceiveCount)", s.MaxTaskAttempts)
+	// Throttled and unanswered receives count against maxReceiveCount, so
+	// AWS recommends at least 5 on a Lambda event source's queue
+	// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
+	if s.MaxTaskAttempts < MinTaskAttempts || s.MaxTaskAttempts > 1000 {
+		bad(CtxMaxTaskAttempts, "%d: want %d to 1000 (SQS maxReceiveCount; AWS recommends at least %d for a Lambda event source, as throttled receives count too)", s.MaxTaskAttempts, MinTaskAttempts, MinTaskAttempts)
 	}
 	if s.JobsExpirationDays < 1 {
 		bad(CtxJobsExpirationDays, "%d: want at least 1", s.JobsExpirationDays)

@@ -542,6 +542,40 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 	}
 }
 
+// TestIcekeeperStack_DefaultRedriveIsAWSsRecommendedFive: with nothing
+// set, both queues dead-letter after 5 receives, AWS's recommended least
+// maxReceiveCount for a Lambda event source
+// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html), and the
+// functions count the same deliveries (ICEKEEPER_MAX_TASK_ATTEMPTS, whose
+// own default in shared/config is the same constant).
+func TestIcekeeperStack_DefaultRedriveIsAWSsRecommendedFive(t *testing.T) {
+	ctx := activeContext()
+	delete(ctx, CtxMaxTaskAttempts)
+	f := mustSynth(t, ctx)
+	queues := 0
+	for id, r := range f.ofType("AWS::SQS::Queue") {
+		rp, ok := props(r)["RedrivePolicy"].(map[string]any)
+		if !ok {
+			continue
+		}
+		queues++
+		if rp["maxReceiveCount"] != 5.0 {
+			t.Errorf("%s maxReceiveCount %v, want 5", id, rp["maxReceiveCount"])
+		}
+	}
+	if queues != 2 {
+		t.Fatalf("%d queues with a redrive policy, want 2", queues)
+	}
+	_, rw := f.function(t, "Rewriter")
+	vars, _ := rw["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if got := vars[envvars.MaxTaskAttempts]; got != "5" {
+		t.Errorf("rewriter %s = %v, want 5", envvars.MaxTaskAttempts, got)
+	}
+	if config := envvars.DefaultMaxTaskAttempts; config != 5 {
+		t.Errorf("envvars.DefaultMaxTaskAttempts (shared/config's default) = %d, want 5", config)
+	}
+}
+
 func TestIcekeeperStack_QueuesRedriveAfterMaxTaskAttemptsWithLongVisibility(t *testing.T) {
 	ctx := activeContext()
 	ctx[CtxMaxTaskAttempts] = 5
@@ -914,6 +948,9 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		"max concurrency of 1":    {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
 		"ephemeral over 10 GB":    {map[string]any{CtxRewriterEphemeral: 20480}, "want 512 to 10240 MB"},
 		"rewriter below 1 GB":     {map[string]any{CtxRewriterMemory: 512}, "rewriterMemoryMb: 512: want at least 1024 MB"},
+		// AWS recommends maxReceiveCount >= 5 on a Lambda event source's
+		// queue (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
+		"fewer than 5 attempts": {map[string]any{CtxMaxTaskAttempts: 3}, "maxTaskAttempts: 3: want 5 to 1000"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -88,7 +88,7 @@ const (
 	DefaultLeaseTTL        = 30 * time.Minute
 	DefaultMaxGroupBytes   = int64(2) << 30
 	DefaultInlineTaskBytes = 192 << 10
-	DefaultMaxTaskAttempts = 3
+	DefaultMaxTaskAttempts = envvars.DefaultMaxTaskAttempts
 	DefaultCommitRetries   = 5
 	DefaultCommitTakeover  = 16 * time.Minute
 	// DefaultOrphanListFanOut: tables whose current snapshot has this many

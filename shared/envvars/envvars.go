@@ -55,6 +55,14 @@ const (
 // stack scales it by the committer's memory.
 const DefaultMaxJobFiles = int64(100_000)
 
+// DefaultMaxTaskAttempts is MaxTaskAttempts' default and the stack's
+// maxReceiveCount of both queues: AWS recommends a maxReceiveCount of at
+// least 5 on a Lambda event source's queue, since a throttled or
+// unanswered receive counts like a failed one
+// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html, "Set the
+// maxReceiveCount on the source queue's redrive policy to at least 5").
+const DefaultMaxTaskAttempts = 5
+
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
