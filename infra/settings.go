@@ -495,6 +495,12 @@ func (s Settings) Validate() error {
 			bad(CtxEnvironment, "%s is set by the stack from its own setting; set that instead", k)
 		}
 	}
+	// Lambda allows 4 KB of environment variables in all
+	// (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html);
+	// a long grant list moves to the code (GrantsInFile), the rest must fit.
+	if size := s.environmentSize(false); size > LambdaEnvironmentLimit {
+		bad(CtxEnvironment, "the functions' environment would take up to %d bytes, over Lambda's %d for all variables together: shorten %s or %s", size, LambdaEnvironmentLimit, CtxEnvironment, CtxCatalogProperties)
+	}
 	switch s.Architecture {
 	case "arm64", "x86_64":
 	default:

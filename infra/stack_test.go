@@ -231,7 +231,13 @@ func (f *fixture) statements(t *testing.T, name string) []stmt {
 	_, fn := f.function(t, name)
 	role := strings.TrimSuffix(strings.TrimPrefix(flat(fn["Role"]), "${"), ".Arn}")
 	var out []stmt
-	for _, p := range f.ofType("AWS::IAM::Policy") {
+	policies := f.ofType("AWS::IAM::Policy")
+	// A large deployment's table statements are in managed policies
+	// attached to the role (iam.go, flush).
+	for id, p := range f.ofType("AWS::IAM::ManagedPolicy") {
+		policies[id] = p
+	}
+	for _, p := range policies {
 		attached := false
 		for _, r := range strs(props(p)["Roles"]) {
 			attached = attached || r == "${"+role+"}"

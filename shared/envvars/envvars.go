@@ -5,6 +5,8 @@
 // without the pipeline's.
 package envvars
 
+import "strings"
+
 // Names.
 const (
 	CatalogType       = "ICEKEEPER_CATALOG_TYPE"
@@ -46,6 +48,11 @@ const (
 	LedgerBackOff     = "ICEKEEPER_LEDGER_BACKOFF"
 	ExchangePageBytes = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
 	MaxJobFiles       = "ICEKEEPER_MAX_JOB_FILES"
+	// GrantsFile names a file holding the grant list instead of Grants
+	// (relative to LAMBDA_TASK_ROOT when that is set): the CDK stack puts
+	// a grant list too long for Lambda's 4 KB of environment variables in
+	// the function's code package.
+	GrantsFile = "ICEKEEPER_GRANTS_FILE"
 )
 
 // DefaultMaxJobFiles is MaxJobFiles' default, for the 1024 MB committer
@@ -66,6 +73,20 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile,
 	}
+}
+
+// GrantsFromFile is the grant list a GrantsFile holds: its entries,
+// separated by commas or newlines, joined by commas (Grants' syntax).
+// Package config reads GrantsFile with it, and the CDK stack's tests read
+// the file the stack ships with it.
+func GrantsFromFile(content string) string {
+	var entries []string
+	for _, e := range strings.FieldsFunc(content, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, e)
+		}
+	}
+	return strings.Join(entries, ",")
 }
