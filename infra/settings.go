@@ -436,6 +436,13 @@ func (s Settings) Validate() error {
 	// both. A crashed committer's job must be past the takeover window when
 	// a planner can supersede its term, so the abort request it sends can
 	// take the job over.
+	// A rewriter that dies (its timeout, out of memory) answers nothing;
+	// its heartbeat stops and its task comes back within
+	// envvars.TaskHeartbeat: the job's term, renewed when the task
+	// started, must outlast both, or the job starts over.
+	if need := s.CrashedTaskReturn(); s.LeaseTTL <= need {
+		bad(CtxLeaseTTL, "%s must exceed %s (%s) plus the task heartbeat (%s): a crashed rewriter's task would come back after the job lost its table, and the job would start over", s.LeaseTTL, CtxRewriterTimeout, s.Rewriter.Timeout, envvars.TaskHeartbeat)
+	}
 	if need := s.Rewriter.Timeout + 5*time.Minute; s.LeaseTTL <= need {
 		bad(CtxLeaseTTL, "%s must exceed %s (%s) plus the 5m retry backoff cap (%s): a job would lose its table while a task or its retry still runs", s.LeaseTTL, CtxRewriterTimeout, s.Rewriter.Timeout, need)
 	}
@@ -518,6 +525,16 @@ func (s Settings) Validate() error {
 // TaskVisibility is the task queue's visibility timeout: six times the
 // rewriter's timeout (AWS's guidance for SQS event sources).
 func (s Settings) TaskVisibility() time.Duration { return 6 * s.Rewriter.Timeout }
+
+// CrashedTaskReturn is the latest a task comes back after its job's term
+// was renewed (when the task started) if its rewriter dies without
+// answering: the rewriter's timeout plus the heartbeat that keeps a
+// running task invisible (envvars.TaskHeartbeat; the queue's own
+// visibility timeout, TaskVisibility, only holds a message the event
+// source received but has not handed to a rewriter yet).
+func (s Settings) CrashedTaskReturn() time.Duration {
+	return s.Rewriter.Timeout + envvars.TaskHeartbeat
+}
 
 // CommitVisibility is the commit queue's visibility timeout: six times the
 // committer's timeout, and always longer than the commit takeover plus one

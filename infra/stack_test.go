@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -582,6 +583,24 @@ func TestIcekeeperStack_DefaultRedriveIsAWSsRecommendedFive(t *testing.T) {
 	}
 }
 
+// TestIcekeeperStack_ACrashedRewritersTaskComesBackWithinTheLease: the
+// deployed lease (ICEKEEPER_LEASE_TTL) outlasts a rewriter's timeout plus
+// the heartbeat that keeps its task invisible, so the task of a rewriter
+// that died comes back while its job still holds the table.
+func TestIcekeeperStack_ACrashedRewritersTaskComesBackWithinTheLease(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	_, rw := f.function(t, "Rewriter")
+	vars, _ := rw["Environment"].(map[string]any)["Variables"].(map[string]any)
+	lease, err := time.ParseDuration(vars[envvars.LeaseTTL].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.Duration(rw["Timeout"].(float64)) * time.Second
+	if lease <= timeout+envvars.TaskHeartbeat {
+		t.Fatalf("lease %s does not outlast the rewriter's timeout %s plus the heartbeat %s", lease, timeout, envvars.TaskHeartbeat)
+	}
+}
+
 func TestIcekeeperStack_QueuesRedriveAfterMaxTaskAttemptsWithLongVisibility(t *testing.T) {
 	ctx := activeContext()
 	ctx[CtxMaxTaskAttempts] = 5
@@ -956,7 +975,8 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		"rewriter below 1 GB":     {map[string]any{CtxRewriterMemory: 512}, "rewriterMemoryMb: 512: want at least 1024 MB"},
 		// AWS recommends maxReceiveCount >= 5 on a Lambda event source's
 		// queue (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
-		"fewer than 5 attempts": {map[string]any{CtxMaxTaskAttempts: 3}, "maxTaskAttempts: 3: want 5 to 1000"},
+		"fewer than 5 attempts":      {map[string]any{CtxMaxTaskAttempts: 3}, "maxTaskAttempts: 3: want 5 to 1000"},
+		"lease shorter than a crash": {map[string]any{CtxLeaseTTL: "17m"}, "a crashed rewriter's task would come back after the job lost its table"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

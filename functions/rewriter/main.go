@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/icekeeper/icekeeper/shared/envvars"
 	"github.com/icekeeper/icekeeper/shared/handler/rewriter"
 	"github.com/icekeeper/icekeeper/shared/lambdamain"
 	"github.com/icekeeper/icekeeper/shared/wiring/rewriting"
@@ -25,5 +26,5 @@ func main() {
 	}
 	// Only an orphan cleanup's tasks load tables from the catalog.
 	cat := rewriting.Catalog(deps)
-	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps, cat), List: rewriting.Lister(deps, cat), Requeue: deps.Tasks, Log: log}.Handle)
+	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriting.Deleter(deps, cat), List: rewriting.Lister(deps, cat), Requeue: deps.Tasks, Heartbeat: envvars.TaskHeartbeat, Log: log}.Handle)
 }

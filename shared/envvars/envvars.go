@@ -5,7 +5,10 @@
 // without the pipeline's.
 package envvars
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Names.
 const (
@@ -61,6 +64,17 @@ const (
 // files peaked at 837 MB, 200,000 at 1,081 MB; docs/PERFORMANCE.md). The
 // stack scales it by the committer's memory.
 const DefaultMaxJobFiles = int64(100_000)
+
+// TaskHeartbeat is how long a rewriter keeps its task invisible at a time:
+// on receipt it sets the message's visibility to TaskHeartbeat, and renews
+// it every third of that while it works, so a rewriter that dies (its
+// timeout, out of memory) lets its task come back within TaskHeartbeat
+// instead of the queue's visibility timeout (six rewriter timeouts). A
+// visibility change counts from the call
+// (https://docs.aws.amazon.com/sdkfornet/v3/apidocs/items/SQS/TChangeMessageVisibilityRequest.html).
+// The CDK stack requires the lease to outlast a rewriter's timeout plus
+// TaskHeartbeat.
+const TaskHeartbeat = 2 * time.Minute
 
 // DefaultMaxTaskAttempts is MaxTaskAttempts' default and the stack's
 // maxReceiveCount of both queues: AWS recommends a maxReceiveCount of at
