@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -170,38 +171,49 @@ func (a *access) table(fn awslambda.Function, stmts ...awsiam.PolicyStatement) {
 }
 
 // managedPolicyChars is how full flush packs a managed policy, by the
-// statements' JSON (deploy-time values count as their longer token text):
-// below IAM's 6,144 characters with room for the policy's own frame.
-const managedPolicyChars = 5_500
+// statements' JSON with deploy-time values at their longest: below IAM's
+// 6,144 characters with room for the policy's own frame.
+const managedPolicyChars = 5_900
 
-// flush packs each function's pending table statements, in order, into
-// managed policies of at most managedPolicyChars, attached to its role.
+// flush packs each function's pending table statements into managed
+// policies of at most managedPolicyChars, attached to its role: first fit,
+// largest statement first (the order of statements means nothing to IAM).
 func (a *access) flush(fns Lambdas) {
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		id := *fn.Node().Id()
-		var batch []awsiam.PolicyStatement
-		size, n := 0, 0
-		emit := func() {
-			if len(batch) == 0 {
-				return
+		type sized struct {
+			st   awsiam.PolicyStatement
+			size int
+		}
+		var all []sized
+		for _, st := range a.pending[id] {
+			// Measured as CheckLimits measures it: resolved, deploy-time
+			// values at their longest.
+			raw, _ := json.Marshal(resolveUpper(a.stack.Resolve(st.ToStatementJson())))
+			all = append(all, sized{st, len(raw) + 1})
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].size > all[j].size })
+		var bins [][]awsiam.PolicyStatement
+		var fill []int
+		for _, s := range all {
+			placed := false
+			for i := range bins {
+				if fill[i]+s.size <= managedPolicyChars {
+					bins[i], fill[i], placed = append(bins[i], s.st), fill[i]+s.size, true
+					break
+				}
 			}
-			n++
-			awsiam.NewManagedPolicy(a.stack, jsii.String(fmt.Sprintf("%sTableAccess%d", id, n)), &awsiam.ManagedPolicyProps{
-				Description: jsii.String(fmt.Sprintf("icekeeper %s: table permissions, part %d", strings.ToLower(id), n)),
-				Statements:  &batch,
+			if !placed {
+				bins, fill = append(bins, []awsiam.PolicyStatement{s.st}), append(fill, s.size)
+			}
+		}
+		for i := range bins {
+			awsiam.NewManagedPolicy(a.stack, jsii.String(fmt.Sprintf("%sTableAccess%d", id, i+1)), &awsiam.ManagedPolicyProps{
+				Description: jsii.String(fmt.Sprintf("icekeeper %s: table permissions, part %d", strings.ToLower(id), i+1)),
+				Statements:  &bins[i],
 				Roles:       &[]awsiam.IRole{fn.Role()},
 			})
-			batch, size = nil, 0
 		}
-		for _, st := range a.pending[id] {
-			raw, _ := json.Marshal(st.ToStatementJson())
-			if size+len(raw)+1 > managedPolicyChars {
-				emit()
-			}
-			batch = append(batch, st)
-			size += len(raw) + 1
-		}
-		emit()
 	}
 }
 

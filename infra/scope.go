@@ -23,10 +23,14 @@ import (
 // Tables given an explicit tableLocations entry are never widened.
 
 // tableScopeBudget is the most characters of table-scoped resources and
-// conditions one role may carry: 9 managed policies (the tenth place is
-// AWSLambdaBasicExecutionRole's) packed to managedPolicyChars, less a
-// sixth for the statements' own text and the packing's waste.
-const tableScopeBudget = (IAMManagedPerRoleLimit - 1) * managedPolicyChars * 5 / 6
+// conditions one role may carry, by tableScopeCost's estimate: 9 managed
+// policies (the tenth place is AWSLambdaBasicExecutionRole's) packed to
+// managedPolicyChars, less a quarter for the statements' own text
+// (actions, Sids, conditions), the packing's waste and deploy-time values
+// (an environment-agnostic stack's partition, region and account). So
+// measured: 1,000 table grants, environment-agnostic, widen to 9 policies
+// per role; 100 namespace grants fit unwidened.
+const tableScopeBudget = (IAMManagedPerRoleLimit - 1) * managedPolicyChars * 3 / 4
 
 // smallScopeChars is the most table-scoped characters a deployment keeps
 // in each role's own (inline) policy, next to its own resources' 3,000 or
@@ -40,7 +44,7 @@ func (s Settings) largeScope() bool { return s.tableScopeCost() > smallScopeChar
 // statementChunkChars bounds one statement's resources, so CDK can pack the
 // statements into managed policies (it splits a role's policy by
 // statement, never inside one).
-const statementChunkChars = 1_500
+const statementChunkChars = 1_000
 
 // IAMScope returns the settings the IAM statements and the S3 rule are
 // built from: s itself, or s with the table grants of the databases in

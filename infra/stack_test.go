@@ -77,8 +77,14 @@ func synth(t *testing.T, ctx map[string]any) (*fixture, error) {
 	if a, ok := ctx[ctxTestAccount].(string); ok {
 		account, region = a, ctx[ctxTestRegion].(string)
 	}
+	env := &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+	if ctx[ctxTestAgnostic] == true {
+		// As main.go synthesizes without CDK_DEFAULT_ACCOUNT and _REGION:
+		// partition, region and account are deploy-time values.
+		env = nil
+	}
 	stack, err := NewIcekeeperStack(app, "Test", &IcekeeperStackProps{
-		StackProps: awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}},
+		StackProps: awscdk.StackProps{Env: env},
 		Settings:   settings,
 	})
 	if err != nil {
@@ -1371,6 +1377,8 @@ func cdkFeatureFlags(t *testing.T) map[string]any {
 const (
 	ctxTestAccount = "test:account"
 	ctxTestRegion  = "test:region"
+	// ctxTestAgnostic (true): an environment-agnostic stack.
+	ctxTestAgnostic = "test:agnostic"
 )
 
 // policiesFiles are what the root module's end-to-end tests evaluate every
