@@ -179,3 +179,44 @@ func TestIcekeeperStack_ALongGrantListShipsInTheCode(t *testing.T) {
 		t.Fatal("a two-entry grant list left the environment")
 	}
 }
+
+// TestSettings_IAMScopeWidensTheLargestDatabasesOnly: 1,000 table grants
+// widen the databases with the most table grants, never a table with an
+// explicit tableLocations entry (its location is not under its
+// database's), the summary names the widened databases, and a grant list
+// small enough is left exactly as granted.
+func TestSettings_IAMScopeWidensTheLargestDatabasesOnly(t *testing.T) {
+	s := DefaultSettings()
+	s.Mode, s.CatalogWarehouse = ModeActive, "s3://lake/warehouse"
+	var err error
+	if s.Grants, err = ParseGrants(scaleGrants()["by table"] + ",odd.one"); err != nil {
+		t.Fatal(err)
+	}
+	s.TableLocations = map[string]string{"db000.table_000": "s3://elsewhere/orders", "odd.one": "s3://elsewhere/one"}
+	scope, widened, err := s.IAMScope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(widened) == 0 || scope.tableScopeCost() > tableScopeBudget {
+		t.Fatalf("widened %v, cost %d: want some databases widened to within %d", widened, scope.tableScopeCost(), tableScopeBudget)
+	}
+	for _, must := range []string{"db000.table_000", "odd.one"} {
+		if !scope.Grants.HasEntry(must) {
+			t.Fatalf("%s (an explicit location) was widened away: %s", must, scope.Grants)
+		}
+	}
+	for _, db := range widened {
+		if !scope.Grants.HasEntry(db + ".*") {
+			t.Fatalf("widened %s is not granted whole in the scope", db)
+		}
+	}
+	if !strings.Contains(s.Summary(), fmt.Sprintf("IAM scope widened to the whole database for %d databases", len(widened))) {
+		t.Fatalf("the summary does not say which databases were widened:\n%s", s.Summary())
+	}
+	small := DefaultSettings()
+	small.Mode, small.CatalogWarehouse = ModeActive, "s3://lake/warehouse"
+	small.Grants, _ = ParseGrants("analytics.*,sales.orders")
+	if scope, widened, err := small.IAMScope(); err != nil || len(widened) > 0 || scope.Grants.String() != small.Grants.String() {
+		t.Fatalf("a small grant list's scope %s widened %v (%v)", scope.Grants, widened, err)
+	}
+}
