@@ -116,11 +116,28 @@ LOCAL_CONTEXT    ?= -c stackName=IcekeeperLocal -c mode=active -c 'grants=demo.*
 	-c warehouseLocation=s3://warehouse -c 'tableLocationTemplate={warehouse}/{namespacePath}/{table}' \
 	-c assetDir=../$(LOCAL_LAMBDA) -c architecture=$(LOCAL_CDK_ARCH) -c removalPolicy=destroy -c alarms=false
 
-.PHONY: infra-test metrics-cost cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
+.PHONY: infra-test cfn-lint metrics-cost cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
 
-## infra-test: the CDK stack's tests, offline (needs Node for jsii, no AWS)
-infra-test:
-	cd infra && $(INFRA_ENV) $(GO) test -count=1 ./...
+# cfn-lint, AWS's CloudFormation linter, pinned, in a virtual environment
+# under infra/.cfn-lint (git-ignored); the stack's tests lint every
+# template they synthesize with it (infra/cfnlint_test.go).
+CFN_LINT_VERSION ?= 1.58.0
+PYTHON           ?= python3
+CFN_LINT_DIR     := infra/.cfn-lint
+CFN_LINT         := $(CURDIR)/$(CFN_LINT_DIR)/venv/bin/cfn-lint
+
+## infra-test: the CDK stack's tests, offline (needs Node for jsii, Python for cfn-lint, no AWS)
+infra-test: $(CFN_LINT)
+	cd infra && $(INFRA_ENV) ICEKEEPER_CFN_LINT=$(CFN_LINT) $(GO) test -count=1 ./...
+
+## cfn-lint: install the pinned cfn-lint into infra/.cfn-lint
+cfn-lint: $(CFN_LINT)
+
+$(CFN_LINT):
+	rm -rf $(CFN_LINT_DIR)/venv
+	$(PYTHON) -m venv $(CFN_LINT_DIR)/venv
+	$(CFN_LINT_DIR)/venv/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION)
+	@$(CFN_LINT) --version | grep -qx 'cfn-lint $(CFN_LINT_VERSION)' || { echo "cfn-lint: want $(CFN_LINT_VERSION), got $$($(CFN_LINT) --version)"; exit 1; }
 
 ## metrics-cost: the monthly CloudWatch cost of 10, 100 and 1,000 tables, from
 ## the metric contract (infra/testdata/emitted-metrics.json), the synthesized
@@ -141,6 +158,7 @@ synth: lambdas $(CDK)
 	cd infra && $(INFRA_ENV) $(CDK) synth -q $(CDK_CONTEXT)
 
 ## preview: synthesize the stack and print what it will be allowed to do (from infra/settings.json)
+## and its policy sizes, environments and template against AWS's limits
 preview: lambdas $(CDK)
 	cd infra && $(INFRA_ENV) $(CDK) synth -q $(CDK_CONTEXT) > /dev/null
 

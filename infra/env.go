@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/envvars"
@@ -16,7 +18,7 @@ func managedEnvNames() []string {
 	return []string{
 		envvars.CatalogType, envvars.CatalogName, envvars.CatalogURI, envvars.CatalogWarehouse, envvars.CatalogConfig, envvars.CatalogSigV4,
 		envvars.CatalogSignName, envvars.CatalogSignRegion, envvars.CatalogProperties, envvars.LeaseTable, envvars.JobsTable,
-		envvars.TaskQueueURL, envvars.CommitQueueURL, envvars.Bucket, envvars.Prefix, envvars.Mode, envvars.Grants, envvars.EventBus,
+		envvars.TaskQueueURL, envvars.CommitQueueURL, envvars.Bucket, envvars.Prefix, envvars.Mode, envvars.Grants, envvars.GrantsFile, envvars.EventBus,
 		envvars.MaxTaskAttempts, envvars.CommitTakeover, envvars.LeaseTTL, envvars.RewriterMemoryMB, envvars.CoordinatorMemMB,
 	}
 }
@@ -42,10 +44,51 @@ type Names struct {
 // FunctionEnvironment is the environment every function gets: the settings in
 // config.go's names, the resource names, then the extra variables. Empty
 // values are left out (the functions treat unset and empty alike).
+//
+// A grant list that would take the environment past Lambda's 4 KB goes in
+// the functions' code instead (GrantsFileName, ICEKEEPER_GRANTS_FILE):
+// GrantsInFile.
 func (s Settings) FunctionEnvironment(n Names) map[string]string {
+	return s.environment(n, !s.GrantsInFile())
+}
+
+// GrantsFileName is the file in each function's code package that holds a
+// grant list too long for the environment, one entry per line.
+const GrantsFileName = "grants.txt"
+
+// GrantsInFile reports whether the grant list goes in the functions' code
+// (GrantsFileName) rather than ICEKEEPER_GRANTS: when the environment with
+// it could exceed Lambda's 4 KB for all variables together (Lambda quotas,
+// https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html),
+// the resource names counted at their longest. Small grant lists stay in
+// the environment, where the console shows them.
+func (s Settings) GrantsInFile() bool {
+	return s.environmentSize(true) > LambdaEnvironmentLimit
+}
+
+// environmentSize is the size of the environment as JSON (an upper bound
+// of its names and values), with the deploy-time names at their longest.
+func (s Settings) environmentSize(grantsInline bool) int {
+	long := strings.Repeat("x", tokenNameLength)
+	raw, _ := json.Marshal(s.environment(Names{Bucket: long, LeaseTable: long, JobsTable: long, TaskQueueURL: long, CommitQueueURL: long, EventBus: s.EventBus}, grantsInline))
+	return len(raw)
+}
+
+// GrantsFileContent is GrantsFileName's content: the grant list's normal
+// form, one entry per line.
+func (s Settings) GrantsFileContent() string {
+	return strings.Join(s.Grants.Entries(), "\n") + "\n"
+}
+
+func (s Settings) environment(n Names, grantsInline bool) map[string]string {
+	grants, grantsFile := s.Grants.String(), ""
+	if !grantsInline && !s.Grants.Empty() {
+		grants, grantsFile = "", GrantsFileName
+	}
 	env := map[string]string{
 		envvars.Mode:             s.Mode,
-		envvars.Grants:           s.Grants.String(),
+		envvars.Grants:           grants,
+		envvars.GrantsFile:       grantsFile,
 		envvars.CatalogType:      s.CatalogType,
 		envvars.CatalogName:      s.CatalogName,
 		envvars.CatalogURI:       s.CatalogURI,

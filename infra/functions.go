@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -54,7 +56,7 @@ func (s Settings) FunctionSettings(name string) FunctionSettings {
 // poller does not hand the function more than it may run (throttled
 // deliveries would use up receives and push tasks to the dead-letter
 // queue).
-func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, bus string) Lambdas {
+func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, bus string) (Lambdas, error) {
 	env := s.FunctionEnvironment(Names{
 		Bucket: *st.Bucket.BucketName(), LeaseTable: *st.LeaseTable.TableName(), JobsTable: *st.JobsTable.TableName(),
 		TaskQueueURL: *q.Tasks.QueueUrl(), CommitQueueURL: *q.Commits.QueueUrl(), EventBus: bus,
@@ -68,6 +70,14 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 		removal = awscdk.RemovalPolicy_DESTROY
 	}
 	groups := map[string]awslogs.LogGroup{}
+	code := map[string]string{}
+	for _, name := range Functions() {
+		dir, err := s.codeDir(name)
+		if err != nil {
+			return Lambdas{}, err
+		}
+		code[name] = dir
+	}
 	newFn := func(name, id, description string, reserved, ephemeralMB int) awslambda.Function {
 		fs := s.FunctionSettings(name)
 		logs := awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
@@ -80,7 +90,7 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture: arch,
 			Handler:      jsii.String("bootstrap"),
-			Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(s.AssetDir, name)), nil),
+			Code:         awslambda.Code_FromAsset(jsii.String(code[name]), nil),
 			MemorySize:   jsii.Number(float64(fs.MemoryMB)),
 			Timeout:      seconds(fs.Timeout),
 			Tracing:      awslambda.Tracing_ACTIVE,
@@ -119,7 +129,36 @@ func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, 
 		BatchSize:               jsii.Number(1),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
-	return l
+	return l, nil
+}
+
+// codeDir is the directory the function's code package is made of: its
+// bootstrap directory under AssetDir, or, when the grant list goes in the
+// code (GrantsInFile), a copy of it with GrantsFileName beside the
+// bootstrap (the CDK copies the directory into its cloud assembly).
+func (s Settings) codeDir(name string) (string, error) {
+	src := filepath.Join(s.AssetDir, name)
+	if !s.GrantsInFile() {
+		return src, nil
+	}
+	dir, err := os.MkdirTemp("", "icekeeper-"+name+"-")
+	if err != nil {
+		return "", fmt.Errorf("%w: stage the %s code with the grant list: %w", ErrSettings, name, err)
+	}
+	boot := filepath.Join(dir, "bootstrap")
+	if err := os.Link(filepath.Join(src, "bootstrap"), boot); err != nil {
+		raw, rerr := os.ReadFile(filepath.Join(src, "bootstrap"))
+		if rerr != nil {
+			return "", fmt.Errorf("%w: read the %s bootstrap: %w", ErrSettings, name, rerr)
+		}
+		if err := os.WriteFile(boot, raw, 0o755); err != nil {
+			return "", fmt.Errorf("%w: stage the %s bootstrap: %w", ErrSettings, name, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, GrantsFileName), []byte(s.GrantsFileContent()), 0o644); err != nil {
+		return "", fmt.Errorf("%w: write the %s grant list: %w", ErrSettings, name, err)
+	}
+	return dir, nil
 }
 
 func seconds(d time.Duration) awscdk.Duration {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -64,10 +66,16 @@ type access struct {
 	s         Settings
 	locs      []Location
 	partition string
+	// large: table statements go to managed policies (largeScope).
+	large   bool
+	pending map[string][]awsiam.PolicyStatement
 }
 
+// grantAccess attaches every function's statements. s is the IAM scope
+// (Settings.IAMScope): the settings, with the grants of some databases
+// widened when a large grant list would not fit IAM's quotas otherwise.
 func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambdas, bus string) error {
-	a := access{stack: stack, s: s, partition: *stack.Partition()}
+	a := &access{stack: stack, s: s, partition: *stack.Partition(), large: s.largeScope(), pending: map[string][]awsiam.PolicyStatement{}}
 	if s.TableAccess() {
 		locs, err := s.Locations()
 		if err != nil {
@@ -79,13 +87,19 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	if !s.TableAccess() {
 		return nil
 	}
-	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
-	add(fns.Planner, a.glueCatalogWalk("CatalogWalk")...)
-	add(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig, s3tablesList})...)
-	add(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
-	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
-	add(fns.Planner, a.tableListing("TableList")...)
-	add(fns.Planner, a.kms("WarehouseKeyRead", "kms:Decrypt")...)
+	defer a.flush(fns)
+	// With CatalogWalk (a Glue catalog) the planner and the committer may
+	// already read every database and table; a large deployment leaves the
+	// per-table copy of those reads out, so its policies fit IAM's quotas.
+	if !a.large {
+		a.table(fns.Planner, a.glue("CatalogRead", glueRead)...)
+	}
+	a.table(fns.Planner, a.glueCatalogWalk("CatalogWalk")...)
+	a.table(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig, s3tablesList})...)
+	a.table(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
+	a.table(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
+	a.table(fns.Planner, a.tableListing("TableList")...)
+	a.table(fns.Planner, a.kms("WarehouseKeyRead", "kms:Decrypt")...)
 	if s.QuerySignals {
 		// The Service Authorization Reference for Athena
 		// (docs.aws.amazon.com/service-authorization/latest/reference/list_amazonathena.html)
@@ -99,48 +113,115 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	if s.Mode != ModeActive {
 		return nil
 	}
-	add(fns.Rewriter, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
+	a.table(fns.Rewriter, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	// A rewriter removes its own partial and losing output (files named with
 	// its attempt id) under the same data/ prefix it writes.
-	add(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
+	a.table(fns.Rewriter, a.tableObjects("TableDataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
 	// Deletion tasks delete what an expiry freed or an orphan cleanup
 	// found, under metadata/ too.
-	add(fns.Rewriter, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
-	add(fns.Rewriter, a.tableListing("TableList")...)
+	a.table(fns.Rewriter, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
+	a.table(fns.Rewriter, a.tableListing("TableList")...)
 	// Deletion and listing tasks check their files against the table as
 	// the catalog has it when they run (shared/deletions, shared/listing):
 	// read only, never an update.
-	add(fns.Rewriter, a.glue("CatalogRead", glueRead)...)
+	a.table(fns.Rewriter, a.glue("CatalogRead", glueRead)...)
 	// Rewriters open the pinned metadata file and write data files; a
 	// table bucket deletes nothing on request (its unreferenced file
 	// removal does), so they get no delete there.
-	add(fns.Rewriter, a.s3tablesTables("TablesReadWrite", []string{s3tablesDataRead, s3tablesDataWrite})...)
-	add(fns.Rewriter, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
-	add(fns.Committer, a.glue("CatalogRead", glueRead)...)
-	add(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
-	add(fns.Committer, a.glueCatalogWalk("CatalogWalk")...)
-	add(fns.Committer, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig})...)
-	add(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
-	add(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
-	add(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
+	a.table(fns.Rewriter, a.s3tablesTables("TablesReadWrite", []string{s3tablesDataRead, s3tablesDataWrite})...)
+	a.table(fns.Rewriter, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
+	if !a.large {
+		a.table(fns.Committer, a.glue("CatalogRead", glueRead)...)
+	}
+	a.table(fns.Committer, a.glue("CatalogCommit", glueUpdate)...)
+	a.table(fns.Committer, a.glueCatalogWalk("CatalogWalk")...)
+	a.table(fns.Committer, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig})...)
+	a.table(fns.Committer, a.s3tablesTables("TablesCommit", []string{s3tablesLoad, s3tablesDataRead, s3tablesDataWrite, s3tablesCommit})...)
+	a.table(fns.Committer, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	// Writes under data/: the delete files that rebase deletes committed
 	// during a compaction onto its new files (shared/commit/rebase.go).
 	// Deletes under data/: losing and failed attempts' files; and, for a
 	// snapshot expiry, the data and delete files, manifests, manifest lists
 	// and statistics files only expired snapshots used (data/ and
 	// metadata/).
-	add(fns.Committer, a.tableObjects("TableDataWriteDelete", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
-	add(fns.Committer, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
-	add(fns.Committer, a.tableListing("TableList")...)
-	add(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
+	if a.large {
+		// The same permissions, with one copy of the metadata/ ARNs.
+		a.table(fns.Committer, a.tableObjects("TableMetadataWriteDelete", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "metadata/*")...)
+	} else {
+		a.table(fns.Committer, a.tableObjects("TableMetadataWrite", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, "metadata/*")...)
+	}
+	a.table(fns.Committer, a.tableObjects("TableDataWriteDelete", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
+	if !a.large {
+		a.table(fns.Committer, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
+	}
+	a.table(fns.Committer, a.tableListing("TableList")...)
+	a.table(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	return nil
+}
+
+// table attaches table-scoped statements: to the role's own policy, or in
+// a large deployment (largeScope) to the managed policies flush packs.
+func (a *access) table(fn awslambda.Function, stmts ...awsiam.PolicyStatement) {
+	if !a.large {
+		add(fn, stmts...)
+		return
+	}
+	id := *fn.Node().Id()
+	a.pending[id] = append(a.pending[id], stmts...)
+}
+
+// managedPolicyChars is how full flush packs a managed policy, by the
+// statements' JSON with deploy-time values at their longest: below IAM's
+// 6,144 characters with room for the policy's own frame.
+const managedPolicyChars = 5_900
+
+// flush packs each function's pending table statements into managed
+// policies of at most managedPolicyChars, attached to its role: first fit,
+// largest statement first (the order of statements means nothing to IAM).
+func (a *access) flush(fns Lambdas) {
+	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
+		id := *fn.Node().Id()
+		type sized struct {
+			st   awsiam.PolicyStatement
+			size int
+		}
+		var all []sized
+		for _, st := range a.pending[id] {
+			// Measured as CheckLimits measures it: resolved, deploy-time
+			// values at their longest.
+			raw, _ := json.Marshal(resolveUpper(a.stack.Resolve(st.ToStatementJson())))
+			all = append(all, sized{st, len(raw) + 1})
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].size > all[j].size })
+		var bins [][]awsiam.PolicyStatement
+		var fill []int
+		for _, s := range all {
+			placed := false
+			for i := range bins {
+				if fill[i]+s.size <= managedPolicyChars {
+					bins[i], fill[i], placed = append(bins[i], s.st), fill[i]+s.size, true
+					break
+				}
+			}
+			if !placed {
+				bins, fill = append(bins, []awsiam.PolicyStatement{s.st}), append(fill, s.size)
+			}
+		}
+		for i := range bins {
+			awsiam.NewManagedPolicy(a.stack, jsii.String(fmt.Sprintf("%sTableAccess%d", id, i+1)), &awsiam.ManagedPolicyProps{
+				Description: jsii.String(fmt.Sprintf("icekeeper %s: table permissions, part %d", strings.ToLower(id), i+1)),
+				Statements:  &bins[i],
+				Roles:       &[]awsiam.IRole{fn.Role()},
+			})
+		}
+	}
 }
 
 // kms allows actions on the warehouse's KMS keys (SSE-KMS), when any are
 // configured: reading an SSE-KMS object needs kms:Decrypt, writing one
 // kms:GenerateDataKey (Amazon S3 User Guide, "Using server-side
 // encryption with AWS KMS keys").
-func (a access) kms(sid string, actions ...string) []awsiam.PolicyStatement {
+func (a *access) kms(sid string, actions ...string) []awsiam.PolicyStatement {
 	if len(a.s.KMSKeyARNs) == 0 {
 		return nil
 	}
@@ -164,7 +245,7 @@ func statement(sid string, actions, resources []string) awsiam.PolicyStatement {
 
 // ownResources grants what each function needs of icekeeper's own bucket,
 // tables, queues and bus.
-func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
+func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	bucket := *st.Bucket.BucketArn()
 	jobs := bucket + "/" + a.s.key(JobsPrefix) + "*"
 	health := bucket + "/" + a.s.key(HealthPrefix) + "*"
@@ -234,7 +315,7 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 // glueCatalogWalk allows reading every database's and table's metadata
 // of the Glue catalog (glueWalk), for orphan cleanup's proof that no other
 // table lies in the location it cleans.
-func (a access) glueCatalogWalk(sid string) []awsiam.PolicyStatement {
+func (a *access) glueCatalogWalk(sid string) []awsiam.PolicyStatement {
 	if !a.s.GlueCatalog() {
 		return nil
 	}
@@ -243,7 +324,7 @@ func (a access) glueCatalogWalk(sid string) []awsiam.PolicyStatement {
 }
 
 // glueARN builds ARNs of the configured Glue catalog's resources.
-func (a access) glueARN() func(resource string) string {
+func (a *access) glueARN() func(resource string) string {
 	region, account := *a.stack.Region(), *a.stack.Account()
 	if r := a.s.CatalogProperties["glue.region"]; r != "" {
 		region = r
@@ -256,7 +337,7 @@ func (a access) glueARN() func(resource string) string {
 	}
 }
 
-func (a access) glue(sid string, actions []string) []awsiam.PolicyStatement {
+func (a *access) glue(sid string, actions []string) []awsiam.PolicyStatement {
 	if !a.s.GlueCatalog() {
 		return nil
 	}
@@ -272,12 +353,12 @@ func (a access) glue(sid string, actions []string) []awsiam.PolicyStatement {
 		ns, name := splitTable(t)
 		resources = append(resources, arn("table/"+ns+"/"+name))
 	}
-	return []awsiam.PolicyStatement{statement(sid, actions, resources)}
+	return statements(sid, actions, resources)
 }
 
 // tableObjects allows actions on sub (an object pattern such as "*" or
 // "data/*") under every granted location.
-func (a access) tableObjects(sid string, actions []string, sub string) []awsiam.PolicyStatement {
+func (a *access) tableObjects(sid string, actions []string, sub string) []awsiam.PolicyStatement {
 	if len(a.locs) == 0 {
 		return nil
 	}
@@ -285,12 +366,12 @@ func (a access) tableObjects(sid string, actions []string, sub string) []awsiam.
 	for _, l := range a.locs {
 		resources = append(resources, l.Objects(a.partition, sub))
 	}
-	return []awsiam.PolicyStatement{statement(sid, actions, resources)}
+	return statements(sid, actions, resources)
 }
 
 // tableListing allows listing each warehouse bucket, only under the granted
 // locations (s3:prefix).
-func (a access) tableListing(sid string) []awsiam.PolicyStatement {
+func (a *access) tableListing(sid string) []awsiam.PolicyStatement {
 	var out []awsiam.PolicyStatement
 	for i, b := range Buckets(a.locs) {
 		var prefixes []string
@@ -299,9 +380,15 @@ func (a access) tableListing(sid string) []awsiam.PolicyStatement {
 				prefixes = append(prefixes, l.ListPrefixes()...)
 			}
 		}
-		st := statement(fmt.Sprintf("%s%d", sid, i), []string{"s3:ListBucket"}, []string{fmt.Sprintf("arn:%s:s3:::%s", a.partition, b)})
-		st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
-		out = append(out, st)
+		for j, part := range chunk(prefixes) {
+			id := fmt.Sprintf("%s%d", sid, i)
+			if j > 0 {
+				id = fmt.Sprintf("%s%dPart%d", sid, i, j+1)
+			}
+			st := statement(id, []string{"s3:ListBucket"}, []string{fmt.Sprintf("arn:%s:s3:::%s", a.partition, b)})
+			st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": part})
+			out = append(out, st)
+		}
 	}
 	return out
 }
@@ -309,7 +396,7 @@ func (a access) tableListing(sid string) []awsiam.PolicyStatement {
 // jobFoldersListing allows listing icekeeper's bucket only in the given
 // folders of a job (jobs/<id>/<folder>/): the parts of a deletions record,
 // the markers and findings of a fanned-out listing.
-func (a access) jobFoldersListing(sid, bucket string, folders ...string) awsiam.PolicyStatement {
+func (a *access) jobFoldersListing(sid, bucket string, folders ...string) awsiam.PolicyStatement {
 	st := statement(sid, []string{"s3:ListBucket"}, []string{bucket})
 	var prefixes []string
 	for _, f := range folders {
@@ -321,7 +408,7 @@ func (a access) jobFoldersListing(sid, bucket string, folders ...string) awsiam.
 }
 
 // busARN is the ARN of ICEKEEPER_EVENT_BUS (a name or an ARN).
-func (a access) busARN(bus string) string {
+func (a *access) busARN(bus string) string {
 	if strings.HasPrefix(bus, "arn:") {
 		return bus
 	}

@@ -7,7 +7,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -46,7 +48,36 @@ func main() {
 	}); err != nil {
 		fail(err)
 	}
-	app.Synth(nil)
+	asm := app.Synth(nil)
+	// What the template asks of AWS's quotas (make preview shows it).
+	if err := printLimits(os.Stderr, *asm.GetStackByName(jsii.String(name)).TemplateFullPath()); err != nil {
+		fail(err)
+	}
+}
+
+// printLimits prints the synthesized template's sizes against AWS's
+// limits (CheckLimits) and fails when one is over.
+func printLimits(w io.Writer, templatePath string) error {
+	raw, err := os.ReadFile(templatePath)
+	if err != nil {
+		return fmt.Errorf("read the synthesized template: %w", err)
+	}
+	var tpl map[string]any
+	if err := json.Unmarshal(raw, &tpl); err != nil {
+		return fmt.Errorf("decode the synthesized template: %w", err)
+	}
+	fmt.Fprintln(w, "  AWS limits (deploy-time names and ARNs counted at their longest):")
+	over := 0
+	for _, c := range append(CheckLimits(tpl, raw), DirectTemplateCheck(raw)) {
+		fmt.Fprintf(w, "    %s\n", c)
+		if !c.OK() && c.Limit != TemplateDirectLimit {
+			over++
+		}
+	}
+	if over > 0 {
+		return fmt.Errorf("%w: %d of AWS's limits exceeded (above); see infra/README.md, \"Scale\"", ErrSettings, over)
+	}
+	return nil
 }
 
 func fail(err error) {

@@ -128,7 +128,7 @@ func (s Settings) validateS3Tables(bad func(key, format string, args ...any)) {
 
 // s3tablesBucket allows actions on the table bucket itself, or nothing
 // when the warehouse is not a table bucket.
-func (a access) s3tablesBucket(sid string, actions []string) []awsiam.PolicyStatement {
+func (a *access) s3tablesBucket(sid string, actions []string) []awsiam.PolicyStatement {
 	tb, ok := a.s.TableBucket()
 	if !ok {
 		return nil
@@ -140,7 +140,7 @@ func (a access) s3tablesBucket(sid string, actions []string) []awsiam.PolicyStat
 // one statement for the granted namespaces (s3tables:namespace), and one
 // per granted table (s3tables:namespace and s3tables:tableName together,
 // since two lists in one condition would also allow their cross product).
-func (a access) s3tablesTables(sid string, actions []string) []awsiam.PolicyStatement {
+func (a *access) s3tablesTables(sid string, actions []string) []awsiam.PolicyStatement {
 	tb, ok := a.s.TableBucket()
 	if !ok {
 		return nil

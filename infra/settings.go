@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/icekeeper/icekeeper/shared/envvars"
 )
 
 // ErrSettings means a context setting is missing, malformed or unsafe; the
@@ -26,6 +27,11 @@ const (
 // MinRewriterMemoryMB is the least memory the stack gives a rewriter (see
 // the check in Validate).
 const MinRewriterMemoryMB = 1024
+
+// MinTaskAttempts is the least maxReceiveCount the stack accepts: AWS's
+// recommendation for a Lambda event source's queue
+// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
+const MinTaskAttempts = 5
 
 // Function names, which are also the asset directory names under AssetDir
 // (bin/lambda/<function>/bootstrap, built by `make lambdas`).
@@ -183,7 +189,7 @@ func DefaultSettings() Settings {
 		RewriterConcurrency:  10,
 		RewriterEphemeralMB:  4096,
 		QuerySignals:         true,
-		MaxTaskAttempts:      3,
+		MaxTaskAttempts:      envvars.DefaultMaxTaskAttempts,
 		CommitTakeover:       16 * time.Minute,
 		LeaseTTL:             30 * time.Minute,
 		JobsExpirationDays:   14,
@@ -430,6 +436,13 @@ func (s Settings) Validate() error {
 	// both. A crashed committer's job must be past the takeover window when
 	// a planner can supersede its term, so the abort request it sends can
 	// take the job over.
+	// A rewriter that dies (its timeout, out of memory) answers nothing;
+	// its heartbeat stops and its task comes back within
+	// envvars.TaskHeartbeat: the job's term, renewed when the task
+	// started, must outlast both, or the job starts over.
+	if need := s.CrashedTaskReturn(); s.LeaseTTL <= need {
+		bad(CtxLeaseTTL, "%s must exceed %s (%s) plus the task heartbeat (%s): a crashed rewriter's task would come back after the job lost its table, and the job would start over", s.LeaseTTL, CtxRewriterTimeout, s.Rewriter.Timeout, envvars.TaskHeartbeat)
+	}
 	if need := s.Rewriter.Timeout + 5*time.Minute; s.LeaseTTL <= need {
 		bad(CtxLeaseTTL, "%s must exceed %s (%s) plus the 5m retry backoff cap (%s): a job would lose its table while a task or its retry still runs", s.LeaseTTL, CtxRewriterTimeout, s.Rewriter.Timeout, need)
 	}
@@ -449,8 +462,11 @@ func (s Settings) Validate() error {
 	if s.RewriterReserved != 0 && s.RewriterReserved < s.RewriterConcurrency {
 		bad(CtxRewriterReserved, "%d is below %s (%d): the poller would be throttled and throttled receives use up attempts; set it to 0 (none) or at least %d", s.RewriterReserved, CtxRewriterConcurrency, s.RewriterConcurrency, s.RewriterConcurrency)
 	}
-	if s.MaxTaskAttempts < 1 || s.MaxTaskAttempts > 1000 {
-		bad(CtxMaxTaskAttempts, "%d: want 1 to 1000 (SQS maxReceiveCount)", s.MaxTaskAttempts)
+	// Throttled and unanswered receives count against maxReceiveCount, so
+	// AWS recommends at least 5 on a Lambda event source's queue
+	// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
+	if s.MaxTaskAttempts < MinTaskAttempts || s.MaxTaskAttempts > 1000 {
+		bad(CtxMaxTaskAttempts, "%d: want %d to 1000 (SQS maxReceiveCount; AWS recommends at least %d for a Lambda event source, as throttled receives count too)", s.MaxTaskAttempts, MinTaskAttempts, MinTaskAttempts)
 	}
 	if s.JobsExpirationDays < 1 {
 		bad(CtxJobsExpirationDays, "%d: want at least 1", s.JobsExpirationDays)
@@ -486,6 +502,12 @@ func (s Settings) Validate() error {
 			bad(CtxEnvironment, "%s is set by the stack from its own setting; set that instead", k)
 		}
 	}
+	// Lambda allows 4 KB of environment variables in all
+	// (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html);
+	// a long grant list moves to the code (GrantsInFile), the rest must fit.
+	if size := s.environmentSize(false); size > LambdaEnvironmentLimit {
+		bad(CtxEnvironment, "the functions' environment would take up to %d bytes, over Lambda's %d for all variables together: shorten %s or %s", size, LambdaEnvironmentLimit, CtxEnvironment, CtxCatalogProperties)
+	}
 	switch s.Architecture {
 	case "arm64", "x86_64":
 	default:
@@ -503,6 +525,16 @@ func (s Settings) Validate() error {
 // TaskVisibility is the task queue's visibility timeout: six times the
 // rewriter's timeout (AWS's guidance for SQS event sources).
 func (s Settings) TaskVisibility() time.Duration { return 6 * s.Rewriter.Timeout }
+
+// CrashedTaskReturn is the latest a task comes back after its job's term
+// was renewed (when the task started) if its rewriter dies without
+// answering: the rewriter's timeout plus the heartbeat that keeps a
+// running task invisible (envvars.TaskHeartbeat; the queue's own
+// visibility timeout, TaskVisibility, only holds a message the event
+// source received but has not handed to a rewriter yet).
+func (s Settings) CrashedTaskReturn() time.Duration {
+	return s.Rewriter.Timeout + envvars.TaskHeartbeat
+}
 
 // CommitVisibility is the commit queue's visibility timeout: six times the
 // committer's timeout, and always longer than the commit takeover plus one

@@ -60,6 +60,9 @@ func (s Settings) Summary() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "  granted: %s\n", s.Grants)
+	if _, widened, err := s.IAMScope(); err == nil && len(widened) > 0 {
+		fmt.Fprintf(&b, "  IAM scope widened to the whole database for %d databases (too many tables for IAM's policy quotas; the functions still maintain only the granted tables): %s\n", len(widened), strings.Join(widened, ", "))
+	}
 	if tb, ok := s.TableBucket(); ok {
 		fmt.Fprintf(&b, "  table bucket %s (S3 Tables): s3tables: permissions on the granted namespaces and tables; no object deletes (its unreferenced file removal removes failed attempts' files)\n", tb.ARN)
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -53,11 +56,26 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 	out.Storage = newStorage(stack, s)
 	out.Queues = newQueues(stack, s)
 	bus := awsevents.EventBus_FromEventBusName(stack, jsii.String("Bus"), jsii.String(busName(s.EventBus)))
-	out.Functions = newFunctions(stack, s, out.Storage, out.Queues, s.EventBus)
-	if err := grantAccess(stack, s, out.Storage, out.Queues, out.Functions, s.EventBus); err != nil {
+	fns, err := newFunctions(stack, s, out.Storage, out.Queues, s.EventBus)
+	if err != nil {
 		return nil, err
 	}
-	rules, err := newRules(stack, s, out.Functions, bus)
+	out.Functions = fns
+	iamScope, widened, err := s.IAMScope()
+	if err != nil {
+		return nil, err
+	}
+	if len(widened) > 0 {
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("icekeeper:iam-scope"), jsii.String(fmt.Sprintf(
+			"the grant list names too many tables for IAM's policy quotas: the IAM scope of %d databases (%s) is their whole database; the functions still maintain only the granted tables (grant whole namespaces to avoid this)",
+			len(widened), strings.Join(widened, ", "))), nil)
+	}
+	if err := grantAccess(stack, iamScope, out.Storage, out.Queues, out.Functions, s.EventBus); err != nil {
+		return nil, err
+	}
+	// The S3 rule's key patterns follow the IAM scope: the planner
+	// ignores a location that is not a granted table.
+	rules, err := newRules(stack, iamScope, out.Functions, bus)
 	if err != nil {
 		return nil, err
 	}

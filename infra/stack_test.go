@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -77,8 +78,14 @@ func synth(t *testing.T, ctx map[string]any) (*fixture, error) {
 	if a, ok := ctx[ctxTestAccount].(string); ok {
 		account, region = a, ctx[ctxTestRegion].(string)
 	}
+	env := &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+	if ctx[ctxTestAgnostic] == true {
+		// As main.go synthesizes without CDK_DEFAULT_ACCOUNT and _REGION:
+		// partition, region and account are deploy-time values.
+		env = nil
+	}
 	stack, err := NewIcekeeperStack(app, "Test", &IcekeeperStackProps{
-		StackProps: awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}},
+		StackProps: awscdk.StackProps{Env: env},
 		Settings:   settings,
 	})
 	if err != nil {
@@ -232,7 +239,13 @@ func (f *fixture) statements(t *testing.T, name string) []stmt {
 	_, fn := f.function(t, name)
 	role := strings.TrimSuffix(strings.TrimPrefix(flat(fn["Role"]), "${"), ".Arn}")
 	var out []stmt
-	for _, p := range f.ofType("AWS::IAM::Policy") {
+	policies := f.ofType("AWS::IAM::Policy")
+	// A large deployment's table statements are in managed policies
+	// attached to the role (iam.go, flush).
+	for id, p := range f.ofType("AWS::IAM::ManagedPolicy") {
+		policies[id] = p
+	}
+	for _, p := range policies {
 		attached := false
 		for _, r := range strs(props(p)["Roles"]) {
 			attached = attached || r == "${"+role+"}"
@@ -540,6 +553,58 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s environment\n got  %v\n want %v", name, got, want)
 		}
+	}
+}
+
+// TestIcekeeperStack_DefaultRedriveIsAWSsRecommendedFive: with nothing
+// set, both queues dead-letter after 5 receives, AWS's recommended least
+// maxReceiveCount for a Lambda event source
+// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html), and the
+// functions count the same deliveries (ICEKEEPER_MAX_TASK_ATTEMPTS, whose
+// own default in shared/config is the same constant).
+func TestIcekeeperStack_DefaultRedriveIsAWSsRecommendedFive(t *testing.T) {
+	ctx := activeContext()
+	delete(ctx, CtxMaxTaskAttempts)
+	f := mustSynth(t, ctx)
+	queues := 0
+	for id, r := range f.ofType("AWS::SQS::Queue") {
+		rp, ok := props(r)["RedrivePolicy"].(map[string]any)
+		if !ok {
+			continue
+		}
+		queues++
+		if rp["maxReceiveCount"] != 5.0 {
+			t.Errorf("%s maxReceiveCount %v, want 5", id, rp["maxReceiveCount"])
+		}
+	}
+	if queues != 2 {
+		t.Fatalf("%d queues with a redrive policy, want 2", queues)
+	}
+	_, rw := f.function(t, "Rewriter")
+	vars, _ := rw["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if got := vars[envvars.MaxTaskAttempts]; got != "5" {
+		t.Errorf("rewriter %s = %v, want 5", envvars.MaxTaskAttempts, got)
+	}
+	if config := envvars.DefaultMaxTaskAttempts; config != 5 {
+		t.Errorf("envvars.DefaultMaxTaskAttempts (shared/config's default) = %d, want 5", config)
+	}
+}
+
+// TestIcekeeperStack_ACrashedRewritersTaskComesBackWithinTheLease: the
+// deployed lease (ICEKEEPER_LEASE_TTL) outlasts a rewriter's timeout plus
+// the heartbeat that keeps its task invisible, so the task of a rewriter
+// that died comes back while its job still holds the table.
+func TestIcekeeperStack_ACrashedRewritersTaskComesBackWithinTheLease(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	_, rw := f.function(t, "Rewriter")
+	vars, _ := rw["Environment"].(map[string]any)["Variables"].(map[string]any)
+	lease, err := time.ParseDuration(vars[envvars.LeaseTTL].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.Duration(rw["Timeout"].(float64)) * time.Second
+	if lease <= timeout+envvars.TaskHeartbeat {
+		t.Fatalf("lease %s does not outlast the rewriter's timeout %s plus the heartbeat %s", lease, timeout, envvars.TaskHeartbeat)
 	}
 }
 
@@ -915,6 +980,10 @@ func TestSettings_RejectUnsafeOrIncompleteSettings(t *testing.T) {
 		"max concurrency of 1":    {map[string]any{CtxRewriterConcurrency: 1}, "want 2 to 1000"},
 		"ephemeral over 10 GB":    {map[string]any{CtxRewriterEphemeral: 20480}, "want 512 to 10240 MB"},
 		"rewriter below 1 GB":     {map[string]any{CtxRewriterMemory: 512}, "rewriterMemoryMb: 512: want at least 1024 MB"},
+		// AWS recommends maxReceiveCount >= 5 on a Lambda event source's
+		// queue (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html).
+		"fewer than 5 attempts":      {map[string]any{CtxMaxTaskAttempts: 3}, "maxTaskAttempts: 3: want 5 to 1000"},
+		"lease shorter than a crash": {map[string]any{CtxLeaseTTL: "17m"}, "a crashed rewriter's task would come back after the job lost its table"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -1441,6 +1510,8 @@ func cdkFeatureFlags(t *testing.T) map[string]any {
 const (
 	ctxTestAccount = "test:account"
 	ctxTestRegion  = "test:region"
+	// ctxTestAgnostic (true): an environment-agnostic stack.
+	ctxTestAgnostic = "test:agnostic"
 )
 
 // policiesFiles are what the root module's end-to-end tests evaluate every

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/icekeeper/icekeeper/shared/envvars"
 	"github.com/icekeeper/icekeeper/shared/stage"
 	"github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
@@ -24,5 +25,5 @@ func main() {
 	}
 	// Only an orphan cleanup's tasks load tables from the catalog.
 	cat := rewriter.Catalog(deps)
-	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriter.Deleter(deps, cat), List: rewriter.Lister(deps, cat), Requeue: deps.Tasks, Log: log}.Handle)
+	lambda.Start(rewriter.Handler{Rewrite: r, Delete: rewriter.Deleter(deps, cat), List: rewriter.Lister(deps, cat), Requeue: deps.Tasks, Heartbeat: envvars.TaskHeartbeat, Log: log}.Handle)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ const (
 	EnvPrefix            = envvars.Prefix
 	EnvMode              = envvars.Mode
 	EnvGrants            = envvars.Grants
+	EnvGrantsFile        = envvars.GrantsFile
 	EnvEventBus          = envvars.EventBus
 	EnvMinInterval       = envvars.MinInterval
 	EnvSweepMaxJobs      = envvars.SweepMaxJobs
@@ -88,7 +90,7 @@ const (
 	DefaultLeaseTTL        = 30 * time.Minute
 	DefaultMaxGroupBytes   = int64(2) << 30
 	DefaultInlineTaskBytes = 192 << 10
-	DefaultMaxTaskAttempts = 3
+	DefaultMaxTaskAttempts = envvars.DefaultMaxTaskAttempts
 	DefaultCommitRetries   = 5
 	DefaultCommitTakeover  = 16 * time.Minute
 	// DefaultOrphanListFanOut: tables whose current snapshot has this many
@@ -274,6 +276,15 @@ func FromLookup(getenv func(string) string) (Config, error) {
 		}
 	}
 	setS(&c.Grants, EnvGrants)
+	if p := strings.TrimSpace(getenv(EnvGrantsFile)); p != "" {
+		if strings.TrimSpace(c.Grants) != "" {
+			errs = append(errs, fmt.Errorf("%w: set %s or %s, not both", ErrInvalid, EnvGrants, EnvGrantsFile))
+		} else if g, err := readGrantsFile(p, getenv("LAMBDA_TASK_ROOT")); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrInvalid, EnvGrantsFile, err))
+		} else {
+			c.Grants = g
+		}
+	}
 	setS(&c.EventBus, EnvEventBus)
 	setI(&c.SweepMaxJobs, EnvSweepMaxJobs)
 	setI64(&c.SweepMaxBytes, EnvSweepMaxBytes)
@@ -457,4 +468,20 @@ func ParseMode(v string) (Mode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("%w: %s=%q: want off, advisory or active", ErrInvalid, EnvMode, v)
+}
+
+// readGrantsFile reads the grant list of ICEKEEPER_GRANTS_FILE: entries
+// separated by commas or newlines. A relative path is relative to taskRoot
+// when set (LAMBDA_TASK_ROOT, "the path to your Lambda function code":
+// https://docs.aws.amazon.com/lambda/latest/dg/current-supported-versions.html),
+// where the CDK stack puts the file.
+func readGrantsFile(path, taskRoot string) (string, error) {
+	if !filepath.IsAbs(path) && taskRoot != "" {
+		path = filepath.Join(taskRoot, path)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the grant list: %w", err)
+	}
+	return envvars.GrantsFromFile(string(raw)), nil
 }

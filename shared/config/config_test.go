@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +83,33 @@ func TestValidate_ActiveModeRefusesToStartWithoutGrants(t *testing.T) {
 	}
 	if Defaults().Mode != ModeOff {
 		t.Fatal("the default mode must be off")
+	}
+}
+
+// TestFromLookup_ReadsTheGrantListFromTheFileTheStackShips: a grant list
+// too long for Lambda's environment comes as ICEKEEPER_GRANTS_FILE, a path
+// relative to LAMBDA_TASK_ROOT (the function's code), one entry per line
+// or comma-separated; it is the grant list the functions then enforce.
+func TestFromLookup_ReadsTheGrantListFromTheFileTheStackShips(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "grants.txt"), []byte("db000.t000\ndb000.t001, db001.*\n\nsales\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := FromLookup(lookup(map[string]string{EnvMode: "active", EnvGrantsFile: "grants.txt", "LAMBDA_TASK_ROOT": root}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Grants != "db000.t000,db000.t001,db001.*,sales" {
+		t.Fatalf("grants %q", c.Grants)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("active with the file's grants: %v", err)
+	}
+	if _, err := FromLookup(lookup(map[string]string{EnvGrants: "a", EnvGrantsFile: "grants.txt", "LAMBDA_TASK_ROOT": root})); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("both set: err %v, want refused", err)
+	}
+	if _, err := FromLookup(lookup(map[string]string{EnvGrantsFile: filepath.Join(root, "missing.txt")})); !errors.Is(err, ErrInvalid) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: err %v, want ErrInvalid wrapping not-exist", err)
 	}
 }

@@ -5,6 +5,11 @@
 // without the pipeline's.
 package envvars
 
+import (
+	"strings"
+	"time"
+)
+
 // Names.
 const (
 	CatalogType       = "ICEKEEPER_CATALOG_TYPE"
@@ -46,6 +51,11 @@ const (
 	LedgerBackOff     = "ICEKEEPER_LEDGER_BACKOFF"
 	ExchangePageBytes = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
 	MaxJobFiles       = "ICEKEEPER_MAX_JOB_FILES"
+	// GrantsFile names a file holding the grant list instead of Grants
+	// (relative to LAMBDA_TASK_ROOT when that is set): the CDK stack puts
+	// a grant list too long for Lambda's 4 KB of environment variables in
+	// the function's code package.
+	GrantsFile = "ICEKEEPER_GRANTS_FILE"
 )
 
 // DefaultMaxJobFiles is MaxJobFiles' default, for the 1024 MB committer
@@ -55,9 +65,42 @@ const (
 // stack scales it by the committer's memory.
 const DefaultMaxJobFiles = int64(100_000)
 
+// TaskHeartbeat is how long a rewriter keeps its task invisible at a time:
+// on receipt it sets the message's visibility to TaskHeartbeat, and renews
+// it every third of that while it works, so a rewriter that dies (its
+// timeout, out of memory) lets its task come back within TaskHeartbeat
+// instead of the queue's visibility timeout (six rewriter timeouts). A
+// visibility change counts from the call
+// (https://docs.aws.amazon.com/sdkfornet/v3/apidocs/items/SQS/TChangeMessageVisibilityRequest.html).
+// The CDK stack requires the lease to outlast a rewriter's timeout plus
+// TaskHeartbeat.
+const TaskHeartbeat = 2 * time.Minute
+
+// DefaultMaxTaskAttempts is MaxTaskAttempts' default and the stack's
+// maxReceiveCount of both queues: AWS recommends a maxReceiveCount of at
+// least 5 on a Lambda event source's queue, since a throttled or
+// unanswered receive counts like a failed one
+// (https://docs.aws.amazon.com/lambda/latest/dg/sqs-retries.html, "Set the
+// maxReceiveCount on the source queue's redrive policy to at least 5").
+const DefaultMaxTaskAttempts = 5
+
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile,
 	}
+}
+
+// GrantsFromFile is the grant list a GrantsFile holds: its entries,
+// separated by commas or newlines, joined by commas (Grants' syntax).
+// Package config reads GrantsFile with it, and the CDK stack's tests read
+// the file the stack ships with it.
+func GrantsFromFile(content string) string {
+	var entries []string
+	for _, e := range strings.FieldsFunc(content, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, e)
+		}
+	}
+	return strings.Join(entries, ",")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
@@ -49,7 +51,13 @@ type Handler struct {
 	// Requeue, when set, brings a failed task back after
 	// rewrite.RetryDelay instead of the queue's visibility timeout.
 	Requeue Requeuer
-	Log     *slog.Logger
+	// Heartbeat, with Requeue, keeps each task invisible for Heartbeat at
+	// a time while it runs (set on receipt, renewed every third of it), so
+	// the task of a rewriter that dies without answering comes back within
+	// Heartbeat (envvars.TaskHeartbeat in the Lambda function). 0: the
+	// queue's visibility timeout holds it.
+	Heartbeat time.Duration
+	Log       *slog.Logger
 }
 
 // Handle rewrites each task in the batch and reports the failed ones.
@@ -57,6 +65,9 @@ func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaev
 	log := stage.Logger(h.Log)
 	resp := stage.EachMessage(ctx, log, ev, "task", func(ctx context.Context, task messages.Task, rec lambdaevents.SQSMessage) error {
 		n := stage.ReceiveCount(rec)
+		stop := h.heartbeat(ctx, log, task, rec.ReceiptHandle)
+		// A panic stops the heartbeat too, as a dead process's would stop.
+		defer stop()
 		var err error
 		switch kind := task.Kind(); kind {
 		case messages.TaskDelete:
@@ -76,6 +87,8 @@ func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaev
 		default:
 			err = fmt.Errorf("%w: task kind %q", rewrite.ErrTerminal, kind)
 		}
+		// No heartbeat may land after the retry delay below.
+		stop()
 		if err != nil && h.Requeue != nil {
 			delay := rewrite.RetryDelay(n, err)
 			if rerr := h.Requeue.Release(context.WithoutCancel(ctx), rec.ReceiptHandle, int32(delay.Seconds())); rerr != nil {
@@ -85,4 +98,45 @@ func (h Handler) Handle(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaev
 		return err
 	})
 	return resp, nil
+}
+
+// heartbeat keeps the task's message invisible for h.Heartbeat from now
+// and renews that every third of it until stop is called (stop may be
+// called more than once). A renewal that fails is logged: the task may
+// then be delivered again while it runs, which the rewrite's attempts
+// make harmless (package rewrite).
+func (h Handler) heartbeat(ctx context.Context, log *slog.Logger, task messages.Task, receipt string) (stop func()) {
+	if h.Requeue == nil || h.Heartbeat <= 0 {
+		return func() {}
+	}
+	seconds := int32(max(h.Heartbeat/time.Second, 1))
+	beat := func() {
+		if err := h.Requeue.Release(context.WithoutCancel(ctx), receipt, seconds); err != nil {
+			log.Warn("renew the task's visibility", "job_id", task.JobID, "group", task.Group, "err", err.Error())
+		}
+	}
+	beat()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(max(h.Heartbeat/3, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				beat()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+		})
+	}
 }

@@ -2,8 +2,10 @@
 // Lister build package rewrite's rewriter and the deletion and listing
 // tasks' workers from the shared stage, and Handler decodes each task of
 // an SQS batch, hands it to the worker of its kind (messages.TaskKind),
-// reports failures per message and brings a failed task back after
-// rewrite.RetryDelay. Rewriters open the pinned metadata file; only an
+// reports failures per message, brings a failed task back after
+// rewrite.RetryDelay, and keeps a running task invisible by a heartbeat,
+// so a rewriter that dies lets its task come back within minutes.
+// Rewriters open the pinned metadata file; only an
 // orphan cleanup's tasks load a table from the catalog (Catalog, opened on
 // first use): a deletion task right before deleting, a listing task whose
 // metadata file is gone. The handler knows nothing of AWS clients or
