@@ -255,6 +255,7 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	deletionParts := bucket + "/" + a.s.key(JobsPrefix) + "*/deletions/*"
 	listingMarkers := bucket + "/" + a.s.key(JobsPrefix) + "*/listing/*"
 	foundObjects := bucket + "/" + a.s.key(JobsPrefix) + "*/found/*"
+	refusedParts := bucket + "/" + a.s.key(JobsPrefix) + "*/refused/*"
 	exchangePages := bucket + "/" + a.s.key(JobsPrefix) + "*/exchange/*"
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
@@ -273,6 +274,9 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 		// lists the parts left (shared/deletions).
 		statement("DeletionPartsRemove", []string{"s3:DeleteObject"}, []string{deletionParts}),
 		a.jobFoldersListing("DeletionPartsList", bucket, "deletions"),
+		// An orphan cleanup's deletion task that must refuse records it
+		// for the committer, which ends the job failed (shared/deletions).
+		statement("RefusedPartsWrite", []string{"s3:PutObject"}, []string{refusedParts}),
 		// A listing task of an orphan cleanup writes what it found, removes
 		// its marker and lists the markers left (shared/listing).
 		statement("ListingFindingsWrite", []string{"s3:PutObject"}, []string{foundObjects}),
@@ -294,7 +298,7 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	// An expiry's durable record of the files it frees, removed part by
 	// part as they are deleted (shared/commit/expiry.go).
 	add(fns.Committer, statement("ExpiryRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/deletions*"}),
-		a.jobFoldersListing("DeletionPartsList", bucket, "deletions"))
+		a.jobFoldersListing("DeletionPartsList", bucket, "deletions", "refused"))
 	// An orphan cleanup's fanned-out listing: its record and markers, and
 	// what the prefixes found, which a committer taking over lists itself
 	// (shared/commit/orphans.go).

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -183,3 +184,63 @@ func TestOrphans_AFileOnlyAnOlderMetadataFileReferencesStays(t *testing.T) {
 
 // stripFile is the local path of a file: URI.
 func stripFile(uri string) string { return strings.TrimPrefix(uri, "file://") }
+
+// TestOrphans_ADeletionTaskThatMustRefuseKeepsItsFilesAndFailsTheJobAtOnce:
+// an orphan cleanup's deletions are fanned out; before the tasks run,
+// another tool deletes a metadata file the table's log still names, so
+// what the table references can no longer be known (orphans.Still
+// refuses). No task deletes anything, none fails into the dead-letter
+// queue, and the job ends failed at once, naming the refusal; every
+// orphan, live file and row is still there.
+func TestOrphans_ADeletionTaskThatMustRefuseKeepsItsFilesAndFailsTheJobAtOnce(t *testing.T) {
+	e := setup(t)
+	e.createTable(busy)
+	want := e.fingerprint()
+	planted := []string{e.plant("data/region=region-00/00000-0-stray-a.parquet", 96*time.Hour),
+		e.plant("data/region=region-01/00000-0-stray-b.parquet", 96*time.Hour),
+		e.plant("metadata/stray-m0.avro", 96*time.Hour)}
+	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeletionFanOut(e.deps.Tasks, 2)
+	e.committer = c
+
+	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainCommits() // lists, records the parts, sends one task a part
+	if j := e.job(r.JobID); j.State != jobs.Committing {
+		t.Fatalf("job %s (%s), want committing while the tasks delete", j.State, j.Reason)
+	}
+	var logged string
+	for l := range e.load().Metadata().PreviousFiles() {
+		logged = l.MetadataFile
+		break
+	}
+	if logged == "" {
+		t.Fatal("the table has no metadata log: the test needs one")
+	}
+	if err := os.Remove(stripFile(logged)); err != nil {
+		t.Fatal(err)
+	}
+	st := e.drainTasks()
+	if st.Delivered < 3 || st.Failed != 0 {
+		t.Fatalf("deletion tasks: %+v, want every part delivered once, none failed", st)
+	}
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Failed || !strings.Contains(j.Reason, "refused") {
+		t.Fatalf("job %s (%s), want failed naming the refusal", j.State, j.Reason)
+	}
+	for _, p := range planted {
+		if !exists(p) {
+			t.Errorf("%s was deleted though the cleanup refused", p)
+		}
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
@@ -475,11 +476,43 @@ func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job j
 		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
 		out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = len(rec.Expired), rec.Files, rec.Bytes
 	default:
+		refused, err := c.refusedParts(ctx, job)
+		if err != nil {
+			return res, err
+		}
+		if len(refused) > 0 {
+			// Loud: the job fails, and the table's failure record counts
+			// it; what the other parts deleted was checked by their tasks.
+			reason := fmt.Sprintf("%s: %d of %d deletion parts refused, their files kept: %s", orphans.ErrRefused, len(refused), len(rec.Parts), refused[0].Reason)
+			return c.abort(ctx, log, job, jobs.Failed, reason, job.CommitterID, messages.FailTerminal)
+		}
 		why = fmt.Sprintf("removed %d orphan files in fanned-out tasks", rec.Files)
 		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
 		out.OrphansRemoved = rec.Files
 	}
 	return out, err
+}
+
+// refusedParts reads what deletion tasks of an orphan cleanup refused
+// (package deletions).
+func (c *Committer) refusedParts(ctx context.Context, job jobs.Job) ([]messages.RefusedPart, error) {
+	keys, err := c.blobs.List(ctx, messages.RefusedPrefix(job.ID))
+	if err != nil {
+		return nil, fmt.Errorf("list refused deletion parts: %w", err)
+	}
+	var out []messages.RefusedPart
+	for _, k := range keys {
+		b, err := c.blobs.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("read refused deletion part %s: %w", k, err)
+		}
+		var p messages.RefusedPart
+		if err := messages.Decode(b, &p); err != nil {
+			return nil, fmt.Errorf("%w: refused deletion part %s: %w", ErrInvariant, k, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // serverSideRequirements reports whether the catalog validates commit

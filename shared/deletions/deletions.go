@@ -15,6 +15,12 @@
 //     or a metadata file of its log references (orphans.Still);
 //   - the part's object is removed once its files are; a redelivered task
 //     whose part is gone does nothing; deleting a file twice is harmless;
+//   - an orphan cleanup's part that orphans.Still refuses (the metadata
+//     log names files that are gone, or a reference names a listed file
+//     with another scheme or authority) deletes nothing: the task records
+//     the refusal (messages.RefusedName) and removes the part, so the job ends
+//     failed, loud, at once, instead of its task failing every delivery
+//     into the dead-letter queue;
 //   - the task that finds no part left sends the commit request that lets
 //     the committer finish the job (several may: the committer finishes it
 //     once).
@@ -37,9 +43,11 @@ import (
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
-// Blobs reads and removes the parts, and lists those left.
+// Blobs reads and removes the parts, lists those left, and records a
+// refused part.
 type Blobs interface {
 	Get(ctx context.Context, key string) ([]byte, error)
+	Put(ctx context.Context, name string, data []byte) (string, error)
 	Delete(ctx context.Context, key string) error
 	List(ctx context.Context, prefix string) ([]string, error)
 }
@@ -85,6 +93,9 @@ type Result struct {
 	Dropped bool  `json:"dropped,omitempty"`
 	// Last: no part was left; the commit request was sent.
 	Last bool `json:"last,omitempty"`
+	// Refused: the part's files were kept, the cleanup refused (the
+	// reason is recorded for the committer).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Handle deletes the part the task names.
@@ -128,14 +139,23 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 		} else if tbl, err = d.current(ctx, ident, dt.MetadataLocation); err == nil {
 			paths, bytes, err = unreferenced(ctx, tbl, dt, part)
 		}
-		if err != nil {
+		switch {
+		case dt.Orphans && errors.Is(err, orphans.ErrRefused):
+			// Nothing of this part is deleted, now or on a redelivery.
+			if rerr := d.recordRefusal(ctx, task.JobID, part.Index, err); rerr != nil {
+				return res, rerr
+			}
+			res.Refused = err.Error()
+			log.Error("orphan cleanup refused: this part's files are kept, and the job ends failed", "err", err.Error())
+		case err != nil:
 			return res, fmt.Errorf("deletions: part %d of job %s: %w", part.Index, task.JobID, err)
-		}
-		if err := outputs.Remove(ctx, tbl, paths); err != nil {
-			return res, fmt.Errorf("deletions: delete part %d: %w", part.Index, err)
-		}
-		if !outputs.InTableBucket(tbl.Location()) {
-			res.Files, res.Bytes = len(paths), bytes
+		default:
+			if err := outputs.Remove(ctx, tbl, paths); err != nil {
+				return res, fmt.Errorf("deletions: delete part %d: %w", part.Index, err)
+			}
+			if !outputs.InTableBucket(tbl.Location()) {
+				res.Files, res.Bytes = len(paths), bytes
+			}
 		}
 		if err := d.Blobs.Delete(ctx, dt.PartKey); err != nil {
 			return res, fmt.Errorf("deletions: remove part object: %w", err)
@@ -157,6 +177,19 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 	}
 	log.Info("deletion part done", "files", res.Files, "bytes", res.Bytes, "last", res.Last)
 	return res, nil
+}
+
+// recordRefusal records that part index of a job was refused, before the
+// part is removed: the committer ends the job failed with the reason.
+func (d Deleter) recordRefusal(ctx context.Context, jobID string, index int, why error) error {
+	body, err := messages.Encode(messages.RefusedPart{Version: messages.FormatVersion, JobID: jobID, Part: index, Reason: why.Error()})
+	if err != nil {
+		return err
+	}
+	if _, err := d.Blobs.Put(ctx, messages.RefusedName(jobID, index), body); err != nil {
+		return fmt.Errorf("deletions: record the refusal of part %d: %w", index, err)
+	}
+	return nil
 }
 
 // stillOrphans loads the table from the catalog and keeps the part's

@@ -1,5 +1,7 @@
 package messages
 
+import "fmt"
+
 // The formats of the maintenance jobs other than compaction: snapshot
 // expiry (package expire decides, the committer acts) and manifest
 // rewrite. See docs/FORMATS.md.
@@ -234,4 +236,23 @@ type LayoutPlan struct {
 	Columns     []string `json:"columns"`
 	FromOrderID int      `json:"from_order_id"`
 	Why         string   `json:"why"`
+}
+
+// RefusedPart records that a deletion task of an orphan cleanup refused
+// its part (package deletions): the part's files were kept, and the
+// committer ends the job failed with Reason.
+type RefusedPart struct {
+	Version int    `json:"v"`
+	JobID   string `json:"job_id"`
+	Part    int    `json:"part"`
+	Reason  string `json:"reason"`
+}
+
+// RefusedPrefix is where a job's refused parts are recorded (under
+// icekeeper's bucket prefix).
+func RefusedPrefix(jobID string) string { return "jobs/" + jobID + "/refused/" }
+
+// RefusedName names the record of part index of a job (RefusedPart).
+func RefusedName(jobID string, index int) string {
+	return fmt.Sprintf("%s%05d.json", RefusedPrefix(jobID), index)
 }
