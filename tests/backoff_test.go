@@ -12,6 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
@@ -157,7 +158,7 @@ func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
 	files := int64(len(e.liveTasks()))
 	estimate := files * 600
 
-	e.planner.SetMemoryBudget(estimate - 1)
+	e.planner = e.plannerWithMemoryBudget(estimate - 1)
 	for i := 0; i < 2; i++ {
 		r, err := e.planner.PlanTable(e.ctx, e.name(), "test")
 		if !errors.Is(err, plan.ErrTooLargeToPlan) || !strings.Contains(err.Error(), fmt.Sprintf("%d live data files", files)) || !strings.Contains(err.Error(), "plannerMemoryMb") {
@@ -174,7 +175,7 @@ func TestPlanner_ATableTooLargeForThePlannersMemoryFailsLoud(t *testing.T) {
 
 	e2 := setup(t)
 	e2.createTable(smallTable)
-	e2.planner.SetMemoryBudget(estimate)
+	e2.planner = e2.plannerWithMemoryBudget(estimate)
 	if r := e2.plan(); r.Outcome != plan.OutcomePlanned {
 		t.Fatalf("with the budget at the estimate: %s (%s), want planned", r.Outcome, r.Reason)
 	}
@@ -192,12 +193,12 @@ func TestPlanner_ADeleteRewriteTooLargeForThePlannersMemoryFailsLoud(t *testing.
 	e.positionDeletesInEveryPartition(o, 5)
 	files := int64(len(e.liveTasks()))
 
-	e.planner.SetMemoryBudget(files*600 - 1)
+	e.planner = e.plannerWithMemoryBudget(files*600 - 1)
 	r, err := e.planner.PlanDeleteRewrite(e.ctx, e.name(), "test")
 	if !errors.Is(err, plan.ErrTooLargeToPlan) || !strings.Contains(err.Error(), fmt.Sprintf("%d live data files", files)) || r.JobID != "" {
 		t.Fatalf("delete rewrite: %+v %v, want ErrTooLargeToPlan naming %d files and no job", r, err, files)
 	}
-	e.planner.SetMemoryBudget(files * 600)
+	e.planner = e.plannerWithMemoryBudget(files * 600)
 	if r := e.planDeleteRewrite(); r.Outcome != plan.OutcomePlanned {
 		t.Fatalf("with the budget at the estimate: %s (%s), want planned", r.Outcome, r.Reason)
 	}
@@ -227,4 +228,15 @@ func TestHealth_ATableTooLargeToPlanIsReportedAndLeftToThePlannerToRefuse(t *tes
 	if a, err = (trigger.HealthAssessor{}).Assess(e.ctx, e.name(), e.load()); err != nil || a.CompactionBytes <= 1 {
 		t.Fatalf("without a budget: compaction bytes %d, %v", a.CompactionBytes, err)
 	}
+}
+
+// plannerWithMemoryBudget is the planner as the function builds it, with
+// a memory budget of budget bytes.
+func (e *env) plannerWithMemoryBudget(budget int64) *plan.Planner {
+	e.t.Helper()
+	p, err := plannerstage.PlannerWith(e.deps.Deps, e.cat, func(o *plan.Options) { o.MemoryBudget = budget })
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
 }

@@ -96,11 +96,10 @@ func TestCommitter_StaleBaseIsReloadedRevalidatedAndRebuilt(t *testing.T) {
 					want = e.fingerprint()
 				}
 				c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
-					ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+					ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{Metrics: e.deps.Metrics})
 				if err != nil {
 					t.Fatal(err)
 				}
-				c.SetMetrics(e.deps.Metrics)
 				res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1)
 				if err != nil {
 					t.Fatalf("commit: %v", err)

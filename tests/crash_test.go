@@ -76,7 +76,7 @@ func TestRewriterCrash_TheTaskComesBackWithinTheLeaseAndTheJobCommitsWithoutStar
 	armed := &atomic.Bool{}
 	armed.Store(true)
 	rw, err := rewrite.New(rewrite.Settings{MaxAttempts: e.cfg.MaxTaskAttempts, ScanConcurrency: e.cfg.ScanConcurrency, LeaseTTL: e.cfg.LeaseTTL},
-		e.deps.Jobs, e.deps.Leases, descriptorCrashBlobs{Store: e.deps.Blobs, armed: armed}, e.deps.Commits, e.deps.Tables, discardLog, nil)
+		e.deps.Jobs, e.deps.Leases, descriptorCrashBlobs{Store: e.deps.Blobs, armed: armed}, e.deps.Commits, e.deps.Tables, discardLog, nil, rewrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

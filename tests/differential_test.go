@@ -544,7 +544,7 @@ func (r *diffRun) drainTasks(j *diffJob, max int) localrun.Stats {
 		rh := e.rewriterHandler()
 		if j.crashClaim != "" {
 			cj := &crashingJobs{Jobs: e.deps.Jobs, when: j.crashClaim}
-			rw, err := rewrite.New(rewrite.Settings{MaxAttempts: e.cfg.MaxTaskAttempts}, cj, e.deps.Leases, e.deps.Blobs, e.deps.Commits, e.deps.Tables, discardLog, nil)
+			rw, err := rewrite.New(rewrite.Settings{MaxAttempts: e.cfg.MaxTaskAttempts}, cj, e.deps.Leases, e.deps.Blobs, e.deps.Commits, e.deps.Tables, discardLog, nil, rewrite.Options{})
 			if err != nil {
 				e.t.Fatalf("crashing rewriter: %v", err)
 			}

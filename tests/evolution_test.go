@@ -469,7 +469,7 @@ func TestEvolution_RepartitionedInSmallWindows(t *testing.T) {
 	e := setup(t)
 	e.createTable(sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 6, RowsPerFile: 2000, PositionDeletes: true, EqualityDeletes: true})
 	e.evolveSpec(func(u *table.UpdateSpec) { u.AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket") })
-	r, err := rewrite.New(rewrite.Settings{MaxAttempts: 3, RepartitionWindowBytes: 64 << 10}, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Commits, e.deps.Tables, nil, nil)
+	r, err := rewrite.New(rewrite.Settings{MaxAttempts: 3, RepartitionWindowBytes: 64 << 10}, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Commits, e.deps.Tables, nil, nil, rewrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func TestExpire_ATagCreatedDuringTheExpiryIsNeverDropped(t *testing.T) {
 				}
 			}}
 			c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
-				racer, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+				racer, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +189,7 @@ func TestExpire_AnExpiryThatLostItsLeaseAfterItsCommitEndsAndTheNextFinishesIt(t
 	want := e.fingerprint()
 	first := e.job(r.JobID)
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

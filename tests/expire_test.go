@@ -244,7 +244,7 @@ func TestExpire_ACommitLandingDuringTheExpiryIsKept(t *testing.T) {
 		want = e.fingerprint()
 	}
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
-		ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		ic, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,11 +363,10 @@ func TestExpire_LargeDeletionsFanOutToTheRewriters(t *testing.T) {
 		t.Fatalf("plan: %+v %v", r, err)
 	}
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, DeletionPartFiles: 3},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeletionFanOut(e.deps.Tasks, 2)
 	res, err := c.Handle(asFunction(e.ctx, "Committer"), messages.CommitJob(r.JobID), 1)
 	if err != nil || res.Outcome != commit.OutcomeWaiting {
 		t.Fatalf("commit: %+v %v, want the deletions fanned out", res, err)

@@ -81,11 +81,10 @@ func TestOrphans_FannedOutDeletionsOfABusyTableFinish(t *testing.T) {
 		e.plant("metadata/stray-m0.avro", 96*time.Hour)}
 	claimed := e.plant("data/region=region-00/00000-0-stray-c.parquet", 96*time.Hour)
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeletionFanOut(e.deps.Tasks, 2)
 	e.committer = c
 
 	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
@@ -200,11 +199,10 @@ func TestOrphans_ADeletionTaskThatMustRefuseKeepsItsFilesAndFailsTheJobAtOnce(t 
 		e.plant("data/region=region-01/00000-0-stray-b.parquet", 96*time.Hour),
 		e.plant("metadata/stray-m0.avro", 96*time.Hour)}
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeletionFanOut(e.deps.Tasks, 2)
 	e.committer = c
 
 	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)

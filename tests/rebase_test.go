@@ -293,7 +293,7 @@ func TestRebase_ACommitterThatDiesAfterRebasingLeavesNothing(t *testing.T) {
 	want := e.fingerprint()
 	cat := &crashingCommits{Catalog: e.cat, crashes: 1}
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: takeover},
-		cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,11 +63,10 @@ func TestExpire_S3WarehouseDeletesThroughTheFanOut(t *testing.T) {
 		t.Fatalf("plan: %+v %v", r, err)
 	}
 	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, DeletionPartFiles: 3},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeletionFanOut(e.deps.Tasks, 2)
 	if res, err := c.Handle(e.ctx, messages.CommitJob(r.JobID), 1); err != nil || res.Outcome != commit.OutcomeWaiting {
 		t.Fatalf("commit: %+v %v", res, err)
 	}

@@ -277,18 +277,18 @@ func newSafetyStages(e *env) *safetyStages {
 	ps := plan.Settings{LeaseTTL: cfg.LeaseTTL, MaxGroupBytes: cfg.MaxGroupBytes, InlineTaskBytes: cfg.InlineTaskBytes,
 		TargetFileSize: cfg.TargetFileSize, OrphanListFanOutFiles: cfg.OrphanListFanOutFiles, MaxJobFiles: cfg.MaxJobFiles}
 	var err error
-	if s.planner, err = plan.New(ps, e.cat, ls, js, bs, tasks, commits, discardLog, nil); err != nil {
+	if s.planner, err = plan.New(ps, e.cat, ls, js, bs, tasks, commits, discardLog, nil, plan.Options{}); err != nil {
 		e.t.Fatal(err)
 	}
 	shifted, err := lease.NewStore(cloud.Clients.DynamoDB, cfg.LeaseTable, func() time.Time { return time.Now().Add(s.leaseShift) })
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if s.takeoverPlanner, err = plan.New(ps, e.cat, crashLeases{Store: shifted, c: c}, js, bs, tasks, commits, discardLog, nil); err != nil {
+	if s.takeoverPlanner, err = plan.New(ps, e.cat, crashLeases{Store: shifted, c: c}, js, bs, tasks, commits, discardLog, nil, plan.Options{}); err != nil {
 		e.t.Fatal(err)
 	}
 	rw, err := rewrite.New(rewrite.Settings{MaxAttempts: cfg.MaxTaskAttempts, ScanConcurrency: cfg.ScanConcurrency, LeaseTTL: cfg.LeaseTTL,
-		SortWindowBytes: cfg.SortWindowBytes, ExchangePageBytes: cfg.ExchangePageBytes}, js, ls, bs, commits, e.deps.Tables, discardLog, nil)
+		SortWindowBytes: cfg.SortWindowBytes, ExchangePageBytes: cfg.ExchangePageBytes}, js, ls, bs, commits, e.deps.Tables, discardLog, nil, rewrite.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -297,14 +297,13 @@ func newSafetyStages(e *env) *safetyStages {
 		List:   listing.Lister{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog},
 		Log:    slog.New(lastError{msg: &s.rewriterErr})}.Handle
 	cat := hookCatalog{Catalog: e.cat, c: c, beforeCommit: &s.beforeCommit}
+	// Deletions of more than one part go to the rewriters, as wired.
 	newCommitter := func(now func() time.Time) *commit.Committer {
 		cm, err := commit.New(commit.Settings{LeaseTTL: cfg.LeaseTTL, MaxRetries: cfg.CommitRetries, CommitTakeover: cfg.CommitTakeover,
-			MaxAttempts: cfg.MaxTaskAttempts, NoRebase: !cfg.RebaseDeletes}, cat, js, ls, bs, e.deps.Tables, discardLog, now)
+			MaxAttempts: cfg.MaxTaskAttempts, NoRebase: !cfg.RebaseDeletes}, cat, js, ls, bs, e.deps.Tables, discardLog, now, commit.Options{DeletionTasks: tasks, DeletionFanOutParts: 2})
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		// Deletions of more than one part go to the rewriters, as wired.
-		cm.SetDeletionFanOut(tasks, 2)
 		return cm
 	}
 	s.committer = newCommitter(nil)

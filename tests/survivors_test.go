@@ -228,7 +228,7 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 		e.drainTasks()
 		fj := &fencedJobs{Jobs: e.deps.Jobs, fence: true}
 		c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour},
-			e.cat, fj, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+			e.cat, fj, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 		r := e.plan()
 		e.drainTasks()
 		c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: 400 * time.Millisecond, CommitDeadline: 100 * time.Millisecond, MaxAttempts: 3},
-			slowCatalog{Catalog: e.cat, delay: 2 * time.Second}, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+			slowCatalog{Catalog: e.cat, delay: 2 * time.Second}, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestCommitter_EveryCatalogCommitIsFencedAndHasADeadline(t *testing.T) {
 	t.Run("deadline must be shorter than the takeover window", func(t *testing.T) {
 		e := setup(t)
 		_, err := commit.New(commit.Settings{LeaseTTL: time.Minute, CommitTakeover: time.Minute, CommitDeadline: time.Minute},
-			e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil)
+			e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{})
 		if err == nil || !strings.Contains(err.Error(), "shorter than the takeover") {
 			t.Fatalf("err %v", err)
 		}

@@ -266,10 +266,59 @@ type Committer struct {
 	afterCatalogCommit func(jobID string) error
 }
 
-// New validates its dependencies and returns a Committer.
-func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables TableOpener, log *slog.Logger, now func() time.Time) (*Committer, error) {
+// Options are a committer's optional collaborators; New validates them.
+// The zero value is a committer that emits no metrics, traces nothing,
+// writes no maintenance log, deletes every deletions record itself and
+// leaves a hot table's next compaction to the planner's next visit.
+type Options struct {
+	// Metrics receives the committer's metrics (EMF lines).
+	Metrics Metrics
+	// Tracer traces the commit phase (the zero Tracer is off).
+	Tracer tracing.Tracer
+	// Recorder writes one maintenance log record per run (record.go);
+	// RewriterMB and CoordinatorMB are the functions' memory sizes it
+	// prices the run's compute with.
+	Recorder                  Recorder
+	RewriterMB, CoordinatorMB int
+	// DeletionTasks, when set, receives one deletion task per part (the
+	// rewriters run them, package deletions) of a deletions record of at
+	// least DeletionFanOutParts parts (0: 1), instead of the committer
+	// deleting every part itself.
+	DeletionTasks       Sender
+	DeletionFanOutParts int
+	// Cooldowns and Announcer, set together, start a compaction's next job
+	// at once when it left groups for later (continuation.go).
+	Cooldowns Cooldowns
+	Announcer Announcer
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if (o.Cooldowns == nil) != (o.Announcer == nil) {
+		errs = append(errs, errors.New("commit: Cooldowns and Announcer go together (a continuation needs both)"))
+	}
+	if o.DeletionFanOutParts < 0 {
+		errs = append(errs, fmt.Errorf("commit: DeletionFanOutParts %d is negative", o.DeletionFanOutParts))
+	}
+	if o.DeletionTasks == nil && o.DeletionFanOutParts > 0 {
+		errs = append(errs, errors.New("commit: DeletionFanOutParts without DeletionTasks"))
+	}
+	if o.RewriterMB < 0 || o.CoordinatorMB < 0 {
+		errs = append(errs, errors.New("commit: memory sizes must not be negative"))
+	}
+	if o.Recorder == nil && (o.RewriterMB > 0 || o.CoordinatorMB > 0) {
+		errs = append(errs, errors.New("commit: memory sizes without a Recorder"))
+	}
+	return errors.Join(errs...)
+}
+
+// New validates its dependencies and options and returns a Committer.
+func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables TableOpener, log *slog.Logger, now func() time.Time, opts Options) (*Committer, error) {
 	if cat == nil || js == nil || leases == nil || blobs == nil || tables == nil {
 		return nil, errors.New("commit: catalog, jobs, leases, blobs and table opener are required")
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	if s.LeaseTTL <= 0 {
 		return nil, errors.New("commit: LeaseTTL must be positive (ICEKEEPER_LEASE_TTL)")
@@ -298,7 +347,11 @@ func New(s Settings, cat Catalog, js Jobs, leases Leases, blobs Blobs, tables Ta
 	if now == nil {
 		now = time.Now
 	}
-	return &Committer{settings: s, catalog: cat, jobs: js, leases: leases, blobs: blobs, tables: tables, log: log, now: now}, nil
+	return &Committer{settings: s, catalog: cat, jobs: js, leases: leases, blobs: blobs, tables: tables, log: log, now: now,
+		metrics: opts.Metrics, tracer: opts.Tracer,
+		recorder: opts.Recorder, rewriterMB: opts.RewriterMB, coordinatorMB: opts.CoordinatorMB,
+		fanOut: opts.DeletionTasks, fanOutParts: max(opts.DeletionFanOutParts, 1),
+		cooldowns: opts.Cooldowns, announcer: opts.Announcer}, nil
 }
 
 // SetAfterCatalogCommit installs a hook that runs right after the catalog
@@ -310,19 +363,6 @@ func (c *Committer) SetAfterCatalogCommit(f func(jobID string) error) { c.afterC
 type Sender interface {
 	Send(ctx context.Context, body string) error
 }
-
-// SetDeletionFanOut makes the committer send one deletion task per part
-// to tasks (rewriters run them, package deletions) when a deletions record
-// has at least minParts parts, instead of deleting itself.
-func (c *Committer) SetDeletionFanOut(tasks Sender, minParts int) {
-	c.fanOut, c.fanOutParts = tasks, max(minParts, 1)
-}
-
-// SetTracer traces the committer's phase (off by default).
-func (c *Committer) SetTracer(t tracing.Tracer) { c.tracer = t }
-
-// SetMetrics sends the committer's metrics to m (none by default).
-func (c *Committer) SetMetrics(m Metrics) { c.metrics = m }
 
 func (c *Committer) emit(res Result, took time.Duration) {
 	if c.metrics == nil || res.Table == "" {

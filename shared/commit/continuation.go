@@ -20,15 +20,6 @@ type Announcer interface {
 	Publish(ctx context.Context, detailType string, detail any) error
 }
 
-// SetContinuation lets a committed compaction that left groups for later
-// jobs start the next one at once: the committer reopens the table's
-// cooldown in cooldowns and announces an "Icekeeper Compaction Continues"
-// event, which the stack routes to the planner. Without it the rest waits
-// for the planner's next visit after the cooldown.
-func (c *Committer) SetContinuation(cooldowns Cooldowns, announcer Announcer) {
-	c.cooldowns, c.announcer = cooldowns, announcer
-}
-
 // continueCompaction runs after a job committed and its lease was released.
 // When the planner left groups of the compaction for later jobs because of
 // the committer's file cap alone (jobs.Job.Continues, DeferredGroups), it

@@ -234,7 +234,7 @@ func (c *Committer) startListing(ctx context.Context, log *slog.Logger, job jobs
 			return fmt.Errorf("write listing marker: %w", err)
 		}
 		// The marker holds the task with its own key.
-		lt.MarkerKey = key
+		task.List.MarkerKey = key
 		if _, err := putEncoded(ctx, c.blobs, marker, task); err != nil {
 			return fmt.Errorf("write listing marker: %w", err)
 		}

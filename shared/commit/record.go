@@ -19,13 +19,6 @@ type Recorder interface {
 	Write(ctx context.Context, r joblog.Record) (string, error)
 }
 
-// SetRecorder writes a maintenance log record for every job this committer
-// ends (none by default). rewriterMB and coordinatorMB are the functions'
-// memory sizes, for the cost estimate.
-func (c *Committer) SetRecorder(r Recorder, rewriterMB, coordinatorMB int) {
-	c.recorder, c.rewriterMB, c.coordinatorMB = r, rewriterMB, coordinatorMB
-}
-
 // record writes the log record of a job this call ended. Failures are
 // logged only: the job's outcome is already decided.
 func (c *Committer) record(ctx context.Context, res Result, took time.Duration) {

@@ -16,11 +16,6 @@ import (
 // fixes it.
 var ErrTooLargeToPlan = errors.New("plan: the table has too many files for the planner's memory")
 
-// SetMemoryBudget makes the planner refuse (ErrTooLargeToPlan) a table
-// whose scan planning needs more than budget bytes; 0 (the default)
-// refuses none. The functions set it to Go's memory limit.
-func (p *Planner) SetMemoryBudget(budget int64) { p.memoryBudget = budget }
-
 // checkPlanningMemory refuses a snapshot too large to plan, with the
 // bounds of boundsColumns columns, within the planner's memory budget.
 func (p *Planner) checkPlanningMemory(ctx context.Context, tbl *table.Table, snap *table.Snapshot, boundsColumns int) error {

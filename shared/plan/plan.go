@@ -169,10 +169,6 @@ type Heat interface {
 	PartitionHeat(ctx context.Context, table string) (map[string]float64, error)
 }
 
-// SetHeat lets a bounded sort or z-order compaction rewrite the most
-// queried partitions first (none: in plan order).
-func (p *Planner) SetHeat(h Heat) { p.heat = h }
-
 // Planner plans compaction jobs.
 type Planner struct {
 	settings Settings
@@ -185,25 +181,39 @@ type Planner struct {
 	log      *slog.Logger
 	now      func() time.Time
 	tracer   tracing.Tracer
-	// ignoreBackoff plans backed-off tables too (an operator by hand).
+	// ignoreBackoff, memoryBudget, heat: see Options.
 	ignoreBackoff bool
-	// memoryBudget: see SetMemoryBudget.
-	memoryBudget int64
-	heat         Heat
+	memoryBudget  int64
+	heat          Heat
 }
 
-// IgnoreBackoff makes the planner plan tables that are backed off after
-// repeated failures (for an operator acting by hand).
-func (p *Planner) IgnoreBackoff() { p.ignoreBackoff = true }
-
-// SetTracer traces the planner's phase (off by default).
-func (p *Planner) SetTracer(t tracing.Tracer) { p.tracer = t }
+// Options are a planner's optional settings and collaborators; New
+// validates them. The zero value traces nothing, refuses no table for its
+// size, plans a bounded compaction's partitions in plan order and skips
+// backed-off tables.
+type Options struct {
+	// Tracer traces the planner's phase (the zero Tracer is off).
+	Tracer tracing.Tracer
+	// MemoryBudget makes the planner refuse (ErrTooLargeToPlan) a table
+	// whose scan planning needs more than this many bytes; 0 refuses none.
+	// The functions set it to Go's memory limit.
+	MemoryBudget int64
+	// Heat lets a bounded sort or z-order compaction rewrite the most
+	// queried partitions first.
+	Heat Heat
+	// IgnoreBackoff plans tables that are backed off after repeated
+	// failures (for an operator acting by hand).
+	IgnoreBackoff bool
+}
 
 // New validates its dependencies and returns a Planner. log and now may be
 // nil.
-func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Queue, commits Sender, log *slog.Logger, now func() time.Time) (*Planner, error) {
+func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Queue, commits Sender, log *slog.Logger, now func() time.Time, opts Options) (*Planner, error) {
 	if cat == nil || leases == nil || js == nil || blobs == nil || tasks == nil || commits == nil {
 		return nil, errors.New("plan: catalog, leases, jobs, blobs, task queue and commit queue are required")
+	}
+	if opts.MemoryBudget < 0 {
+		return nil, fmt.Errorf("plan: MemoryBudget %d is negative", opts.MemoryBudget)
 	}
 	if s.LeaseTTL <= 0 {
 		return nil, errors.New("plan: LeaseTTL must be positive (ICEKEEPER_LEASE_TTL)")
@@ -220,7 +230,8 @@ func New(s Settings, cat Catalog, leases Leases, js Jobs, blobs Blobs, tasks Que
 	if now == nil {
 		now = time.Now
 	}
-	return &Planner{settings: s, catalog: cat, leases: leases, jobs: js, blobs: blobs, tasks: tasks, commits: commits, log: log, now: now}, nil
+	return &Planner{settings: s, catalog: cat, leases: leases, jobs: js, blobs: blobs, tasks: tasks, commits: commits, log: log, now: now,
+		tracer: opts.Tracer, memoryBudget: opts.MemoryBudget, heat: opts.Heat, ignoreBackoff: opts.IgnoreBackoff}, nil
 }
 
 // PlanTable plans one compaction job for the named table ("ns.table"),

@@ -183,7 +183,7 @@ type Rewriter struct {
 }
 
 // New validates its dependencies and returns a Rewriter.
-func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables TableOpener, log *slog.Logger, now func() time.Time) (*Rewriter, error) {
+func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables TableOpener, log *slog.Logger, now func() time.Time, opts Options) (*Rewriter, error) {
 	if js == nil || leases == nil || blobs == nil || commits == nil || tables == nil {
 		return nil, errors.New("rewrite: jobs, leases, blobs, commit queue and table opener are required")
 	}
@@ -200,14 +200,19 @@ func New(s Settings, js Jobs, leases Leases, blobs Blobs, commits Queue, tables 
 		now = time.Now
 	}
 	return &Rewriter{settings: s, jobs: js, leases: leases, blobs: blobs, commits: commits, tables: tables, log: log, now: now,
-		newAttempt: outputs.NewAttemptID}, nil
+		metrics: opts.Metrics, tracer: opts.Tracer, newAttempt: outputs.NewAttemptID}, nil
 }
 
-// SetTracer traces the rewriter's phases (off by default).
-func (r *Rewriter) SetTracer(t tracing.Tracer) { r.tracer = t }
+// Options are a rewriter's optional collaborators; the zero value emits
+// no metrics and traces nothing.
+type Options struct {
+	// Metrics receives the rewriter's metrics (EMF lines).
+	Metrics Metrics
+	// Tracer traces the rewrite's phases (the zero Tracer is off).
+	Tracer tracing.Tracer
+}
 
-// SetMetrics sends the rewriter's metrics to m (none by default).
-func (r *Rewriter) SetMetrics(m Metrics) { r.metrics = m }
+
 
 func (r *Rewriter) emit(task messages.Task, outcome Outcome, c messages.Counters, err error) {
 	if r.metrics == nil {

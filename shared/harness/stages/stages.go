@@ -81,11 +81,10 @@ func (d *Deps) Committer(cat catalog.Catalog) (*commit.Committer, error) {
 // cycle, which plans a table even while it is backed off after repeated
 // failures.
 func (d *Deps) LocalStages(cat catalog.Catalog) (localrun.Stages, *commit.Committer, error) {
-	p, err := d.Planner(cat)
+	p, err := planner.PlannerWith(d.Deps, cat, func(o *plan.Options) { o.IgnoreBackoff = true })
 	if err != nil {
 		return localrun.Stages{}, nil, err
 	}
-	p.IgnoreBackoff()
 	r, err := d.Rewriter()
 	if err != nil {
 		return localrun.Stages{}, nil, err

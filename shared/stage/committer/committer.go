@@ -25,31 +25,29 @@ var Needs = []config.Need{config.NeedCatalog, config.NeedLeases, config.NeedJobs
 
 // Committer builds the committer over cat.
 func Committer(d *stage.Deps, cat catalog.Catalog) (*commit.Committer, error) {
-	c, err := commit.New(commit.Settings{
+	opts := commit.Options{
+		Metrics: d.Metrics, Tracer: d.Tracer,
+		// The maintenance log, and the ledger's entry of each rewrite
+		// (next to the query signals, in the jobs table).
+		Recorder:   joblog.Recorder{Log: joblog.New(d.Blobs), Ledger: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}},
+		RewriterMB: d.Config.RewriterMemoryMB, CoordinatorMB: d.Config.CoordinatorMemoryMB,
+	}
+	if d.Tasks != nil {
+		// Deletions of more than one part go to the rewriters.
+		opts.DeletionTasks, opts.DeletionFanOutParts = d.Tasks, 2
+	}
+	// A compaction that left groups for later jobs starts the next one at
+	// once: the table's cooldown in the lease table, and the announcement
+	// on the bus the planner's rule listens to.
+	cooldowns, cerr := lease.NewCooldownStore(d.Clients.DynamoDB, d.Config.LeaseTable)
+	bus, berr := audit.NewPublisher(d.Events, d.Config.EventBus)
+	if err := errors.Join(cerr, berr); err != nil {
+		return nil, err
+	}
+	opts.Cooldowns, opts.Announcer = cooldowns, bus
+	return commit.New(commit.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxRetries: d.Config.CommitRetries,
 		CommitTakeover: d.Config.CommitTakeover, MaxAttempts: d.Config.MaxTaskAttempts,
 		NoRebase: !d.Config.RebaseDeletes,
-	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now)
-	if err == nil {
-		c.SetMetrics(d.Metrics)
-		c.SetTracer(d.Tracer)
-		// The maintenance log, and the ledger's entry of each rewrite
-		// (next to the query signals, in the jobs table).
-		rec := joblog.Recorder{Log: joblog.New(d.Blobs), Ledger: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}}
-		c.SetRecorder(rec, d.Config.RewriterMemoryMB, d.Config.CoordinatorMemoryMB)
-		if d.Tasks != nil {
-			// Deletions of more than one part go to the rewriters.
-			c.SetDeletionFanOut(d.Tasks, 2)
-		}
-		// A compaction that left groups for later jobs starts the next
-		// one at once: the table's cooldown in the lease table, and the
-		// announcement on the bus the planner's rule listens to.
-		cooldowns, cerr := lease.NewCooldownStore(d.Clients.DynamoDB, d.Config.LeaseTable)
-		bus, berr := audit.NewPublisher(d.Events, d.Config.EventBus)
-		if err = errors.Join(cerr, berr); err != nil {
-			return nil, err
-		}
-		c.SetContinuation(cooldowns, bus)
-	}
-	return c, err
+	}, cat, d.Jobs, d.Leases, d.Blobs, d.Tables, d.Log.With("stage", "committer"), d.Now, opts)
 }

@@ -42,19 +42,23 @@ func NeedsFor(mode config.Mode) []config.Need {
 
 // Planner builds the planner over cat.
 func Planner(d *stage.Deps, cat catalog.Catalog) (*plan.Planner, error) {
-	p, err := plan.New(plan.Settings{
+	return PlannerWith(d, cat, func(*plan.Options) {})
+}
+
+// PlannerWith builds the planner over cat with its options as the
+// function sets them, then adjusted (the operator's local cycle ignores
+// backoff; tests set a memory budget).
+func PlannerWith(d *stage.Deps, cat catalog.Catalog, adjust func(*plan.Options)) (*plan.Planner, error) {
+	opts := plan.Options{Tracer: d.Tracer, MemoryBudget: stage.MemoryLimit()}
+	if d.Config.JobsTable != "" && d.Clients != nil && d.Clients.DynamoDB != nil {
+		opts.Heat = signals.HeatReader{Signals: signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}, Now: d.Now}
+	}
+	adjust(&opts)
+	return plan.New(plan.Settings{
 		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
 		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
 		OrphanListFanOutFiles: d.Config.OrphanListFanOutFiles, MaxJobFiles: d.Config.MaxJobFiles,
-	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now)
-	if err == nil {
-		p.SetTracer(d.Tracer)
-		p.SetMemoryBudget(stage.MemoryLimit())
-		if d.Config.JobsTable != "" && d.Clients != nil && d.Clients.DynamoDB != nil {
-			p.SetHeat(signals.HeatReader{Signals: signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}, Now: d.Now})
-		}
-	}
-	return p, err
+	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now, opts)
 }
 
 // Dispatcher builds the planner function's trigger dispatcher for the

@@ -40,13 +40,8 @@ func Rewriter(d *stage.Deps) (*rewrite.Rewriter, error) {
 		// fit beside it.
 		s.SortWindowBytes = limit / 4
 	}
-	r, err := rewrite.New(s,
-		d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now)
-	if err == nil {
-		r.SetMetrics(d.Metrics)
-		r.SetTracer(d.Tracer)
-	}
-	return r, err
+	return rewrite.New(s, d.Jobs, d.Leases, d.Blobs, d.Commits, d.Tables, d.Log.With("stage", "rewriter"), d.Now,
+		rewrite.Options{Metrics: d.Metrics, Tracer: d.Tracer})
 }
 
 // Deleter builds the runner of deletion tasks (the fanned-out deletions of
