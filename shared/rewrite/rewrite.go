@@ -212,8 +212,6 @@ type Options struct {
 	Tracer tracing.Tracer
 }
 
-
-
 func (r *Rewriter) emit(task messages.Task, outcome Outcome, c messages.Counters, err error) {
 	if r.metrics == nil {
 		return
