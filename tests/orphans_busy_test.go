@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,4 +243,58 @@ func TestOrphans_ADeletionTaskThatMustRefuseKeepsItsFilesAndFailsTheJobAtOnce(t 
 	if got := e.fingerprint(); got != want {
 		t.Fatalf("rows %s, want %s", got, want)
 	}
+}
+
+// partHookBlobs runs hook before the committer reads the first part of a
+// deletions record: what another writer does between the committer's
+// listing and its deletion of a part.
+type partHookBlobs struct {
+	commit.Blobs
+	hook func()
+	once *sync.Once
+}
+
+func (b partHookBlobs) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.Contains(key, "/deletions/") {
+		b.once.Do(b.hook)
+	}
+	return b.Blobs.Get(ctx, key)
+}
+
+// TestOrphans_TheCommitterChecksEachPartAgainstTheTableAsItIsThen: the
+// committer deletes an orphan cleanup's parts itself (no fan-out); after
+// its listing, the table's writer references one of the orphans in a
+// snapshot. The committer checks each part against the table loaded again
+// from the catalog right before deleting it: that file stays, the others
+// go, every live file and row stays.
+func TestOrphans_TheCommitterChecksEachPartAgainstTheTableAsItIsThen(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	want := e.fingerprint()
+	gone := []string{e.plant("data/region=region-00/00000-0-stray-a.parquet", 96*time.Hour),
+		e.plant("metadata/stray-m0.avro", 96*time.Hour)}
+	claimed := e.plant("data/region=region-00/00000-0-stray-c.parquet", 96*time.Hour)
+	var referenced map[string]bool
+	blobs := partHookBlobs{Blobs: e.deps.Blobs, once: &sync.Once{}, hook: func() {
+		e.referenceInOldSnapshot(claimed)
+		referenced = e.referencedFiles()
+	}}
+	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
+		e.cat, e.deps.Jobs, e.deps.Leases, blobs, e.deps.Tables, nil, nil, commit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.committer = c
+	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	e.drainCommits()
+	if referenced == nil {
+		t.Fatal("the committer read no deletion part: the test needs it to delete parts itself")
+	}
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("job %s (%s)", j.State, j.Reason)
+	}
+	e.requireOrphansGone(gone, []string{claimed}, referenced, want)
 }
