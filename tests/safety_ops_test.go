@@ -208,6 +208,14 @@ var otherOps = []otherOp{
 	{"time passes", 4, func(r *safetyRun, _ *sTable) (string, error) { return r.opAge() }},
 }
 
+// laterOps are changes added to the harness after seeds were kept as
+// regressions: drawn with otherOps by every seed but those
+// (safetyFixedSeedsBefore), whose histories, and so the failures they
+// replay, would otherwise change.
+var laterOps = []otherOp{
+	{"cherry-pick a branch's append", 3, (*safetyRun).opCherryPick},
+}
+
 // concurrentOps are the changes drawn right before an icekeeper commit
 // (the committer's before-commit hook): mostly refs on snapshots that an
 // expiry may be removing, and writes.
@@ -592,6 +600,61 @@ func (r *safetyRun) opMainToBranch(st *sTable) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("point main of %s at branch %s's head %d (was %d)", st.name, name, ref.SnapshotID, id), nil
+}
+
+// opCherryPick cherry-picks the head snapshot of another branch onto main
+// when it is an append, as Spark's cherrypick_snapshot procedure does
+// (Iceberg Java's CherryPickOperation): main gets a new snapshot adding the
+// same data files, named by the source-snapshot-id summary property. The
+// branch's snapshot and main's then share those files: expiring one of
+// the two snapshots frees none of them.
+func (r *safetyRun) opCherryPick(st *sTable) (string, error) {
+	tbl := r.load(st)
+	name, ref, ok := r.pickRef(tbl.Metadata(), table.BranchRef)
+	if !ok {
+		return "", errSkip
+	}
+	snap := tbl.Metadata().SnapshotByID(ref.SnapshotID)
+	if snap == nil || snap.Summary == nil || snap.Summary.Operation != table.OpAppend {
+		return "", errSkip
+	}
+	fsys, err := tbl.FS(r.e.ctx)
+	if err != nil {
+		return "", err
+	}
+	mfs, err := snap.Manifests(fsys)
+	if err != nil {
+		return "", err
+	}
+	var added []iceberg.DataFile
+	for _, m := range mfs {
+		if m.SnapshotID() != snap.SnapshotID || m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		entries, err := m.FetchEntries(fsys, true)
+		if err != nil {
+			return "", err
+		}
+		for _, en := range entries {
+			if en.Status() == iceberg.EntryStatusADDED && en.SnapshotID() == snap.SnapshotID {
+				added = append(added, en.DataFile())
+			}
+		}
+	}
+	if len(added) == 0 {
+		return "", errSkip
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.AddDataFiles(r.e.ctx, added, iceberg.Properties{"source-snapshot-id": strconv.FormatInt(snap.SnapshotID, 10)}); err != nil {
+		if strings.Contains(err.Error(), "already referenced") {
+			return "", errSkip // main has them already
+		}
+		return "", err
+	}
+	if _, err := txn.Commit(r.e.ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("cherry-pick %s's head %d (%d files) onto main of %s", name, snap.SnapshotID, len(added), st.name), nil
 }
 
 // opOtherExpiry is another tool's snapshot expiry: iceberg-go's own, which

@@ -16,7 +16,9 @@ package tests
 //   - other tools (safety_ops_test.go): writers appending, deleting
 //     (position deletes, deletion vectors, equality deletes) and
 //     overwriting on main or on a branch; tags and branches created,
-//     moved and dropped; main rolled back or pointed at a branch;
+//     moved and dropped; main rolled back or pointed at a branch; a
+//     branch's append cherry-picked onto main (both snapshots then share
+//     its files; laterOps, not drawn by the seeds kept before it);
 //     iceberg-go's own expiry; property changes; stray files planted;
 //     time passing (files age past the orphan safety age);
 //   - icekeeper (safety_stages_test.go): planning a compaction (whose
@@ -54,6 +56,7 @@ import (
 	"fmt"
 	mathrand "math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,10 +107,18 @@ const safetyTakeover = 20 * time.Second
 //   - 183117949677314: an expiry whose lease was taken over after its
 //     catalog commit never ends (every delivery fails renewing the lease
 //     before deleting).
-var safetyFixedSeeds = []uint64{
+var safetyFixedSeeds = append(slices.Clone(safetyFixedSeedsBefore), safetyFixedSeedsLater...)
+
+// safetyFixedSeedsBefore are the fixed seeds kept before laterOps: they
+// draw from otherOps alone, so each replays the history it was kept for.
+var safetyFixedSeedsBefore = []uint64{
 	182158865711844, 93882752998892, 144305242477186, 22031874524318,
 	52510948969811, 198782222804031, 214085201791066, 232442199384753, 220483204527694, 141606846059874, 183117949677314,
 }
+
+// safetyFixedSeedsLater draw from laterOps too (a cherry-pick onto main
+// of a branch's append, whose files both snapshots then share).
+var safetyFixedSeedsLater = []uint64{152191846295384}
 
 // safetySeeds: ICEKEEPER_FUZZ_SEED (one), ICEKEEPER_FUZZ_SEEDS (that many
 // random ones), else the fixed set (see diffSeeds).
@@ -157,19 +168,22 @@ var safetyCoverage = []string{
 	"committed compaction", "committed rewrite-deletes", "committed rewrite-manifests", "committed expire", "committed remove-orphans",
 	"before-commit hook", "mid-step hook", "committer crash", "rewriter crash", "planner crash", "lease takeover", "late committer",
 	"lost ack", "duplicate message", "operator cycle", "nested table", "neighbour table", "gzip metadata", "metadata deleted after commit",
-	"iceberg-go expiry", "tag or branch created", "rollback",
+	"iceberg-go expiry", "tag or branch created", "rollback", "cherry-pick",
 }
 
 // safetyRun is one seed's run.
 type safetyRun struct {
-	t      *testing.T
-	seed   uint64
-	rng    *mathrand.Rand
-	e      *env
-	s      *safetyStages
-	model  *safetyModel
-	tables []*sTable
-	nextID int64
+	t    *testing.T
+	seed uint64
+	rng  *mathrand.Rand
+	// otherOps are the other tools' changes this seed draws from
+	// (otherOps, and laterOps unless it is one of safetyFixedSeedsBefore).
+	otherOps []otherOp
+	e        *env
+	s        *safetyStages
+	model    *safetyModel
+	tables   []*sTable
+	nextID   int64
 	// refSeq and plantSeq number new refs and planted files.
 	refSeq, plantSeq int
 	history          []string
@@ -203,6 +217,10 @@ func (r *safetyRun) fail(cat, format string, args ...any) {
 
 func (r *safetyRun) run() {
 	r.rng = mathrand.New(mathrand.NewPCG(r.seed, r.seed^0x5afe7b0b5afe7b0b))
+	r.otherOps = otherOps
+	if !slices.Contains(safetyFixedSeedsBefore, r.seed) {
+		r.otherOps = append(slices.Clone(otherOps), laterOps...)
+	}
 	fanOut := r.rng.IntN(3) == 0
 	r.e = setup(r.t, func(c *config.Config) {
 		c.CommitTakeover = safetyTakeover
@@ -262,16 +280,16 @@ func (r *safetyRun) oneStep() {
 	switch {
 	case n < 36:
 		st := r.tables[r.rng.IntN(len(r.tables))]
-		r.other(st, r.pickOp(otherOps), "")
+		r.other(st, r.pickOp(r.otherOps), "")
 	case n < 50:
 		r.planStep(false)
 	case n < 70:
 		if !r.taskStep(true) && !r.commitStep(true) {
-			r.other(r.tables[r.rng.IntN(len(r.tables))], r.pickOp(otherOps), "")
+			r.other(r.tables[r.rng.IntN(len(r.tables))], r.pickOp(r.otherOps), "")
 		}
 	case n < 93:
 		if !r.commitStep(true) && !r.taskStep(true) {
-			r.other(r.tables[r.rng.IntN(len(r.tables))], r.pickOp(otherOps), "")
+			r.other(r.tables[r.rng.IntN(len(r.tables))], r.pickOp(r.otherOps), "")
 		}
 	case n < 96:
 		r.planStep(true)
@@ -340,6 +358,8 @@ func (r *safetyRun) other(st *sTable, o otherOp, phase string) {
 			r.stats["tag or branch created"]++
 		case "rollback main", "main to a branch head":
 			r.stats["rollback"]++
+		case "cherry-pick a branch's append":
+			r.stats["cherry-pick"]++
 		}
 	}
 	r.model.check(actorOther, desc)
