@@ -874,7 +874,7 @@ func (c *Committer) removeUnkept(ctx context.Context, job jobs.Job, batch int) (
 	if err != nil {
 		return 0, err
 	}
-	tbl, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
+	tbl, err := c.tables.Open(ctx, ident, job.Pin())
 	if err != nil {
 		return 0, err
 	}

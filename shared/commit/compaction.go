@@ -37,7 +37,7 @@ func (c *Committer) commit(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		return res, err
 	}
 
-	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
+	pin := job.Pin()
 	pinned, err := c.tables.Open(ctx, ident, pin)
 	if err != nil {
 		return res, fmt.Errorf("open pinned table: %w", err)

@@ -94,13 +94,9 @@ func (c *Committer) startReduces(ctx context.Context, log *slog.Logger, job jobs
 		pg := plan.Groups[gi]
 		x := *pg.Exchange
 		x.Boundaries, x.Range, x.MapDescriptors, x.RowLineage = boundaries, r, keys, lineage > 0
-		outSpec := pg.OutputSpecID
-		task := messages.Task{
-			Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: gi, Token: job.Token,
-			Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
-			SpecID: pg.SpecID, OutputSpecID: &outSpec, Partition: pg.Partition,
-			TargetFileSize: job.TargetFileSize, SortOrderID: ex.SortOrderID, ZOrderFieldIDs: ex.ZOrderFieldIDs, Exchange: &x,
-		}
+		task := messages.NewGroupTask(job.ID, job.Table, job.Token, job.Pin(), pg)
+		task.Group = gi
+		task.TargetFileSize, task.SortOrderID, task.ZOrderFieldIDs, task.Exchange = job.TargetFileSize, ex.SortOrderID, ex.ZOrderFieldIDs, &x
 		body, err := messages.Encode(task)
 		if err != nil {
 			return res, err
@@ -127,7 +123,7 @@ func (c *Committer) abortOnInvariant(ctx context.Context, log *slog.Logger, job 
 // firstSortKey is the first field of sort order id in the pinned metadata,
 // as a sortrows key (its column is not used).
 func (c *Committer) firstSortKey(ctx context.Context, ident table.Identifier, job jobs.Job, id int) (sortrows.Key, error) {
-	pinned, err := c.tables.Open(ctx, ident, messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber})
+	pinned, err := c.tables.Open(ctx, ident, job.Pin())
 	if err != nil {
 		return sortrows.Key{}, err
 	}

@@ -129,7 +129,7 @@ func (c *Committer) buildRecord(ctx, measure context.Context, res Result, took t
 	// The kinds whose reads the ledger weighs (ledger.Kinds).
 	weighed := job.Kind == jobs.KindCompaction || job.Kind == jobs.KindRewriteDeletes
 	tooLarge := false
-	pin := messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber}
+	pin := job.Pin()
 	pinned, err := c.tables.Open(ctx, ident, pin)
 	if err == nil {
 		if st, err := health.Measure(measure, pinned); err == nil {

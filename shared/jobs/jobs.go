@@ -44,6 +44,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/icekeeper/icekeeper/shared/messages"
 )
 
 // State is a job's state.
@@ -164,6 +166,11 @@ type Job struct {
 	FailedBatches    map[int]string `json:"failed_batches,omitempty"`
 	CreatedAt        time.Time      `json:"created_at"`
 	UpdatedAt        time.Time      `json:"updated_at"`
+}
+
+// Pin is the snapshot the job is pinned to.
+func (j Job) Pin() messages.Pin {
+	return messages.Pin{MetadataLocation: j.MetadataLocation, SnapshotID: j.SnapshotID, SequenceNumber: j.SequenceNumber}
 }
 
 // Kind is what a job does.

@@ -90,6 +90,15 @@ func (t Task) Validate() error {
 	return nil
 }
 
+// NewGroupTask asks for one group of a plan to be rewritten at pin: a
+// compaction group, or with Exchange, Deletes and the sort fields set by
+// the caller, one of the other rewrite kinds.
+func NewGroupTask(jobID, tableName string, token int64, pin Pin, pg PlanGroup) Task {
+	outSpec := pg.OutputSpecID
+	return Task{Version: FormatVersion, JobID: jobID, Table: tableName, Group: pg.Index, Token: token, Pin: pin,
+		SpecID: pg.SpecID, OutputSpecID: &outSpec, Partition: pg.Partition}
+}
+
 // NewDeleteTask asks for one part of a job's deletions to be deleted.
 func NewDeleteTask(jobID, tableName string, token int64, d DeleteTask) Task {
 	return Task{Version: FormatVersion, JobID: jobID, Table: tableName, Token: token, Delete: &d}

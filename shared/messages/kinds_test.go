@@ -38,7 +38,7 @@ func TestKinds_EachConstructorMakesItsKindAndDecodesAsIt(t *testing.T) {
 	}
 
 	tasks := map[TaskKind]Task{
-		TaskCompact:        {Version: FormatVersion, JobID: "j", Group: 1},
+		TaskCompact:        NewGroupTask("j", "db.t", 7, Pin{SnapshotID: 3}, PlanGroup{Index: 1, OutputSpecID: 2}),
 		TaskExchangeMap:    {Version: FormatVersion, JobID: "j", Exchange: &Exchange{Role: ExchangeMap}},
 		TaskExchangeReduce: {Version: FormatVersion, JobID: "j", Exchange: &Exchange{Role: ExchangeReduce}},
 		TaskRewriteDeletes: {Version: FormatVersion, JobID: "j", Deletes: &DeleteRewrite{InputDeletes: []string{"a"}}},

@@ -529,12 +529,8 @@ func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, pg messages
 	if err != nil {
 		return "", err
 	}
-	task := messages.Task{
-		Version: messages.FormatVersion, JobID: job.ID, Table: job.Table, Group: pg.Index, Token: job.Token,
-		Pin:    messages.Pin{MetadataLocation: job.MetadataLocation, SnapshotID: job.SnapshotID, SequenceNumber: job.SequenceNumber},
-		SpecID: pg.SpecID, OutputSpecID: &pg.OutputSpecID, Partition: pg.Partition, ScanTasks: encoded,
-		InputFiles: len(g.Tasks), InputBytes: g.TotalSizeBytes,
-	}
+	task := messages.NewGroupTask(job.ID, job.Table, job.Token, job.Pin(), pg)
+	task.ScanTasks, task.InputFiles, task.InputBytes = encoded, len(g.Tasks), g.TotalSizeBytes
 	if decorate != nil {
 		decorate(&task, pg)
 	}
