@@ -219,6 +219,20 @@ func (a access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	// (shared/commit/orphans.go).
 	add(fns.Committer, statement("ListingRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/listing*", foundObjects}),
 		a.jobFoldersListing("ListingFoldersList", bucket, "listing", "found"))
+	// The committer reads a job's deletions and listing records and learns
+	// from their absence that it is the first to run the step
+	// (shared/commit/expiry.go, orphans.go). S3 answers a GetObject of a
+	// missing key with 404 only to a caller that has s3:ListBucket on the
+	// bucket, 403 AccessDenied otherwise (Amazon S3 API Reference,
+	// GetObject, "Permissions":
+	// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html);
+	// the docs do not say how a ListBucket limited by s3:prefix counts
+	// there, so package blob confirms a 403 with a listing whose prefix is
+	// the key itself (the condition key s3:prefix of s3:ListBucket, Amazon
+	// S3 User Guide, "Bucket policy examples using condition keys":
+	// https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html),
+	// which this statement allows for exactly those two keys of any job.
+	add(fns.Committer, a.jobKeysListing("JobRecordsProbe", bucket, "deletions.json", "listing.json"))
 	// A two-stage sort's scratch pages, removed when its job ends
 	// (shared/commit/exchange.go).
 	add(fns.Committer, statement("ExchangePagesRemove", []string{"s3:DeleteObject"}, []string{exchangePages}),
@@ -315,6 +329,19 @@ func (a access) jobFoldersListing(sid, bucket string, folders ...string) awsiam.
 	for _, f := range folders {
 		p := a.s.key(JobsPrefix) + "*/" + f + "/"
 		prefixes = append(prefixes, p, p+"*")
+	}
+	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
+	return st
+}
+
+// jobKeysListing allows listing icekeeper's bucket only with a prefix
+// that is exactly one of the given objects of a job (jobs/<id>/<name>):
+// the listing that tells a missing record from a denied read.
+func (a access) jobKeysListing(sid, bucket string, names ...string) awsiam.PolicyStatement {
+	st := statement(sid, []string{"s3:ListBucket"}, []string{bucket})
+	var prefixes []string
+	for _, n := range names {
+		prefixes = append(prefixes, a.s.key(JobsPrefix)+"*/"+n)
 	}
 	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
 	return st

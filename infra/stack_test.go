@@ -210,7 +210,9 @@ func strs(v any) []string {
 
 // stmt is one IAM statement with its resources flattened.
 type stmt struct {
-	Sid       string
+	Sid string
+	// Effect is Allow or Deny.
+	Effect    string
 	Actions   []string
 	Resources []string
 	Condition any
@@ -243,7 +245,8 @@ func (f *fixture) statements(t *testing.T, name string) []stmt {
 		for _, s := range doc["Statement"].([]any) {
 			m := s.(map[string]any)
 			sid, _ := m["Sid"].(string)
-			out = append(out, stmt{Sid: sid, Actions: strs(m["Action"]), Resources: strs(m["Resource"]), Condition: m["Condition"]})
+			effect, _ := m["Effect"].(string)
+			out = append(out, stmt{Sid: sid, Effect: effect, Actions: strs(m["Action"]), Resources: strs(m["Resource"]), Condition: m["Condition"]})
 		}
 	}
 	if len(out) == 0 {
@@ -1348,6 +1351,7 @@ func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 	placeholder := regexp.MustCompile(`\$\{([A-Za-z]+?)[0-9A-F]{8}\.Arn\}`)
 	type exported struct {
 		Sid       string   `json:"sid"`
+		Effect    string   `json:"effect"`
 		Actions   []string `json:"actions"`
 		Resources []string `json:"resources"`
 		Condition any      `json:"condition,omitempty"`
@@ -1359,7 +1363,7 @@ func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 			for _, r := range st.Resources {
 				res = append(res, placeholder.ReplaceAllString(r, "$${$1}"))
 			}
-			out[fn] = append(out[fn], exported{Sid: st.Sid, Actions: st.Actions, Resources: res, Condition: st.Condition})
+			out[fn] = append(out[fn], exported{Sid: st.Sid, Effect: st.Effect, Actions: st.Actions, Resources: res, Condition: st.Condition})
 		}
 	}
 	b, err := json.MarshalIndent(out, "", "  ")

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -20,7 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -73,20 +76,126 @@ var calls = struct {
 	list []recordedCall
 }{}
 
-// recordCalls adds the recording middleware to the emulator's clients.
+// recordCalls adds the recording and enforcing middleware to the
+// emulator's clients.
 func recordCalls(cfg *aws.Config) {
 	cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("icekeeper-record-call",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if fn, ok := ctx.Value(functionKey{}).(string); ok {
-					op := awsmiddleware.GetServiceID(ctx) + ":" + awsmiddleware.GetOperationName(ctx)
-					calls.Lock()
-					calls.list = append(calls.list, recordedCall{Function: fn, Operation: op, Auth: authorizations(in.Parameters)})
-					calls.Unlock()
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("icekeeper-record-call", enforceCall), middleware.After)
 	})
+}
+
+// enforceCall records a call made on behalf of a function and answers it
+// as AWS would: AccessDenied when the function's policy does not allow it
+// (before the emulator sees it), the rules of callRules (awsrules_test.go)
+// that kumo does not apply, and S3's 403 for a missing key.
+func enforceCall(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	fn, ok := ctx.Value(functionKey{}).(string)
+	if !ok {
+		return next.HandleInitialize(ctx, in)
+	}
+	op := awsmiddleware.GetServiceID(ctx) + ":" + awsmiddleware.GetOperationName(ctx)
+	auth := authorizations(in.Parameters)
+	calls.Lock()
+	calls.list = append(calls.list, recordedCall{Function: fn, Operation: op, Auth: auth})
+	calls.Unlock()
+	if err := authorizeCall(fn, op, auth); err != nil {
+		return middleware.InitializeOutput{}, middleware.Metadata{}, err
+	}
+	if err := checkCallRules(in.Parameters); err != nil {
+		return middleware.InitializeOutput{}, middleware.Metadata{}, err
+	}
+	out, md, err := next.HandleInitialize(ctx, in)
+	if err != nil {
+		err = missingKeyAsAWS(fn, in.Parameters, err)
+	}
+	return out, md, err
+}
+
+// loadPolicies reads policiesFile once.
+var loadPolicies = sync.OnceValues(func() (map[string][]policyStatement, error) {
+	raw, err := os.ReadFile(policiesFile)
+	if err != nil {
+		return nil, err
+	}
+	var policies map[string][]policyStatement
+	if err := json.Unmarshal(raw, &policies); err != nil {
+		return nil, fmt.Errorf("%s: %w", policiesFile, err)
+	}
+	return policies, nil
+})
+
+// accessDenied is the error AWS answers a request IAM does not allow
+// with (error code AccessDenied; S3's HEAD, which has no body, says
+// Forbidden).
+func accessDenied(code, format string, args ...any) error {
+	return &smithy.GenericAPIError{Code: code, Message: "icekeeper tests, as AWS: " + fmt.Sprintf(format, args...), Fault: smithy.FaultClient}
+}
+
+// authorizeCall fails a call when the function's policy does not allow
+// every authorization of it, as IAM does at the call; the after-run
+// report (checkIAM) lists it too.
+func authorizeCall(fn, op string, auth []authorization) error {
+	policies, err := loadPolicies()
+	if err != nil {
+		return err
+	}
+	for _, a := range auth {
+		if a.Resource == "" {
+			continue // not one of the env's resources: a test's own
+		}
+		if _, ok := allowed(policies[fn], a); !ok {
+			return accessDenied("AccessDenied", "%s %s: %s on %s is not allowed by the %s policy (%s)", fn, op, a.Action, a.Resource, fn, policiesFile)
+		}
+	}
+	return nil
+}
+
+// missingKeyAsAWS turns the emulator's 404 for a missing key into the 403
+// AWS answers when the caller may not list the bucket: "If the object
+// that you request doesn't exist, the error that Amazon S3 returns
+// depends on whether you also have the s3:ListBucket permission", 404
+// with it, 403 AccessDenied without it (Amazon S3 API Reference,
+// GetObject and HeadObject, "Permissions":
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html,
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html).
+// A GET carries no s3:prefix, and a condition on a key the request does
+// not carry does not hold (IAM User Guide, "IAM JSON policy elements:
+// Condition operators":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html),
+// so only a ListBucket without an s3:prefix condition counts here: the
+// strictest reading of the docs, which say nothing of a ListBucket
+// limited by s3:prefix.
+func missingKeyAsAWS(fn string, in any, err error) error {
+	var bucket, key *string
+	code := "AccessDenied"
+	switch v := in.(type) {
+	case *s3.GetObjectInput:
+		var nsk *s3types.NoSuchKey
+		if !errors.As(err, &nsk) {
+			return err
+		}
+		bucket, key = v.Bucket, v.Key
+	case *s3.HeadObjectInput:
+		var nf *s3types.NotFound
+		if !errors.As(err, &nf) {
+			return err
+		}
+		bucket, key, code = v.Bucket, v.Key, "Forbidden"
+	default:
+		return err
+	}
+	res := ownResource(aws.ToString(bucket))
+	if res == "" {
+		res = "arn:aws:s3:::" + aws.ToString(bucket)
+	}
+	policies, perr := loadPolicies()
+	if perr != nil {
+		return perr
+	}
+	if _, ok := allowed(policies[fn], authorization{Action: "s3:ListBucket", Resource: res}); ok {
+		return err
+	}
+	return accessDenied(code, "%s: s3://%s/%s does not exist, and the %s policy has no s3:ListBucket on the bucket", fn, aws.ToString(bucket), aws.ToString(key), fn)
 }
 
 const testRegion, testAccount = "us-east-1", "000000000000"
@@ -233,7 +342,9 @@ func authorizations(in any) []authorization {
 }
 
 type policyStatement struct {
-	Sid       string         `json:"sid"`
+	Sid string `json:"sid"`
+	// Effect is Allow or Deny.
+	Effect    string         `json:"effect"`
 	Actions   []string       `json:"actions"`
 	Resources []string       `json:"resources"`
 	Condition map[string]any `json:"condition"`
@@ -316,16 +427,26 @@ func checkIAM() string {
 	return fmt.Sprintf("the synthesized IAM policies (%s) and the recorded AWS calls disagree:\n  %s", policiesFile, strings.Join(list, "\n  "))
 }
 
-// allowed finds an Allow statement covering a; it returns its Sid.
+// allowed evaluates a as IAM evaluates an identity-based policy: an
+// explicit Deny of a matching statement wins over any Allow; without one,
+// an Allow covering a allows it; without that, it is denied (IAM User
+// Guide, "Policy evaluation logic":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html).
+// It returns the Sid of the Allow statement used, or of the Deny.
 func allowed(sts []policyStatement, a authorization) (string, bool) {
+	matches := func(st policyStatement) bool {
+		return anyGlob(st.Actions, a.Action) && anyGlob(st.Resources, a.Resource) &&
+			(len(st.Condition) == 0 || conditionHolds(st.Condition, a))
+	}
 	for _, st := range sts {
-		if !anyGlob(st.Actions, a.Action) || !anyGlob(st.Resources, a.Resource) {
-			continue
+		if st.Effect == "Deny" && matches(st) {
+			return st.Sid, false
 		}
-		if len(st.Condition) > 0 && !conditionHolds(st.Condition, a) {
-			continue
+	}
+	for _, st := range sts {
+		if st.Effect != "Deny" && matches(st) {
+			return st.Sid, true
 		}
-		return st.Sid, true
 	}
 	return "", false
 }
