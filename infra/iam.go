@@ -81,7 +81,8 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	}
 	add(fns.Planner, a.glue("CatalogRead", glueRead)...)
 	add(fns.Planner, a.glueCatalogWalk("CatalogWalk")...)
-	add(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig, s3tablesList})...)
+	add(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig})...)
+	add(fns.Planner, a.s3tablesListing("TablesList")...)
 	add(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
 	add(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	add(fns.Planner, a.tableListing("TableList")...)
@@ -93,8 +94,13 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		// workgroup*, and the API reference for GetQueryExecution says it
 		// answers "if you have access to the workgroup in which the query
 		// ran"; the workgroup ARN is arn:${Partition}:athena:${Region}:${Account}:workgroup/${WorkGroupName}.
-		add(fns.Planner, statement("AthenaQueryRead", []string{"athena:GetQueryExecution"},
-			[]string{fmt.Sprintf("arn:%s:athena:%s:%s:workgroup/*", a.partition, *stack.Region(), *stack.Account())}))
+		// Only the configured workgroups: every workgroup would expose
+		// every query's text in the account.
+		var wgs []string
+		for _, w := range s.AthenaWorkGroups {
+			wgs = append(wgs, fmt.Sprintf("arn:%s:athena:%s:%s:workgroup/%s", a.partition, *stack.Region(), *stack.Account(), w))
+		}
+		add(fns.Planner, statement("AthenaQueryRead", []string{"athena:GetQueryExecution"}, wgs))
 	}
 	if s.Mode != ModeActive {
 		return nil
@@ -106,6 +112,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// Deletion tasks delete what an expiry freed or an orphan cleanup
 	// found, under metadata/ too.
 	add(fns.Rewriter, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
+	add(fns.Rewriter, a.metadataFilesKept("TableMetadataFilesKept")...)
 	add(fns.Rewriter, a.tableListing("TableList")...)
 	// Deletion and listing tasks check their files against the table as
 	// the catalog has it when they run (shared/deletions, shared/listing):
@@ -131,9 +138,45 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// metadata/).
 	add(fns.Committer, a.tableObjects("TableDataWriteDelete", []string{"s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}, "data/*")...)
 	add(fns.Committer, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
+	add(fns.Committer, a.metadataFilesKept("TableMetadataFilesKept")...)
 	add(fns.Committer, a.tableListing("TableList")...)
 	add(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	return nil
+}
+
+// metadataFiles are the object patterns, under a location, of table
+// metadata files (plain and compressed, as Iceberg Java and iceberg-go
+// name them: *.metadata.json, *.gz.metadata.json, *.metadata.json.gz and
+// zstd) and of a version hint: what shared/orphans never takes for an
+// orphan (metadataFile).
+var metadataFiles = []string{"*.metadata.json", "*.metadata.json.gz", "*.metadata.json.zstd", "*version-hint.text"}
+
+// metadataFilesKept denies deleting any table metadata file under the
+// granted locations. IAM cannot name the table's current metadata file
+// (it changes with every commit), but icekeeper deletes none of them:
+// expiry frees manifests, manifest lists, statistics and data files, and
+// orphan cleanup keeps metadata files however old (shared/orphans). An
+// explicit Deny overrides every Allow, the functions' own
+// metadata/* deletes included (IAM User Guide, "Policy evaluation
+// logic":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html),
+// and the Resource element's * matches across slashes (IAM User Guide,
+// "IAM JSON policy elements: Resource":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html),
+// so a metadata file at any depth under a location is covered.
+func (a access) metadataFilesKept(sid string) []awsiam.PolicyStatement {
+	var resources []string
+	for _, l := range a.locs {
+		for _, m := range metadataFiles {
+			resources = append(resources, l.Objects(a.partition, m))
+		}
+	}
+	if len(resources) == 0 {
+		return nil
+	}
+	st := statement(sid, []string{"s3:DeleteObject"}, resources)
+	st.SetEffect(awsiam.Effect_DENY)
+	return []awsiam.PolicyStatement{st}
 }
 
 // kms allows actions on the warehouse's KMS keys (SSE-KMS), when any are

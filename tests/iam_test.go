@@ -28,26 +28,33 @@ import (
 )
 
 // Every AWS call the functions make in the end-to-end tests is allowed by
-// that function's IAM policy, as the CDK stack synthesizes it.
+// that function's IAM policy, as the CDK stack synthesizes it, and is
+// answered as AWS would answer it.
 //
-// The emulator's clients carry a middleware (recordCalls) that records
-// each call made on behalf of a function: the test harness marks the
-// context of each stage (asFunction: the planner's planning and dispatch,
-// the rewriters' and the committer's queue drains). Each call becomes the
-// IAM actions and resources AWS authorizes it by (authorizations), with
-// icekeeper's own resources as the placeholders of
+// The emulator's clients carry a middleware (recordCalls, enforceCall)
+// that sees each call made on behalf of a function: the test harness
+// marks the context of each stage (asFunction: the planner's planning and
+// dispatch, the rewriters' and the committer's queue drains). Each call
+// becomes the IAM actions and resources AWS authorizes it by
+// (authorizations), with icekeeper's own resources as the placeholders of
 // infra/testdata/policies.json (${Bucket}, ${Leases}, ${Tasks}, ...), which
-// the stack's tests write from the synthesized policies. After a full run,
-// TestMain fails when a call is not allowed by an Allow statement of its
-// function's policy, or when a statement grants an action that no recorded
-// call used and no known path outside the recorded code needs
-// (usedElsewhere, which says which path needs it) (checkIAM).
+// the stack's tests write from the synthesized policies. At the call, one
+// the function's policy does not allow fails with AccessDenied before the
+// emulator sees it (authorizeCall), a call that breaks a documented limit
+// fails as AWS fails it (checkCallRules, awsrules_test.go), and a read of
+// a missing S3 key answers 403 unless the policy allows listing the bucket
+// (missingKeyAsAWS). After a full run, TestMain also fails when a
+// statement grants an action that no recorded call used and no known path
+// outside the recorded code needs (usedElsewhere, which says which path
+// needs it), and lists every call denied (checkIAM).
 //
 // Not recorded: calls of iceberg-go's own file IO to the table's storage
 // (its S3 client is built by iceberg-go; the tests' warehouses are mostly
-// local), and calls no stage makes (test setup). Simpler than IAM: Allow
-// statements only (the stack writes no Deny), action and resource globs,
-// and of the conditions only s3:prefix with StringLike.
+// local), and calls no stage makes (test setup). The evaluation is IAM's
+// for identity-based policies (explicit Deny, then Allow, else denied),
+// with action and resource globs and the conditions the stack writes:
+// StringLike on s3:prefix, StringEquals on s3tables:namespace and
+// s3tables:tableName.
 
 var policiesFile = filepath.Join("..", "infra", "testdata", "policies.json")
 
@@ -409,6 +416,9 @@ func checkIAM() string {
 	// the recorded code needs is a grant too many.
 	for fn, sts := range policies {
 		for _, st := range sts {
+			if st.Effect == "Deny" {
+				continue // a guard, not a grant
+			}
 			for _, act := range st.Actions {
 				if !used[fn+"/"+st.Sid+"/"+act] && usedElsewhere[act] == "" {
 					denied[fmt.Sprintf("%s statement %q grants %s, which no recorded call used and no known path needs (add the path to usedElsewhere, or remove the grant)", fn, st.Sid, act)] = true
