@@ -114,6 +114,8 @@ func enforceCall(ctx context.Context, in middleware.InitializeInput, next middle
 	out, md, err := next.HandleInitialize(ctx, in)
 	if err != nil {
 		err = missingKeyAsAWS(fn, in.Parameters, err)
+	} else {
+		err = checkAfterCall(ctx, in.Parameters)
 	}
 	return out, md, err
 }
