@@ -401,6 +401,16 @@ func (s Settings) Validate() error {
 		}
 	}
 	s.validateS3Tables(bad)
+	// The Glue Iceberg REST endpoint's warehouse is the catalog id (the
+	// account id), not an S3 location ("warehouse" = "{aws_account_id}":
+	// AWS Glue Developer Guide, "Connecting to the Data Catalog using AWS
+	// Glue Iceberg REST endpoint",
+	// https://docs.aws.amazon.com/glue/latest/dg/connect-glu-iceberg-rest.html),
+	// so the tables' S3 locations need warehouseLocation (or
+	// tableLocations).
+	if s.CatalogType == "rest" && s.CatalogSigningName == "glue" && isS3URI(s.CatalogWarehouse) {
+		bad(CtxCatalogWarehouse, "%q: the Glue Iceberg REST endpoint's warehouse is the catalog id (the account id, e.g. 123456789012), not an S3 location: put the S3 location in %s", s.CatalogWarehouse, CtxWarehouseLocation)
+	}
 	if s.Mode != ModeOff && !s.S3Tables() {
 		if _, err := s.Locations(); err != nil {
 			errs = append(errs, err)

@@ -1526,3 +1526,29 @@ func TestIcekeeperStack_AthenaSignalsComeOnlyFromTheConfiguredWorkGroups(t *test
 		t.Errorf("workgroup a/b: %v, want a refusal naming %s", err, CtxAthenaWorkGroups)
 	}
 }
+
+// TestSettings_TheGlueRESTEndpointsWarehouseIsTheCatalogID: with Glue's
+// Iceberg REST endpoint, an s3:// catalogWarehouse is refused naming
+// warehouseLocation (the endpoint's warehouse is the account id); the
+// account id with warehouseLocation is accepted.
+func TestSettings_TheGlueRESTEndpointsWarehouseIsTheCatalogID(t *testing.T) {
+	glueREST := func(warehouse string) map[string]any {
+		ctx := activeContext()
+		ctx[CtxCatalogType], ctx[CtxCatalogURI] = "rest", "https://glue.eu-west-1.amazonaws.com/iceberg"
+		ctx[CtxCatalogSigV4], ctx[CtxCatalogSigningName] = "true", "glue"
+		ctx[CtxCatalogWarehouse] = warehouse
+		return ctx
+	}
+	_, err := settingsFrom(t, glueREST("s3://lake/warehouse"))
+	if err == nil || !strings.Contains(err.Error(), CtxWarehouseLocation) || !strings.Contains(err.Error(), "catalog id") {
+		t.Errorf("an s3:// warehouse on the Glue REST endpoint: %v, want a refusal naming %s", err, CtxWarehouseLocation)
+	}
+	ok := glueREST("123456789012")
+	ok[CtxWarehouseLocation] = "s3://lake/warehouse"
+	dir := t.TempDir()
+	writeBootstraps(t, dir)
+	ok[CtxAssetDir] = dir
+	if _, err := settingsFrom(t, ok); err != nil {
+		t.Errorf("the account id and a warehouseLocation: %v", err)
+	}
+}
