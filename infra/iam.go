@@ -151,8 +151,8 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 // orphan (metadataFile).
 var metadataFiles = []string{"*.metadata.json", "*.metadata.json.gz", "*.metadata.json.zstd", "*version-hint.text"}
 
-// metadataFilesKept denies deleting any table metadata file under the
-// granted locations. IAM cannot name the table's current metadata file
+// metadataFilesKept denies deleting any table metadata file in the
+// warehouse buckets. IAM cannot name the table's current metadata file
 // (it changes with every commit), but icekeeper deletes none of them:
 // expiry frees manifests, manifest lists, statistics and data files, and
 // orphan cleanup keeps metadata files however old (shared/orphans). An
@@ -163,12 +163,14 @@ var metadataFiles = []string{"*.metadata.json", "*.metadata.json.gz", "*.metadat
 // and the Resource element's * matches across slashes (IAM User Guide,
 // "IAM JSON policy elements: Resource":
 // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html),
-// so a metadata file at any depth under a location is covered.
+// so a metadata file at any depth is covered. The Deny is on every
+// warehouse bucket, not per location: icekeeper deletes no metadata file
+// anywhere, and a deployment with many grants keeps four ARNs per bucket.
 func (a access) metadataFilesKept(sid string) []awsiam.PolicyStatement {
 	var resources []string
-	for _, l := range a.locs {
+	for _, b := range Buckets(a.locs) {
 		for _, m := range metadataFiles {
-			resources = append(resources, l.Objects(a.partition, m))
+			resources = append(resources, fmt.Sprintf("arn:%s:s3:::%s/%s", a.partition, b, m))
 		}
 	}
 	if len(resources) == 0 {
