@@ -408,7 +408,11 @@ func checkIAM() string {
 			}
 			sid, ok := allowed(policies[c.Function], a)
 			if !ok {
-				denied[fmt.Sprintf("%s %s: %s on %s", c.Function, c.Operation, a.Action, a.Resource)] = true
+				where := a.Resource
+				if a.Prefix != "" {
+					where += " (s3:prefix " + a.Prefix + ")"
+				}
+				denied[fmt.Sprintf("%s %s: %s on %s", c.Function, c.Operation, a.Action, where)] = true
 				continue
 			}
 			used[c.Function+"/"+sid+"/"+a.Action] = true

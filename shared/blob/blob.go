@@ -93,6 +93,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 			// (LIST is strongly consistent with PUT and DELETE: Amazon S3
 			// User Guide, "Amazon S3 data consistency model",
 			// https://docs.aws.amazon.com/AmazonS3/latest/userguide/Welcome.html#ConsistencyModel).
+			if !probed(key) {
+				return nil, fmt.Errorf("blob: get s3://%s/%s: %w", s.bucket, key, err)
+			}
 			if missing, lerr := s.missing(ctx, key); lerr == nil && missing {
 				return nil, fmt.Errorf("%w: s3://%s/%s (read denied, and no such key listed)", ErrNotFound, s.bucket, key)
 			} else if lerr != nil {
@@ -118,6 +121,19 @@ func denied(err error) bool {
 	}
 	var re *awshttp.ResponseError
 	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusForbidden
+}
+
+// probed reports whether a denied read of key is checked with a listing:
+// only the keys whose absence a step acts on (a job's deletions.json and
+// listing.json, the parts of its deletions record and the markers of its
+// fanned-out listing: "not there" means "first run", "done" or "listed
+// meanwhile"), which are exactly the prefixes the stack lets the
+// functions list (infra/iam.go: JobRecordsProbe, DeletionPartsList,
+// ListingMarkersList). Any other missing key is an error either way, and
+// a listing there would only be denied too.
+func probed(key string) bool {
+	return strings.HasSuffix(key, "/deletions.json") || strings.HasSuffix(key, "/listing.json") ||
+		strings.Contains(key, "/deletions/") || strings.Contains(key, "/listing/")
 }
 
 // missing reports whether no object has the full key: a listing with the

@@ -50,10 +50,15 @@ func TestGet_ADeniedReadOfAMissingKeyIsNotFound(t *testing.T) {
 	const key = "icekeeper/jobs/j1/deletions.json"
 	for name, c := range map[string]struct {
 		f            fakeS3
+		key          string
 		notFound     bool
 		wantListing  bool
 		deniedRemain bool
 	}{
+		// A key whose absence no step acts on is not probed: the read's
+		// AccessDenied stands (the function may not list there).
+		"another job object, denied":    {f: fakeS3{getErr: denied}, key: "icekeeper/jobs/j1/tasks/3.json", deniedRemain: true},
+		"a deletion part, missing":      {f: fakeS3{getErr: denied}, key: "icekeeper/jobs/j1/deletions/00001.json", notFound: true, wantListing: true},
 		"missing, listing allowed":      {f: fakeS3{getErr: denied}, notFound: true, wantListing: true},
 		"a longer key listed":           {f: fakeS3{getErr: denied, listed: []string{key + ".tmp"}}, notFound: true, wantListing: true},
 		"present but denied":            {f: fakeS3{getErr: denied, listed: []string{key}}, wantListing: true, deniedRemain: true},
@@ -67,11 +72,15 @@ func TestGet_ADeniedReadOfAMissingKeyIsNotFound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.Get(context.Background(), key)
+			k := key
+			if c.key != "" {
+				k = c.key
+			}
+			_, err = s.Get(context.Background(), k)
 			if got := errors.Is(err, ErrNotFound); got != c.notFound {
 				t.Fatalf("Get: %v, not found %t, want %t", err, got, c.notFound)
 			}
-			if c.wantListing != (f.prefix == key) {
+			if c.wantListing != (f.prefix == k) {
 				t.Errorf("listed with prefix %q, want a listing %t", f.prefix, c.wantListing)
 			}
 			var ae smithy.APIError
