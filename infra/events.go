@@ -130,7 +130,11 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 			EventPattern: &awsevents.EventPattern{
 				Source:     jsii.Strings(SourceAthena),
 				DetailType: jsii.Strings(DetailTypeAthena),
-				Detail:     &map[string]any{"currentState": []string{"SUCCEEDED"}, "statementType": []string{"DML"}},
+				// detail.workgroupName: the query's workgroup (Amazon
+				// Athena User Guide, "Monitor Athena query events with
+				// EventBridge": https://docs.aws.amazon.com/athena/latest/ug/athena-events.html);
+				// only those the planner may read back.
+				Detail: &map[string]any{"currentState": []string{"SUCCEEDED"}, "statementType": []string{"DML"}, "workgroupName": s.AthenaWorkGroups},
 			},
 			Targets: &[]awsevents.IRuleTarget{target},
 		})

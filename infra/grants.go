@@ -75,8 +75,8 @@ func (s Settings) Locations() ([]Location, error) {
 			loc = strings.TrimSuffix(loc, "/") + "/*"
 		case explicit:
 		case strings.Contains(s.TableLocationTemplate, "{warehouse}") && s.Warehouse() == "":
-			errs = append(errs, fmt.Errorf("%w: %s: grant %q has no S3 location: set %s (or an s3:// %s) or %s[%q]",
-				ErrSettings, CtxTableLocations, entry, CtxWarehouseLocation, CtxCatalogWarehouse, CtxTableLocations, entry))
+			errs = append(errs, fmt.Errorf("%w: %s: grant %q has no S3 location: set %s (or an s3:// %s; with the Glue Iceberg REST endpoint %s is the account id, so set %s) or %s[%q]",
+				ErrSettings, CtxTableLocations, entry, CtxWarehouseLocation, CtxCatalogWarehouse, CtxCatalogWarehouse, CtxWarehouseLocation, CtxTableLocations, entry))
 			return
 		default:
 			loc = strings.NewReplacer(

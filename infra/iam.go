@@ -95,7 +95,8 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		a.table(fns.Planner, a.glue("CatalogRead", glueRead)...)
 	}
 	a.table(fns.Planner, a.glueCatalogWalk("CatalogWalk")...)
-	a.table(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig, s3tablesList})...)
+	a.table(fns.Planner, a.s3tablesBucket("TableBucketRead", []string{s3tablesConfig})...)
+	a.table(fns.Planner, a.s3tablesListing("TablesList")...)
 	a.table(fns.Planner, a.s3tablesTables("TablesRead", []string{s3tablesLoad, s3tablesDataRead})...)
 	a.table(fns.Planner, a.tableObjects("TableRead", []string{"s3:GetObject"}, "*")...)
 	a.table(fns.Planner, a.tableListing("TableList")...)
@@ -107,8 +108,13 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 		// workgroup*, and the API reference for GetQueryExecution says it
 		// answers "if you have access to the workgroup in which the query
 		// ran"; the workgroup ARN is arn:${Partition}:athena:${Region}:${Account}:workgroup/${WorkGroupName}.
-		add(fns.Planner, statement("AthenaQueryRead", []string{"athena:GetQueryExecution"},
-			[]string{fmt.Sprintf("arn:%s:athena:%s:%s:workgroup/*", a.partition, *stack.Region(), *stack.Account())}))
+		// Only the configured workgroups: every workgroup would expose
+		// every query's text in the account.
+		var wgs []string
+		for _, w := range s.AthenaWorkGroups {
+			wgs = append(wgs, fmt.Sprintf("arn:%s:athena:%s:%s:workgroup/%s", a.partition, *stack.Region(), *stack.Account(), w))
+		}
+		add(fns.Planner, statement("AthenaQueryRead", []string{"athena:GetQueryExecution"}, wgs))
 	}
 	if s.Mode != ModeActive {
 		return nil
@@ -120,6 +126,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	// Deletion tasks delete what an expiry freed or an orphan cleanup
 	// found, under metadata/ too.
 	a.table(fns.Rewriter, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
+	a.table(fns.Rewriter, a.metadataFilesKept("TableMetadataFilesKept")...)
 	a.table(fns.Rewriter, a.tableListing("TableList")...)
 	// Deletion and listing tasks check their files against the table as
 	// the catalog has it when they run (shared/deletions, shared/listing):
@@ -154,6 +161,7 @@ func grantAccess(stack awscdk.Stack, s Settings, st Storage, q Queues, fns Lambd
 	if !a.large {
 		a.table(fns.Committer, a.tableObjects("TableMetadataDelete", []string{"s3:DeleteObject"}, "metadata/*")...)
 	}
+	a.table(fns.Committer, a.metadataFilesKept("TableMetadataFilesKept")...)
 	a.table(fns.Committer, a.tableListing("TableList")...)
 	a.table(fns.Committer, a.kms("WarehouseKeyReadWrite", "kms:Decrypt", "kms:GenerateDataKey")...)
 	return nil
@@ -215,6 +223,43 @@ func (a *access) flush(fns Lambdas) {
 			})
 		}
 	}
+}
+
+// metadataFiles are the object patterns, under a location, of table
+// metadata files (plain and compressed, as Iceberg Java and iceberg-go
+// name them: *.metadata.json, *.gz.metadata.json, *.metadata.json.gz and
+// zstd) and of a version hint: what shared/orphans never takes for an
+// orphan (metadataFile).
+var metadataFiles = []string{"*.metadata.json", "*.metadata.json.gz", "*.metadata.json.zstd", "*version-hint.text"}
+
+// metadataFilesKept denies deleting any table metadata file in the
+// warehouse buckets. IAM cannot name the table's current metadata file
+// (it changes with every commit), but icekeeper deletes none of them:
+// expiry frees manifests, manifest lists, statistics and data files, and
+// orphan cleanup keeps metadata files however old (shared/orphans). An
+// explicit Deny overrides every Allow, the functions' own
+// metadata/* deletes included (IAM User Guide, "Policy evaluation
+// logic":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html),
+// and the Resource element's * matches across slashes (IAM User Guide,
+// "IAM JSON policy elements: Resource":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html),
+// so a metadata file at any depth is covered. The Deny is on every
+// warehouse bucket, not per location: icekeeper deletes no metadata file
+// anywhere, and a deployment with many grants keeps four ARNs per bucket.
+func (a access) metadataFilesKept(sid string) []awsiam.PolicyStatement {
+	var resources []string
+	for _, b := range Buckets(a.locs) {
+		for _, m := range metadataFiles {
+			resources = append(resources, fmt.Sprintf("arn:%s:s3:::%s/%s", a.partition, b, m))
+		}
+	}
+	if len(resources) == 0 {
+		return nil
+	}
+	st := statement(sid, []string{"s3:DeleteObject"}, resources)
+	st.SetEffect(awsiam.Effect_DENY)
+	return []awsiam.PolicyStatement{st}
 }
 
 // kms allows actions on the warehouse's KMS keys (SSE-KMS), when any are
@@ -304,6 +349,20 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	// (shared/commit/orphans.go).
 	add(fns.Committer, statement("ListingRecordsWrite", []string{"s3:PutObject", "s3:DeleteObject"}, []string{bucket + "/" + a.s.key(JobsPrefix) + "*/listing*", foundObjects}),
 		a.jobFoldersListing("ListingFoldersList", bucket, "listing", "found"))
+	// The committer reads a job's deletions and listing records and learns
+	// from their absence that it is the first to run the step
+	// (shared/commit/expiry.go, orphans.go). S3 answers a GetObject of a
+	// missing key with 404 only to a caller that has s3:ListBucket on the
+	// bucket, 403 AccessDenied otherwise (Amazon S3 API Reference,
+	// GetObject, "Permissions":
+	// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html);
+	// the docs do not say how a ListBucket limited by s3:prefix counts
+	// there, so package blob confirms a 403 with a listing whose prefix is
+	// the key itself (the condition key s3:prefix of s3:ListBucket, Amazon
+	// S3 User Guide, "Bucket policy examples using condition keys":
+	// https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html),
+	// which this statement allows for exactly those two keys of any job.
+	add(fns.Committer, a.jobKeysListing("JobRecordsProbe", bucket, "deletions.json", "listing.json"))
 	// A two-stage sort's scratch pages, removed when its job ends
 	// (shared/commit/exchange.go).
 	add(fns.Committer, statement("ExchangePagesRemove", []string{"s3:DeleteObject"}, []string{exchangePages}),
@@ -406,6 +465,19 @@ func (a *access) jobFoldersListing(sid, bucket string, folders ...string) awsiam
 	for _, f := range folders {
 		p := a.s.key(JobsPrefix) + "*/" + f + "/"
 		prefixes = append(prefixes, p, p+"*")
+	}
+	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
+	return st
+}
+
+// jobKeysListing allows listing icekeeper's bucket only with a prefix
+// that is exactly one of the given objects of a job (jobs/<id>/<name>):
+// the listing that tells a missing record from a denied read.
+func (a access) jobKeysListing(sid, bucket string, names ...string) awsiam.PolicyStatement {
+	st := statement(sid, []string{"s3:ListBucket"}, []string{bucket})
+	var prefixes []string
+	for _, n := range names {
+		prefixes = append(prefixes, a.s.key(JobsPrefix)+"*/"+n)
 	}
 	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
 	return st

@@ -136,6 +136,24 @@ func (a *access) s3tablesBucket(sid string, actions []string) []awsiam.PolicySta
 	return []awsiam.PolicyStatement{statement(sid, actions, []string{tb.ARN})}
 }
 
+// s3tablesListing allows listing the tables of the granted namespaces
+// only (the planner's sweep over a namespace grant): ListTables is
+// authorized on the table bucket with the condition key
+// s3tables:namespace (Service Authorization Reference, "Actions,
+// resources, and condition keys for Amazon S3 Tables", ListTables:
+// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3tables.html).
+// Nothing when no namespace is granted: table grants need no listing.
+func (a access) s3tablesListing(sid string) []awsiam.PolicyStatement {
+	tb, ok := a.s.TableBucket()
+	nss := a.s.Grants.Namespaces()
+	if !ok || len(nss) == 0 {
+		return nil
+	}
+	st := statement(sid, []string{s3tablesList}, []string{tb.ARN})
+	st.AddCondition(jsii.String("StringEquals"), map[string]any{"s3tables:namespace": nss})
+	return []awsiam.PolicyStatement{st}
+}
+
 // s3tablesTables allows actions on the granted tables of the table bucket:
 // one statement for the granted namespaces (s3tables:namespace), and one
 // per granted table (s3tables:namespace and s3tables:tableName together,

@@ -55,7 +55,8 @@ func TestS3Tables_PermissionsAreScopedToGrantedNamespacesAndTables(t *testing.T)
 	onTables := []string{tables + " if " + nsCond, tables + " if " + tableCond}
 	want := map[string]map[string][]string{
 		"Planner": {
-			"s3tables:GetTableBucket": bucketOnly, "s3tables:ListTables": bucketOnly,
+			// ListTables only within the granted namespaces (the sweep).
+			"s3tables:GetTableBucket": bucketOnly, "s3tables:ListTables": []string{testTableBucket + " if " + nsCond},
 			"s3tables:GetTableMetadataLocation": onTables, "s3tables:GetTableData": onTables,
 		},
 		"Rewriter": {

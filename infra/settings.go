@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -117,6 +118,10 @@ type Settings struct {
 	// event and Athena's query state changes), which records them for
 	// the layout recommendation; on by default.
 	QuerySignals bool
+	// AthenaWorkGroups are the Athena workgroups whose queries are read
+	// back as query signals: the only workgroups the planner may read a
+	// query execution of, and the only ones the Athena rule routes.
+	AthenaWorkGroups []string
 	// RewriterEphemeralMB is the rewriter's /tmp size (Lambda: 512 to
 	// 10240 MB): a sort compaction group larger than the rewriter's sort
 	// window is sorted in runs spilled there (ICEKEEPER_SORT_WINDOW_BYTES).
@@ -189,6 +194,7 @@ func DefaultSettings() Settings {
 		RewriterConcurrency:  10,
 		RewriterEphemeralMB:  4096,
 		QuerySignals:         true,
+		AthenaWorkGroups:     []string{"primary"},
 		MaxTaskAttempts:      envvars.DefaultMaxTaskAttempts,
 		CommitTakeover:       16 * time.Minute,
 		LeaseTTL:             30 * time.Minute,
@@ -236,6 +242,7 @@ const (
 	CtxRewriterReserved      = "rewriterReservedConcurrency"
 	CtxRewriterEphemeral     = "rewriterEphemeralStorageMb"
 	CtxQuerySignals          = "querySignals"
+	CtxAthenaWorkGroups      = "athenaWorkGroups"
 	CtxMaxTaskAttempts       = "maxTaskAttempts"
 	CtxCommitTakeover        = "commitTakeover"
 	CtxLeaseTTL              = "leaseTtl"
@@ -260,6 +267,8 @@ const (
 // CtxStackName names the stack (main.go; default Icekeeper).
 const CtxStackName = "stackName"
 
+var athenaWorkGroup = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,128}$`)
+
 // ContextKeys lists every context key the app reads.
 func ContextKeys() []string {
 	return []string{
@@ -267,7 +276,7 @@ func ContextKeys() []string {
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
 		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
-		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxQuerySignals, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
+		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxQuerySignals, CtxAthenaWorkGroups, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
 		CtxArchitecture, CtxKMSKeyARNs, CtxStackName,
@@ -327,6 +336,14 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.object(CtxEnvironment, s.Environment)
 	r.str(CtxAssetDir, &s.AssetDir)
 	r.str(CtxArchitecture, &s.Architecture)
+	wgs := strings.Join(s.AthenaWorkGroups, ",")
+	r.list(CtxAthenaWorkGroups, &wgs)
+	s.AthenaWorkGroups = nil
+	for _, w := range strings.Split(wgs, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			s.AthenaWorkGroups = append(s.AthenaWorkGroups, w)
+		}
+	}
 	var kms string
 	r.list(CtxKMSKeyARNs, &kms)
 	for _, k := range strings.Split(kms, ",") {
@@ -390,9 +407,30 @@ func (s Settings) Validate() error {
 		}
 	}
 	s.validateS3Tables(bad)
+	// The Glue Iceberg REST endpoint's warehouse is the catalog id (the
+	// account id), not an S3 location ("warehouse" = "{aws_account_id}":
+	// AWS Glue Developer Guide, "Connecting to the Data Catalog using AWS
+	// Glue Iceberg REST endpoint",
+	// https://docs.aws.amazon.com/glue/latest/dg/connect-glu-iceberg-rest.html),
+	// so the tables' S3 locations need warehouseLocation (or
+	// tableLocations).
+	if s.CatalogType == "rest" && s.CatalogSigningName == "glue" && isS3URI(s.CatalogWarehouse) {
+		bad(CtxCatalogWarehouse, "%q: the Glue Iceberg REST endpoint's warehouse is the catalog id (the account id, e.g. 123456789012), not an S3 location: put the S3 location in %s", s.CatalogWarehouse, CtxWarehouseLocation)
+	}
 	if s.Mode != ModeOff && !s.S3Tables() {
 		if _, err := s.Locations(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	// Workgroup names: 1 to 128 of [a-zA-Z0-9._-] (Amazon Athena API
+	// Reference, CreateWorkGroup, Name:
+	// https://docs.aws.amazon.com/athena/latest/APIReference/API_CreateWorkGroup.html).
+	if s.QuerySignals && s.Mode != ModeOff && len(s.AthenaWorkGroups) == 0 {
+		bad(CtxAthenaWorkGroups, "empty: name the Athena workgroups whose queries are query signals (or set %s false)", CtxQuerySignals)
+	}
+	for _, w := range s.AthenaWorkGroups {
+		if !athenaWorkGroup.MatchString(w) {
+			bad(CtxAthenaWorkGroups, "%q: want an Athena workgroup name (1 to 128 of a-z A-Z 0-9 . _ -)", w)
 		}
 	}
 	for _, k := range s.KMSKeyARNs {

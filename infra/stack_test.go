@@ -218,7 +218,9 @@ func strs(v any) []string {
 
 // stmt is one IAM statement with its resources flattened.
 type stmt struct {
-	Sid       string
+	Sid string
+	// Effect is Allow or Deny.
+	Effect    string
 	Actions   []string
 	Resources []string
 	Condition any
@@ -257,7 +259,8 @@ func (f *fixture) statements(t *testing.T, name string) []stmt {
 		for _, s := range doc["Statement"].([]any) {
 			m := s.(map[string]any)
 			sid, _ := m["Sid"].(string)
-			out = append(out, stmt{Sid: sid, Actions: strs(m["Action"]), Resources: strs(m["Resource"]), Condition: m["Condition"]})
+			effect, _ := m["Effect"].(string)
+			out = append(out, stmt{Sid: sid, Effect: effect, Actions: strs(m["Action"]), Resources: strs(m["Resource"]), Condition: m["Condition"]})
 		}
 	}
 	if len(out) == 0 {
@@ -775,9 +778,11 @@ func TestIcekeeperStack_NoWildcardTableResourcesAndNoQueryServices(t *testing.T)
 				for _, a := range s.Actions {
 					// Query signals read an Athena query's execution;
 					// nothing may start, stop or read the results of one.
+					// Only in the configured workgroups (default primary):
+					// every workgroup would expose every query's text.
 					if a == "athena:GetQueryExecution" && name == "Planner" {
-						if len(s.Resources) != 1 || !strings.HasSuffix(s.Resources[0], ":workgroup/*") {
-							t.Errorf("%s planner reads Athena executions on %v, want the account's workgroups", mode, s.Resources)
+						if len(s.Resources) != 1 || !strings.HasSuffix(s.Resources[0], ":workgroup/primary") {
+							t.Errorf("%s planner reads Athena executions on %v, want the workgroup primary only", mode, s.Resources)
 						}
 						continue
 					}
@@ -855,7 +860,7 @@ func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 	byAction := func(name, action string) []string {
 		var out []string
 		for _, s := range f.statements(t, name) {
-			if contains(s.Actions, action) {
+			if contains(s.Actions, action) && s.Effect == "Allow" {
 				for _, r := range s.Resources {
 					if strings.Contains(r, ":s3:::lake/") {
 						out = append(out, r)
@@ -865,6 +870,8 @@ func TestIcekeeperStack_TableWritesAreScopedPerFunction(t *testing.T) {
 		}
 		return out
 	}
+	// Allow statements only: the Deny on metadata files is
+	// TestIcekeeperStack_NoFunctionMayDeleteATableMetadataFile's.
 	cases := []struct {
 		name, action string
 		want         []string
@@ -1552,6 +1559,7 @@ func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 	placeholder := regexp.MustCompile(`\$\{([A-Za-z]+?)[0-9A-F]{8}\.Arn\}`)
 	type exported struct {
 		Sid       string   `json:"sid"`
+		Effect    string   `json:"effect"`
 		Actions   []string `json:"actions"`
 		Resources []string `json:"resources"`
 		Condition any      `json:"condition,omitempty"`
@@ -1563,7 +1571,7 @@ func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 			for _, r := range st.Resources {
 				res = append(res, placeholder.ReplaceAllString(r, "$${$1}"))
 			}
-			out[fn] = append(out[fn], exported{Sid: st.Sid, Actions: st.Actions, Resources: res, Condition: st.Condition})
+			out[fn] = append(out[fn], exported{Sid: st.Sid, Effect: st.Effect, Actions: st.Actions, Resources: res, Condition: st.Condition})
 		}
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
@@ -1629,4 +1637,120 @@ func mustReadFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestIcekeeperStack_NoFunctionMayDeleteATableMetadataFile: the rewriter
+// and the committer, which may delete under metadata/, are denied deleting
+// any table metadata file (plain or compressed) and version hint anywhere
+// in the warehouse buckets; the planner deletes nothing anyway.
+func TestIcekeeperStack_NoFunctionMayDeleteATableMetadataFile(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	var want []string
+	for _, m := range []string{"*.metadata.json", "*.metadata.json.gz", "*.metadata.json.zstd", "*version-hint.text"} {
+		want = append(want, partition+":s3:::lake/"+m)
+	}
+	sort.Strings(want)
+	for _, fn := range []string{"Rewriter", "Committer"} {
+		var got []string
+		for _, s := range f.statements(t, fn) {
+			if s.Effect == "Deny" && reflect.DeepEqual(s.Actions, []string{"s3:DeleteObject"}) && s.Condition == nil {
+				got = append(got, s.Resources...)
+			}
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s denied deletes %v, want %v", fn, got, want)
+		}
+	}
+}
+
+// TestIcekeeperStack_TheCommitterMayProbeOnlyItsJobRecords: besides the
+// folders it lists, the committer may list its own bucket with exactly a
+// job's deletions.json or listing.json as the prefix (how package blob
+// tells such a record missing from a read denied: S3 answers a missing
+// key 403 without s3:ListBucket), nothing wider.
+func TestIcekeeperStack_TheCommitterMayProbeOnlyItsJobRecords(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	found := false
+	for _, s := range f.statements(t, "Committer") {
+		if s.Sid != "JobRecordsProbe" {
+			continue
+		}
+		found = true
+		if !reflect.DeepEqual(s.Actions, []string{"s3:ListBucket"}) || s.Effect != "Allow" {
+			t.Errorf("JobRecordsProbe: %s %v", s.Effect, s.Actions)
+		}
+		if cond := flat(s.Condition); cond != `{"StringLike":{"s3:prefix":["jobs/*/deletions.json","jobs/*/listing.json"]}}` {
+			t.Errorf("JobRecordsProbe not scoped to the two records: %s", cond)
+		}
+		if len(s.Resources) != 1 || strings.Contains(s.Resources[0], "lake") {
+			t.Errorf("JobRecordsProbe on %v, want icekeeper's bucket", s.Resources)
+		}
+	}
+	if !found {
+		t.Fatal("the committer has no JobRecordsProbe statement")
+	}
+}
+
+// TestIcekeeperStack_AthenaSignalsComeOnlyFromTheConfiguredWorkGroups:
+// athenaWorkGroups scopes both the planner's GetQueryExecution and the
+// Athena rule's workgroupName; an invalid name is refused.
+func TestIcekeeperStack_AthenaSignalsComeOnlyFromTheConfiguredWorkGroups(t *testing.T) {
+	ctx := activeContext()
+	ctx[CtxAthenaWorkGroups] = "analysts,etl.v2"
+	f := mustSynth(t, ctx)
+	var got []string
+	for _, s := range f.statements(t, "Planner") {
+		if contains(s.Actions, "athena:GetQueryExecution") {
+			got = append(got, s.Resources...)
+		}
+	}
+	want := []string{partition + ":athena:eu-west-1:123456789012:workgroup/analysts", partition + ":athena:eu-west-1:123456789012:workgroup/etl.v2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GetQueryExecution on %v, want %v", got, want)
+	}
+	rule := false
+	for _, r := range f.ofType("AWS::Events::Rule") {
+		p := flat(props(r)["EventPattern"])
+		if strings.Contains(p, "aws.athena") {
+			rule = true
+			if !strings.Contains(p, `"workgroupName":["analysts","etl.v2"]`) {
+				t.Errorf("Athena rule pattern %s does not filter on the workgroups", p)
+			}
+		}
+	}
+	if !rule {
+		t.Error("no Athena rule")
+	}
+	bad := activeContext()
+	bad[CtxAthenaWorkGroups] = "a/b"
+	if _, err := settingsFrom(t, bad); err == nil || !strings.Contains(err.Error(), CtxAthenaWorkGroups) {
+		t.Errorf("workgroup a/b: %v, want a refusal naming %s", err, CtxAthenaWorkGroups)
+	}
+}
+
+// TestSettings_TheGlueRESTEndpointsWarehouseIsTheCatalogID: with Glue's
+// Iceberg REST endpoint, an s3:// catalogWarehouse is refused naming
+// warehouseLocation (the endpoint's warehouse is the account id); the
+// account id with warehouseLocation is accepted.
+func TestSettings_TheGlueRESTEndpointsWarehouseIsTheCatalogID(t *testing.T) {
+	glueREST := func(warehouse string) map[string]any {
+		ctx := activeContext()
+		ctx[CtxCatalogType], ctx[CtxCatalogURI] = "rest", "https://glue.eu-west-1.amazonaws.com/iceberg"
+		ctx[CtxCatalogSigV4], ctx[CtxCatalogSigningName] = "true", "glue"
+		ctx[CtxCatalogWarehouse] = warehouse
+		return ctx
+	}
+	_, err := settingsFrom(t, glueREST("s3://lake/warehouse"))
+	if err == nil || !strings.Contains(err.Error(), CtxWarehouseLocation) || !strings.Contains(err.Error(), "catalog id") {
+		t.Errorf("an s3:// warehouse on the Glue REST endpoint: %v, want a refusal naming %s", err, CtxWarehouseLocation)
+	}
+	ok := glueREST("123456789012")
+	ok[CtxWarehouseLocation] = "s3://lake/warehouse"
+	dir := t.TempDir()
+	writeBootstraps(t, dir)
+	ok[CtxAssetDir] = dir
+	if _, err := settingsFrom(t, ok); err != nil {
+		t.Errorf("the account id and a warehouseLocation: %v", err)
+	}
 }

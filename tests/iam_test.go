@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -20,31 +21,40 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 )
 
 // Every AWS call the functions make in the end-to-end tests is allowed by
-// that function's IAM policy, as the CDK stack synthesizes it.
+// that function's IAM policy, as the CDK stack synthesizes it, and is
+// answered as AWS would answer it.
 //
-// The emulator's clients carry a middleware (recordCalls) that records
-// each call made on behalf of a function: the test harness marks the
-// context of each stage (asFunction: the planner's planning and dispatch,
-// the rewriters' and the committer's queue drains). Each call becomes the
-// IAM actions and resources AWS authorizes it by (authorizations), with
-// icekeeper's own resources as the placeholders of
+// The emulator's clients carry a middleware (recordCalls, enforceCall)
+// that sees each call made on behalf of a function: the test harness
+// marks the context of each stage (asFunction: the planner's planning and
+// dispatch, the rewriters' and the committer's queue drains). Each call
+// becomes the IAM actions and resources AWS authorizes it by
+// (authorizations), with icekeeper's own resources as the placeholders of
 // infra/testdata/policies.json (${Bucket}, ${Leases}, ${Tasks}, ...), which
-// the stack's tests write from the synthesized policies. After a full run,
-// TestMain fails when a call is not allowed by an Allow statement of its
-// function's policy, or when a statement grants an action that no recorded
-// call used and no known path outside the recorded code needs
-// (usedElsewhere, which says which path needs it) (checkIAM).
+// the stack's tests write from the synthesized policies. At the call, one
+// the function's policy does not allow fails with AccessDenied before the
+// emulator sees it (authorizeCall), a call that breaks a documented limit
+// fails as AWS fails it (checkCallRules, awsrules_test.go), and a read of
+// a missing S3 key answers 403 unless the policy allows listing the bucket
+// (missingKeyAsAWS). After a full run, TestMain also fails when a
+// statement grants an action that no recorded call used and no known path
+// outside the recorded code needs (usedElsewhere, which says which path
+// needs it), and lists every call denied (checkIAM).
 //
 // Not recorded: calls of iceberg-go's own file IO to the table's storage
 // (its S3 client is built by iceberg-go; the tests' warehouses are mostly
-// local), and calls no stage makes (test setup). Simpler than IAM: Allow
-// statements only (the stack writes no Deny), action and resource globs,
-// and of the conditions only s3:prefix with StringLike.
+// local), and calls no stage makes (test setup). The evaluation is IAM's
+// for identity-based policies (explicit Deny, then Allow, else denied),
+// with action and resource globs and the conditions the stack writes:
+// StringLike on s3:prefix, StringEquals on s3tables:namespace and
+// s3tables:tableName.
 
 var policiesFile = filepath.Join("..", "infra", "testdata", "policies.json")
 
@@ -73,20 +83,128 @@ var calls = struct {
 	list []recordedCall
 }{}
 
-// recordCalls adds the recording middleware to the emulator's clients.
+// recordCalls adds the recording and enforcing middleware to the
+// emulator's clients.
 func recordCalls(cfg *aws.Config) {
 	cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("icekeeper-record-call",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if fn, ok := ctx.Value(functionKey{}).(string); ok {
-					op := awsmiddleware.GetServiceID(ctx) + ":" + awsmiddleware.GetOperationName(ctx)
-					calls.Lock()
-					calls.list = append(calls.list, recordedCall{Function: fn, Operation: op, Auth: authorizations(in.Parameters)})
-					calls.Unlock()
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("icekeeper-record-call", enforceCall), middleware.After)
 	})
+}
+
+// enforceCall records a call made on behalf of a function and answers it
+// as AWS would: AccessDenied when the function's policy does not allow it
+// (before the emulator sees it), the rules of callRules (awsrules_test.go)
+// that kumo does not apply, and S3's 403 for a missing key.
+func enforceCall(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	fn, ok := ctx.Value(functionKey{}).(string)
+	if !ok {
+		return next.HandleInitialize(ctx, in)
+	}
+	op := awsmiddleware.GetServiceID(ctx) + ":" + awsmiddleware.GetOperationName(ctx)
+	auth := authorizations(in.Parameters)
+	calls.Lock()
+	calls.list = append(calls.list, recordedCall{Function: fn, Operation: op, Auth: auth})
+	calls.Unlock()
+	if err := authorizeCall(fn, op, auth); err != nil {
+		return middleware.InitializeOutput{}, middleware.Metadata{}, err
+	}
+	if err := checkCallRules(in.Parameters); err != nil {
+		return middleware.InitializeOutput{}, middleware.Metadata{}, err
+	}
+	out, md, err := next.HandleInitialize(ctx, in)
+	if err != nil {
+		err = missingKeyAsAWS(fn, in.Parameters, err)
+	} else {
+		err = checkAfterCall(ctx, in.Parameters)
+	}
+	return out, md, err
+}
+
+// loadPolicies reads policiesFile once.
+var loadPolicies = sync.OnceValues(func() (map[string][]policyStatement, error) {
+	raw, err := os.ReadFile(policiesFile)
+	if err != nil {
+		return nil, err
+	}
+	var policies map[string][]policyStatement
+	if err := json.Unmarshal(raw, &policies); err != nil {
+		return nil, fmt.Errorf("%s: %w", policiesFile, err)
+	}
+	return policies, nil
+})
+
+// accessDenied is the error AWS answers a request IAM does not allow
+// with (error code AccessDenied; S3's HEAD, which has no body, says
+// Forbidden).
+func accessDenied(code, format string, args ...any) error {
+	return &smithy.GenericAPIError{Code: code, Message: "icekeeper tests, as AWS: " + fmt.Sprintf(format, args...), Fault: smithy.FaultClient}
+}
+
+// authorizeCall fails a call when the function's policy does not allow
+// every authorization of it, as IAM does at the call; the after-run
+// report (checkIAM) lists it too.
+func authorizeCall(fn, op string, auth []authorization) error {
+	policies, err := loadPolicies()
+	if err != nil {
+		return err
+	}
+	for _, a := range auth {
+		if a.Resource == "" {
+			continue // not one of the env's resources: a test's own
+		}
+		if _, ok := allowed(policies[fn], a); !ok {
+			return accessDenied("AccessDenied", "%s %s: %s on %s is not allowed by the %s policy (%s)", fn, op, a.Action, a.Resource, fn, policiesFile)
+		}
+	}
+	return nil
+}
+
+// missingKeyAsAWS turns the emulator's 404 for a missing key into the 403
+// AWS answers when the caller may not list the bucket: "If the object
+// that you request doesn't exist, the error that Amazon S3 returns
+// depends on whether you also have the s3:ListBucket permission", 404
+// with it, 403 AccessDenied without it (Amazon S3 API Reference,
+// GetObject and HeadObject, "Permissions":
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html,
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html).
+// A GET carries no s3:prefix, and a condition on a key the request does
+// not carry does not hold (IAM User Guide, "IAM JSON policy elements:
+// Condition operators":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html),
+// so only a ListBucket without an s3:prefix condition counts here: the
+// strictest reading of the docs, which say nothing of a ListBucket
+// limited by s3:prefix.
+func missingKeyAsAWS(fn string, in any, err error) error {
+	var bucket, key *string
+	code := "AccessDenied"
+	switch v := in.(type) {
+	case *s3.GetObjectInput:
+		var nsk *s3types.NoSuchKey
+		if !errors.As(err, &nsk) {
+			return err
+		}
+		bucket, key = v.Bucket, v.Key
+	case *s3.HeadObjectInput:
+		var nf *s3types.NotFound
+		if !errors.As(err, &nf) {
+			return err
+		}
+		bucket, key, code = v.Bucket, v.Key, "Forbidden"
+	default:
+		return err
+	}
+	res := ownResource(aws.ToString(bucket))
+	if res == "" {
+		res = "arn:aws:s3:::" + aws.ToString(bucket)
+	}
+	policies, perr := loadPolicies()
+	if perr != nil {
+		return perr
+	}
+	if _, ok := allowed(policies[fn], authorization{Action: "s3:ListBucket", Resource: res}); ok {
+		return err
+	}
+	return accessDenied(code, "%s: s3://%s/%s does not exist, and the %s policy has no s3:ListBucket on the bucket", fn, aws.ToString(bucket), aws.ToString(key), fn)
 }
 
 const testRegion, testAccount = "us-east-1", "000000000000"
@@ -233,7 +351,9 @@ func authorizations(in any) []authorization {
 }
 
 type policyStatement struct {
-	Sid       string         `json:"sid"`
+	Sid string `json:"sid"`
+	// Effect is Allow or Deny.
+	Effect    string         `json:"effect"`
 	Actions   []string       `json:"actions"`
 	Resources []string       `json:"resources"`
 	Condition map[string]any `json:"condition"`
@@ -288,7 +408,11 @@ func checkIAM() string {
 			}
 			sid, ok := allowed(policies[c.Function], a)
 			if !ok {
-				denied[fmt.Sprintf("%s %s: %s on %s", c.Function, c.Operation, a.Action, a.Resource)] = true
+				where := a.Resource
+				if a.Prefix != "" {
+					where += " (s3:prefix " + a.Prefix + ")"
+				}
+				denied[fmt.Sprintf("%s %s: %s on %s", c.Function, c.Operation, a.Action, where)] = true
 				continue
 			}
 			used[c.Function+"/"+sid+"/"+a.Action] = true
@@ -298,6 +422,9 @@ func checkIAM() string {
 	// the recorded code needs is a grant too many.
 	for fn, sts := range policies {
 		for _, st := range sts {
+			if st.Effect == "Deny" {
+				continue // a guard, not a grant
+			}
 			for _, act := range st.Actions {
 				if !used[fn+"/"+st.Sid+"/"+act] && usedElsewhere[act] == "" {
 					denied[fmt.Sprintf("%s statement %q grants %s, which no recorded call used and no known path needs (add the path to usedElsewhere, or remove the grant)", fn, st.Sid, act)] = true
@@ -316,16 +443,26 @@ func checkIAM() string {
 	return fmt.Sprintf("the synthesized IAM policies (%s) and the recorded AWS calls disagree:\n  %s", policiesFile, strings.Join(list, "\n  "))
 }
 
-// allowed finds an Allow statement covering a; it returns its Sid.
+// allowed evaluates a as IAM evaluates an identity-based policy: an
+// explicit Deny of a matching statement wins over any Allow; without one,
+// an Allow covering a allows it; without that, it is denied (IAM User
+// Guide, "Policy evaluation logic":
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html).
+// It returns the Sid of the Allow statement used, or of the Deny.
 func allowed(sts []policyStatement, a authorization) (string, bool) {
+	matches := func(st policyStatement) bool {
+		return anyGlob(st.Actions, a.Action) && anyGlob(st.Resources, a.Resource) &&
+			(len(st.Condition) == 0 || conditionHolds(st.Condition, a))
+	}
 	for _, st := range sts {
-		if !anyGlob(st.Actions, a.Action) || !anyGlob(st.Resources, a.Resource) {
-			continue
+		if st.Effect == "Deny" && matches(st) {
+			return st.Sid, false
 		}
-		if len(st.Condition) > 0 && !conditionHolds(st.Condition, a) {
-			continue
+	}
+	for _, st := range sts {
+		if st.Effect != "Deny" && matches(st) {
+			return st.Sid, true
 		}
-		return st.Sid, true
 	}
 	return "", false
 }

@@ -161,6 +161,17 @@ func (st *s3tablesStandIn) record(action string, tb *s3table) {
 	st.auths = append(st.auths, recordedCall{Function: st.current, Operation: action, Auth: []authorization{a}})
 }
 
+// recordNamespace records an action on the bucket within a namespace.
+func (st *s3tablesStandIn) recordNamespace(action, namespace string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.current == "" {
+		return // the test's own setup
+	}
+	a := authorization{Action: action, Resource: st.arn, Namespace: namespace}
+	st.auths = append(st.auths, recordedCall{Function: st.current, Operation: action, Auth: []authorization{a}})
+}
+
 // restRequest records what authorizes one REST request.
 func (st *s3tablesStandIn) restRequest(method string, parts []string) {
 	tableOf := func(ns, name string) *s3table {
@@ -180,7 +191,11 @@ func (st *s3tablesStandIn) restRequest(method string, parts []string) {
 	case len(parts) == 2:
 		st.record("s3tables:GetNamespace", nil)
 	case len(parts) == 3 && method == http.MethodGet:
-		st.record("s3tables:ListTables", nil)
+		// Authorized on the bucket with the condition key
+		// s3tables:namespace (Service Authorization Reference, Amazon S3
+		// Tables, ListTables:
+		// https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3tables.html).
+		st.recordNamespace("s3tables:ListTables", strings.ReplaceAll(parts[1], "\x1f", "."))
 	case len(parts) == 3:
 		st.record("s3tables:CreateTable", nil)
 	case len(parts) == 4:
@@ -272,7 +287,7 @@ func (st *s3tablesStandIn) checkPolicies() {
 	for fn, sts := range policies {
 		for _, s := range sts {
 			for _, act := range s.Actions {
-				if strings.HasPrefix(act, "s3tables:") && !used[fn+"/"+s.Sid+"/"+act] && s3tablesUsedElsewhere[act] == "" {
+				if s.Effect != "Deny" && strings.HasPrefix(act, "s3tables:") && !used[fn+"/"+s.Sid+"/"+act] && s3tablesUsedElsewhere[act] == "" {
 					problems = append(problems, fmt.Sprintf("%s statement %q grants %s, which no request used", fn, s.Sid, act))
 				}
 			}

@@ -13,11 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // ErrNotFound means the object does not exist.
@@ -80,6 +83,25 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		if errors.As(err, &nsk) {
 			return nil, fmt.Errorf("%w: s3://%s/%s", ErrNotFound, s.bucket, key)
 		}
+		if denied(err) {
+			// S3 answers a missing key with 403 AccessDenied, not 404,
+			// to a caller without s3:ListBucket on the bucket (Amazon S3
+			// API Reference, GetObject, "Permissions":
+			// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html),
+			// and the functions' ListBucket is limited by s3:prefix. A
+			// listing with the key as its prefix tells the two apart
+			// (LIST is strongly consistent with PUT and DELETE: Amazon S3
+			// User Guide, "Amazon S3 data consistency model",
+			// https://docs.aws.amazon.com/AmazonS3/latest/userguide/Welcome.html#ConsistencyModel).
+			if !probed(key) {
+				return nil, fmt.Errorf("blob: get s3://%s/%s: %w", s.bucket, key, err)
+			}
+			if missing, lerr := s.missing(ctx, key); lerr == nil && missing {
+				return nil, fmt.Errorf("%w: s3://%s/%s (read denied, and no such key listed)", ErrNotFound, s.bucket, key)
+			} else if lerr != nil {
+				err = errors.Join(err, lerr)
+			}
+		}
 		return nil, fmt.Errorf("blob: get s3://%s/%s: %w", s.bucket, key, err)
 	}
 	defer out.Body.Close()
@@ -88,6 +110,41 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("blob: read s3://%s/%s: %w", s.bucket, key, err)
 	}
 	return data, nil
+}
+
+// denied reports whether err is S3's 403 (AccessDenied, or Forbidden for
+// a request without a response body).
+func denied(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && (ae.ErrorCode() == "AccessDenied" || ae.ErrorCode() == "Forbidden") {
+		return true
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusForbidden
+}
+
+// probed reports whether a denied read of key is checked with a listing:
+// only the keys whose absence a step acts on (a job's deletions.json and
+// listing.json, the parts of its deletions record and the markers of its
+// fanned-out listing: "not there" means "first run", "done" or "listed
+// meanwhile"), which are exactly the prefixes the stack lets the
+// functions list (infra/iam.go: JobRecordsProbe, DeletionPartsList,
+// ListingMarkersList). Any other missing key is an error either way, and
+// a listing there would only be denied too.
+func probed(key string) bool {
+	return strings.HasSuffix(key, "/deletions.json") || strings.HasSuffix(key, "/listing.json") ||
+		strings.Contains(key, "/deletions/") || strings.Contains(key, "/listing/")
+}
+
+// missing reports whether no object has the full key: a listing with the
+// key as its prefix returns keys in UTF-8 binary order, so the key itself,
+// if it exists, comes first.
+func (s *Store) missing(ctx context.Context, key string) (bool, error) {
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(key), MaxKeys: aws.Int32(1)})
+	if err != nil {
+		return false, fmt.Errorf("blob: list s3://%s/%s to tell a missing key from a denied read: %w", s.bucket, key, err)
+	}
+	return len(out.Contents) == 0 || aws.ToString(out.Contents[0].Key) != key, nil
 }
 
 // Delete removes the object at a full key; a missing object is not an error.

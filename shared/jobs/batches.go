@@ -145,7 +145,7 @@ func (s *Store) EndBatch(ctx context.Context, id, committer string, e BatchEnd) 
 	}
 	vals := map[string]types.AttributeValue{
 		":committing": str(string(Committing)), ":c": str(committer), ":b": num(int64(e.Batch)),
-		":to": str(string(e.Final)), ":reason": str(e.FinalReason), ":now": num(s.now().UnixMilli()),
+		":to": str(string(e.Final)), ":reason": str(boundReason(e.FinalReason)), ":now": num(s.now().UnixMilli()),
 	}
 	update := "SET job_state = :to, job_reason = :reason, updated_at = :now"
 	if e.SnapshotID != 0 {
@@ -153,7 +153,7 @@ func (s *Store) EndBatch(ctx context.Context, id, committer string, e BatchEnd) 
 		vals[":snap"] = num(e.SnapshotID)
 		update += ", committed_snapshot = :snap ADD committed_batches :entry"
 	} else {
-		vals[":entry"] = &types.AttributeValueMemberSS{Value: []string{fmt.Sprintf("%d:%s", e.Batch, e.Reason)}}
+		vals[":entry"] = &types.AttributeValueMemberSS{Value: []string{fmt.Sprintf("%d:%s", e.Batch, boundReason(e.Reason))}}
 		update += " ADD failed_batches :entry"
 	}
 	update += " REMOVE committing_batch"

@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -361,7 +362,7 @@ func (s *Store) Transition(ctx context.Context, id string, from []State, to Stat
 	}
 	vals := map[string]types.AttributeValue{
 		":to":     str(string(to)),
-		":reason": str(reason),
+		":reason": str(boundReason(reason)),
 		":now":    num(s.now().UnixMilli()),
 	}
 	cond := ""
@@ -440,7 +441,7 @@ func (s *Store) EndCommitting(ctx context.Context, id, committer string, to Stat
 	}
 	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, updated_at = :now", "job_state = :committing AND committer_id = :c", map[string]types.AttributeValue{
 		":committing": str(string(Committing)), ":c": str(committer), ":to": str(string(to)),
-		":reason": str(reason), ":now": num(s.now().UnixMilli()),
+		":reason": str(boundReason(reason)), ":now": num(s.now().UnixMilli()),
 	},
 		func() error {
 			return fmt.Errorf("%w: job %s is not committing for %s", ErrStateConflict, id, committer)
@@ -453,7 +454,7 @@ func (s *Store) EndCommitting(ctx context.Context, id, committer string, to Stat
 func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, reason string) error {
 	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, committed_snapshot = :snap, updated_at = :now", "job_state = :from", map[string]types.AttributeValue{
 		":to": str(string(Committed)), ":from": str(string(Committing)),
-		":reason": str(reason), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
+		":reason": str(boundReason(reason)), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
 	},
 		func() error { return fmt.Errorf("%w: job %s is not committing", ErrStateConflict, id) },
 		func(err error) error { return fmt.Errorf("jobs: mark %s committed: %w", id, err) })
@@ -467,7 +468,7 @@ func (s *Store) MarkCommitted(ctx context.Context, id string, snapshotID int64, 
 func (s *Store) MarkCommittedLeavingDeletions(ctx context.Context, id string, snapshotID int64, reason string) error {
 	return s.updateJob(ctx, id, "SET job_state = :to, job_reason = :reason, committed_snapshot = :snap, deletions_left = :left, updated_at = :now", "job_state = :from", map[string]types.AttributeValue{
 		":to": str(string(Committed)), ":from": str(string(Committing)), ":left": &types.AttributeValueMemberBOOL{Value: true},
-		":reason": str(reason), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
+		":reason": str(boundReason(reason)), ":snap": num(snapshotID), ":now": num(s.now().UnixMilli()),
 	},
 		func() error { return fmt.Errorf("%w: job %s is not committing", ErrStateConflict, id) },
 		func(err error) error { return fmt.Errorf("jobs: mark %s committed with deletions left: %w", id, err) })
@@ -582,7 +583,7 @@ func (s *Store) FailGroup(ctx context.Context, jobID string, group int, reason s
 		UpdateExpression:    aws.String("SET group_state = :failed, group_reason = :r"),
 		ConditionExpression: aws.String("group_state = :pending"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":failed": str(string(GroupFailed)), ":pending": str(string(GroupPending)), ":r": str(reason),
+			":failed": str(string(GroupFailed)), ":pending": str(string(GroupPending)), ":r": str(boundReason(reason)),
 		},
 	})
 	if err != nil {
@@ -689,7 +690,7 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 	it["table_id"] = str(j.Table)
 	it["job_state"] = str(string(j.State))
 	it["job_kind"] = str(string(j.Kind))
-	it["job_reason"] = str(j.Reason)
+	it["job_reason"] = str(boundReason(j.Reason))
 	it["job_trigger"] = str(j.Trigger)
 	it["lease_token"] = num(j.Token)
 	it["pin_metadata"] = str(j.MetadataLocation)
@@ -787,6 +788,29 @@ func decodeGroup(it map[string]types.AttributeValue) Group {
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// MaxReasonBytes bounds every reason a job or group record keeps (a
+// state's reason, a failed group's or batch's): reasons are error texts,
+// which can be long (a wrapped error naming many files), and a job item
+// holds one per failed batch next to its own. With at most
+// optin.MaxPartialProgressCommits batches, the item stays far below
+// DynamoDB's 400 KB item limit ("The maximum item size in DynamoDB is 400
+// KB": Amazon DynamoDB Developer Guide, "Quotas in Amazon DynamoDB",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
+const MaxReasonBytes = 1024
+
+// boundReason bounds r to MaxReasonBytes, cut on a UTF-8 boundary and marked.
+func boundReason(r string) string {
+	if len(r) <= MaxReasonBytes {
+		return r
+	}
+	const mark = " [cut]"
+	cut := MaxReasonBytes - len(mark)
+	for cut > 0 && !utf8.RuneStart(r[cut]) {
+		cut--
+	}
+	return r[:cut] + mark
+}
 
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}

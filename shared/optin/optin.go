@@ -392,8 +392,17 @@ func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
 // default (Spark's).
 const DefaultPartialProgressMaxCommits = 10
 
+// MaxPartialProgressCommits caps PropertyPartialProgressMaxCommits: a
+// larger value is taken as this many. Each batch leaves an entry in its
+// job's record (jobs.EndBatch: its snapshot, or why it failed, at most
+// jobs.MaxReasonBytes), and the record is one DynamoDB item of at most
+// 400 KB ("Quotas in Amazon DynamoDB":
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
+const MaxPartialProgressCommits = 100
+
 // PartialProgress reads the partial-progress properties: the most commits
-// a compaction may make, or 0 when partial progress is off.
+// a compaction may make (at most MaxPartialProgressCommits), or 0 when
+// partial progress is off.
 func PartialProgress(props map[string]string) (int, error) {
 	v := strings.TrimSpace(props[PropertyPartialProgressEnabled])
 	if v == "" {
@@ -412,7 +421,7 @@ func PartialProgress(props map[string]string) (int, error) {
 		if err != nil || n < 1 {
 			return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyPartialProgressMaxCommits, v)
 		}
-		maxCommits = n
+		maxCommits = min(n, MaxPartialProgressCommits)
 	}
 	return maxCommits, nil
 }

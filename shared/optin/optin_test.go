@@ -97,6 +97,19 @@ func TestHotPartitions_OffByDefaultAndBadValuesAreRefused(t *testing.T) {
 	}
 }
 
+// TestPartialProgress_MaxCommitsIsCappedSoTheJobRecordStaysBounded: a
+// max-commits above MaxPartialProgressCommits is taken as the cap (each
+// batch leaves an entry in the job's DynamoDB item); the cap itself is
+// kept.
+func TestPartialProgress_MaxCommitsIsCappedSoTheJobRecordStaysBounded(t *testing.T) {
+	for v, want := range map[string]int{"100": 100, "101": 100, "1000000": 100, "99": 99} {
+		n, err := PartialProgress(map[string]string{PropertyPartialProgressEnabled: "true", PropertyPartialProgressMaxCommits: v})
+		if err != nil || n != want {
+			t.Errorf("max-commits %s: %d %v, want %d", v, n, err, want)
+		}
+	}
+}
+
 func TestPartialProgress_OffByDefaultMaxCommitsDefaultsToSparksAndBadValuesAreRefused(t *testing.T) {
 	for _, props := range []map[string]string{{}, {PropertyPartialProgressEnabled: "false"}, {PropertyPartialProgressMaxCommits: "4"}} {
 		if n, err := PartialProgress(props); err != nil || n != 0 {

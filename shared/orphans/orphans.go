@@ -83,7 +83,8 @@ type Orphan struct {
 // Found is what Find found under a prefix.
 type Found struct {
 	// Orphans: files older than the safety age that nothing references,
-	// sorted by path.
+	// sorted by path; never a table metadata file or version hint
+	// (metadataFile).
 	Orphans []Orphan
 	// Metadata: files that nothing references and that look like table
 	// metadata (metadata.json files, plain or compressed, version hints,
@@ -169,6 +170,9 @@ func Find(ctx context.Context, tbl *table.Table, prefix Prefix, olderThan time.T
 		}
 		if looksLikeMetadata(tbl.Location(), own, p) {
 			out.Metadata = append(out.Metadata, p)
+		}
+		if metadataFile(p) {
+			return nil // never an orphan, however old (metadataFile)
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -423,16 +427,33 @@ func ownMetadataFolders(tbl *table.Table) []string {
 	return out
 }
 
+// metadataFileSuffixes name table metadata files, plain or compressed as
+// Iceberg and iceberg-go name them, and version hints.
+var metadataFileSuffixes = []string{".metadata.json", ".metadata.json.gz", ".metadata.json.zstd", "version-hint.text"}
+
+// metadataFile says whether p is a table metadata file or a version hint.
+// Orphan cleanup keeps those, however old and unreferenced: they are
+// small, any of them may be what a catalog or another tool points at
+// (IAM cannot tell the table's current one from an old one), and the
+// stack denies every function their deletion (infra/iam.go,
+// metadataFilesKept), which a cleanup trying would run into.
+func metadataFile(p string) bool {
+	base := path.Base(storagepath.Parse(p).Path)
+	for _, suffix := range metadataFileSuffixes {
+		if strings.HasSuffix(base, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // looksLikeMetadata says whether p (under location) may be table
 // metadata: a metadata.json file, plain or compressed as Iceberg and
 // iceberg-go name them, a version-hint.text, or any file in a folder
 // named metadata other than the table's own metadata folders.
 func looksLikeMetadata(location string, own []string, p string) bool {
-	base := path.Base(storagepath.Parse(p).Path)
-	for _, suffix := range []string{".metadata.json", ".metadata.json.gz", ".metadata.json.zstd", "version-hint.text"} {
-		if strings.HasSuffix(base, suffix) {
-			return true
-		}
+	if metadataFile(p) {
+		return true
 	}
 	loc := storagepath.Parse(location).Path
 	for dir := path.Dir(storagepath.Parse(p).Path); dir != loc && strings.HasPrefix(dir, loc+"/"); dir = path.Dir(dir) {

@@ -192,6 +192,41 @@ func TestFind_ReportsWhatLooksLikeMetadataWhateverItsAge(t *testing.T) {
 	}
 }
 
+// TestFind_NeverTakesAMetadataFileForAnOrphan: a table metadata file
+// (plain or compressed, under any of its names) or a version hint that
+// nothing references and that is far older than the safety age is
+// reported as metadata and never as an orphan, so no cleanup deletes it
+// (the stack denies those deletes too); an old unreferenced data file
+// next to them is an orphan.
+func TestFind_NeverTakesAMetadataFileForAnOrphan(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	tbl := f.create(t, "kept", sample(2))
+	root := localPath(tbl.Location())
+	kept := []string{"metadata/00001-old.metadata.json", "metadata/00002-old.gz.metadata.json",
+		"metadata/00003-old.metadata.json.gz", "metadata/00004-old.metadata.json.zstd"}
+	// The table's own version hint is referenced; one elsewhere is not.
+	for _, rel := range append([]string{"data/old.parquet", "metadata/version-hint.text", "data/x/version-hint.text"}, kept...) {
+		write(t, filepath.Join(root, rel), []byte("x"), 30*24*time.Hour)
+	}
+	found, err := Find(context.Background(), tbl, Prefix{}, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphans []string
+	for _, o := range found.Orphans {
+		orphans = append(orphans, strings.TrimPrefix(o.Path, root+"/"))
+	}
+	if !slices.Equal(orphans, []string{"data/old.parquet"}) {
+		t.Fatalf("orphans %q, want only data/old.parquet", orphans)
+	}
+	for _, rel := range append(kept, "data/x/version-hint.text") {
+		if !slices.Contains(found.Metadata, root+"/"+rel) {
+			t.Errorf("%s not reported as metadata: %q", rel, found.Metadata)
+		}
+	}
+}
+
 // TestShared_RefusesMetadataThatIsNotTheTables: a metadata file of the
 // table itself, plain or gzip whatever its name, is accepted; another
 // table's, one that cannot be parsed, and a version hint are refused with

@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/optin"
+)
+
+// Items that grow with a job are bounded below DynamoDB's 400 KB item
+// limit (ddbMaxItemBytes), which the test world applies after every write
+// of a function (checkAfterCall).
+
+// TestBounds_AJobRecordAtItsLargestFitsADynamoDBItem: a batched job at the
+// cap of its batches (optin.MaxPartialProgressCommits), every group
+// claimed, every batch failed with an error text far longer than a
+// record keeps, and a long final reason: every write is accepted under
+// the 400 KB rule, the item measures below it, and each reason kept is at
+// most jobs.MaxReasonBytes.
+func TestBounds_AJobRecordAtItsLargestFitsADynamoDBItem(t *testing.T) {
+	e := setup(t)
+	ctx := asFunction(e.ctx, "Committer")
+	const id = "bounded-job"
+	n := optin.MaxPartialProgressCommits
+	groups := make([]jobs.Group, n)
+	for i := range groups {
+		groups[i] = jobs.Group{Index: i, InputFiles: 2}
+	}
+	if err := e.deps.Jobs.Create(ctx, jobs.Job{ID: id, Table: e.name(), Token: 1, BatchSize: 1}, groups); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a wrapped error naming s3://bucket/warehouse/demo/events/data/00000-0-file.parquet; ", 200) // ~16 KB
+	for g := range n {
+		attempt := fmt.Sprintf("attempt-%03d", g)
+		if err := e.deps.Jobs.RegisterAttempt(ctx, id, 1, g, attempt); err != nil {
+			t.Fatalf("register group %d: %v", g, err)
+		}
+		if err := e.deps.Jobs.Claim(ctx, id, 1, g, attempt, "jobs/"+id+"/descriptors/"+attempt+".json", 1_000_000); err != nil {
+			t.Fatalf("claim group %d: %v", g, err)
+		}
+	}
+	for b := 1; b <= n; b++ {
+		if err := e.deps.Jobs.BeginBatch(ctx, id, b, "committer"); err != nil {
+			t.Fatalf("begin batch %d: %v", b, err)
+		}
+		end := jobs.BatchEnd{Batch: b, Reason: long, Final: jobs.Running, FinalReason: long}
+		if b == n {
+			end.Final = jobs.Failed
+		}
+		if err := e.deps.Jobs.EndBatch(ctx, id, "committer", end); err != nil {
+			t.Fatalf("end batch %d: %v", b, err)
+		}
+	}
+	out, err := cloud.Clients.DynamoDB.GetItem(e.ctx, &dynamodb.GetItemInput{TableName: aws.String(e.cfg.JobsTable), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: id}, "item_key": &ddbtypes.AttributeValueMemberS{Value: "job"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Item) == 0 {
+		t.Fatal("no job item (item_key is not \"job\"?)")
+	}
+	size := ddbItemBytes(out.Item)
+	if size > ddbMaxItemBytes {
+		t.Fatalf("the job item is %d bytes, over DynamoDB's %d", size, ddbMaxItemBytes)
+	}
+	j := e.job(id)
+	if len(j.FailedBatches) != n || len(j.DoneGroups) != n {
+		t.Fatalf("%d failed batches and %d done groups recorded, want %d each", len(j.FailedBatches), len(j.DoneGroups), n)
+	}
+	for b, r := range j.FailedBatches {
+		if len(r) > jobs.MaxReasonBytes {
+			t.Errorf("batch %d keeps a reason of %d bytes, over %d", b, len(r), jobs.MaxReasonBytes)
+		}
+	}
+	if len(j.Reason) > jobs.MaxReasonBytes {
+		t.Errorf("the job keeps a reason of %d bytes", len(j.Reason))
+	}
+	t.Logf("job item at the bound: %d bytes of %d", size, ddbMaxItemBytes)
+}
