@@ -2,7 +2,6 @@ package commit
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -59,47 +58,35 @@ func appliedDeletes(ctx context.Context, fs icebergio.IO, meta table.Metadata, s
 		slices.SortFunc(files, func(a, b input) int { return strings.Compare(a.path, b.path) })
 	}
 
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
-	}
 	applied := map[string]struct{}{}
 	var dvs []iceberg.DataFile
-	for _, m := range manifests {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		if m.ManifestContent() != iceberg.ManifestContentDeletes {
-			continue
-		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			df, seq := e.DataFile(), e.SequenceNum()
-			var applies bool
-			switch {
-			case table.IsDeletionVector(df):
-				if ref := df.ReferencedDataFile(); ref != nil {
-					if _, ok := byPath[*ref]; ok {
-						dvs = append(dvs, df)
-						applies = true
-					}
-				}
-			case df.ContentType() == iceberg.EntryContentPosDeletes:
-				applies = positionDeleteApplies(df, seq, byPath, byPart)
-			case df.ContentType() == iceberg.EntryContentEqDeletes:
-				spec := meta.PartitionSpecByID(int(df.SpecID()))
-				if spec == nil || spec.IsUnpartitioned() {
-					applies = minAll < seq
-				} else if m, ok := minByPart[partitionKey(df)]; ok {
-					applies = m < seq
+	err := eachLiveDelete(ctx, fs, snap, func(df iceberg.DataFile, seq int64) error {
+		var applies bool
+		switch {
+		case table.IsDeletionVector(df):
+			if ref := df.ReferencedDataFile(); ref != nil {
+				if _, ok := byPath[*ref]; ok {
+					dvs = append(dvs, df)
+					applies = true
 				}
 			}
-			if applies && df.Count() > 0 {
-				applied[fileKey(df)] = struct{}{}
+		case df.ContentType() == iceberg.EntryContentPosDeletes:
+			applies = positionDeleteApplies(df, seq, byPath, byPart)
+		case df.ContentType() == iceberg.EntryContentEqDeletes:
+			spec := meta.PartitionSpecByID(int(df.SpecID()))
+			if spec == nil || spec.IsUnpartitioned() {
+				applies = minAll < seq
+			} else if m, ok := minByPart[partitionKey(df)]; ok {
+				applies = m < seq
 			}
 		}
+		if applies && df.Count() > 0 {
+			applied[fileKey(df)] = struct{}{}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return applied, dvs, nil
 }

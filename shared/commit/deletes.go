@@ -166,33 +166,22 @@ func (c *Committer) gatherDeletes(ctx context.Context, job jobs.Job, pinned *tab
 // liveDeleteFiles returns the live delete files of snap whose keys
 // (messages.DeleteFileKey) are in keys, and their data sequence numbers.
 func liveDeleteFiles(ctx context.Context, fs icebergio.IO, snap *table.Snapshot, keys map[string]struct{}) ([]iceberg.DataFile, map[string]int64, error) {
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
-	}
 	var out []iceberg.DataFile
 	seen := map[string]int64{}
-	for _, m := range manifests {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+	err := eachLiveDelete(ctx, fs, snap, func(df iceberg.DataFile, seq int64) error {
+		k := messages.DeleteFileKey(df)
+		if _, ok := keys[k]; !ok {
+			return nil
 		}
-		if m.ManifestContent() != iceberg.ManifestContentDeletes {
-			continue
+		if _, dup := seen[k]; dup {
+			return nil
 		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			k := messages.DeleteFileKey(e.DataFile())
-			if _, ok := keys[k]; !ok {
-				continue
-			}
-			if _, dup := seen[k]; dup {
-				continue
-			}
-			seen[k] = e.SequenceNum()
-			out = append(out, e.DataFile())
-		}
+		seen[k] = seq
+		out = append(out, df)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, seen, nil
 }

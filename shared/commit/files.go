@@ -90,3 +90,30 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// eachLiveDelete calls f with every live delete file of snap (position
+// deletes, deletion vectors, equality deletes) and its data sequence
+// number, manifest by manifest; it stops at f's first error.
+func eachLiveDelete(ctx context.Context, fs icebergio.IO, snap *table.Snapshot, f func(df iceberg.DataFile, seq int64) error) error {
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return fmt.Errorf("read manifests of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	for _, m := range manifests {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			if err := f(e.DataFile(), e.SequenceNum()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
