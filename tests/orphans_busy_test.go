@@ -17,6 +17,23 @@ import (
 	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
+// onePartAFileCommitter is a committer whose deletions records hold one
+// file a part, over blobs; fanOut sends every part of two or more to the
+// rewriters as a deletion task.
+func (e *env) onePartAFileCommitter(blobs commit.Blobs, fanOut bool) *commit.Committer {
+	e.t.Helper()
+	var opts commit.Options
+	if fanOut {
+		opts = commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2}
+	}
+	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
+		e.cat, e.deps.Jobs, e.deps.Leases, blobs, e.deps.Tables, nil, nil, opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
 // busy is a table whose writer keeps one previous metadata file and
 // deletes older ones after each commit.
 var busy = withProps(smallTable, map[string]string{
@@ -82,12 +99,7 @@ func TestOrphans_FannedOutDeletionsOfABusyTableFinish(t *testing.T) {
 		e.plant("data/region=region-01/00000-0-stray-b.parquet", 96*time.Hour),
 		e.plant("metadata/stray-m0.avro", 96*time.Hour)}
 	claimed := e.plant("data/region=region-00/00000-0-stray-c.parquet", 96*time.Hour)
-	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.committer = c
+	e.committer = e.onePartAFileCommitter(e.deps.Blobs, true)
 
 	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
 	if err != nil || r.Outcome != plan.OutcomePlanned {
@@ -200,12 +212,7 @@ func TestOrphans_ADeletionTaskThatMustRefuseKeepsItsFilesAndFailsTheJobAtOnce(t 
 	planted := []string{e.plant("data/region=region-00/00000-0-stray-a.parquet", 96*time.Hour),
 		e.plant("data/region=region-01/00000-0-stray-b.parquet", 96*time.Hour),
 		e.plant("metadata/stray-m0.avro", 96*time.Hour)}
-	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
-		e.cat, e.deps.Jobs, e.deps.Leases, e.deps.Blobs, e.deps.Tables, nil, nil, commit.Options{DeletionTasks: e.deps.Tasks, DeletionFanOutParts: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.committer = c
+	e.committer = e.onePartAFileCommitter(e.deps.Blobs, true)
 
 	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
 	if err != nil || r.Outcome != plan.OutcomePlanned {
@@ -279,12 +286,7 @@ func TestOrphans_TheCommitterChecksEachPartAgainstTheTableAsItIsThen(t *testing.
 		e.referenceInOldSnapshot(claimed)
 		referenced = e.referencedFiles()
 	}}
-	c, err := commit.New(commit.Settings{LeaseTTL: time.Minute, MaxRetries: 3, Backoff: time.Millisecond, CommitTakeover: time.Hour, MaxAttempts: 3, DeletionPartFiles: 1},
-		e.cat, e.deps.Jobs, e.deps.Leases, blobs, e.deps.Tables, nil, nil, commit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.committer = c
+	e.committer = e.onePartAFileCommitter(blobs, false)
 	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
 	if err != nil || r.Outcome != plan.OutcomePlanned {
 		t.Fatalf("plan: %+v %v", r, err)
