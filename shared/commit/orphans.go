@@ -203,7 +203,7 @@ func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job job
 			return none, false, fmt.Errorf("%w: found orphans %s: %w", ErrInvariant, key, err)
 		}
 		for _, r := range f.Files {
-			out.Orphans = append(out.Orphans, orphans.Orphan{Path: r.Path, Bytes: r.Bytes})
+			out.Orphans = append(out.Orphans, orphans.File{Path: r.Path, Bytes: r.Bytes})
 		}
 		out.Metadata = append(out.Metadata, f.Metadata...)
 	}

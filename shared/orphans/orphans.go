@@ -74,8 +74,8 @@ type Prefix struct {
 	Shallow bool `json:"shallow,omitempty"`
 }
 
-// Orphan is a file found by Find.
-type Orphan struct {
+// File is an orphan Find found.
+type File struct {
 	Path  string `json:"path"`
 	Bytes int64  `json:"bytes"`
 }
@@ -85,7 +85,7 @@ type Found struct {
 	// Orphans: files older than the safety age that nothing references,
 	// sorted by path; never a table metadata file or version hint
 	// (metadataFile).
-	Orphans []Orphan
+	Orphans []File
 	// Metadata: files that nothing references and that look like table
 	// metadata (metadata.json files, plain or compressed, version hints,
 	// anything in a metadata/ folder other than the table's own), of any
@@ -94,7 +94,7 @@ type Found struct {
 }
 
 // Paths is the orphans' paths and their total size.
-func Paths(found []Orphan) ([]string, int64) {
+func Paths(found []File) ([]string, int64) {
 	paths := make([]string, len(found))
 	var n int64
 	for i, f := range found {
@@ -184,7 +184,7 @@ func Find(ctx context.Context, tbl *table.Table, prefix Prefix, olderThan time.T
 		if !olderThan.IsZero() && (info.ModTime().IsZero() || !info.ModTime().Before(olderThan)) {
 			return nil
 		}
-		out.Orphans = append(out.Orphans, Orphan{Path: p, Bytes: info.Size()})
+		out.Orphans = append(out.Orphans, File{Path: p, Bytes: info.Size()})
 		return nil
 	})
 	if err != nil {
