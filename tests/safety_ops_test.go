@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +34,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -383,26 +381,12 @@ func (r *safetyRun) opEqualityDelete(st *sTable, branch string) (string, error) 
 	if len(ids) == 0 {
 		return "", errSkip
 	}
-	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: false}}
-	eqIDs := []int{1}
+	var regionOf func(int64) string
 	if st.parts > 0 {
-		fields = append(fields, arrow.Field{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true})
-		eqIDs = append(eqIDs, 2)
-	}
-	schema := arrow.NewSchema(fields, nil)
-	records := func(yield func(arrow.RecordBatch, error) bool) {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-		defer b.Release()
-		b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
-		if st.parts > 0 {
-			for _, id := range ids {
-				b.Field(1).(*array.StringBuilder).Append(st.region[id])
-			}
-		}
-		yield(b.NewRecordBatch(), nil)
+		regionOf = func(id int64) string { return st.region[id] }
 	}
 	txn := txnOn(r.load(st), branch)
-	if err := txn.CommitEqualityDeletes(r.e.ctx, eqIDs, iter.Seq2[arrow.RecordBatch, error](records), nil); err != nil {
+	if err := sampletable.StageEqualityDelete(r.e.ctx, txn, ids, regionOf); err != nil {
 		return "", err
 	}
 	if _, err := txn.Commit(r.e.ctx); err != nil {

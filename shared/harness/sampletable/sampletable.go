@@ -223,6 +223,20 @@ func DeleteByEquality(ctx context.Context, tbl *table.Table, ids []int64, region
 		return tbl, nil
 	}
 	txn := tbl.NewTransaction()
+	if err := StageEqualityDelete(ctx, txn, ids, regionOf); err != nil {
+		return nil, err
+	}
+	out, err := txn.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sampletable: commit equality delete: %w", err)
+	}
+	return out, nil
+}
+
+// StageEqualityDelete stages on txn (main's or a branch's) one equality
+// delete of the rows with the given ids, keyed as DeleteByEquality keys
+// them.
+func StageEqualityDelete(ctx context.Context, txn *table.Transaction, ids []int64, regionOf func(int64) string) error {
 	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: false}}
 	eqIDs := []int{1}
 	if regionOf != nil {
@@ -242,13 +256,9 @@ func DeleteByEquality(ctx context.Context, tbl *table.Table, ids []int64, region
 		yield(b.NewRecordBatch(), nil)
 	}
 	if err := txn.CommitEqualityDeletes(ctx, eqIDs, iter.Seq2[arrow.RecordBatch, error](records), nil); err != nil {
-		return nil, fmt.Errorf("sampletable: equality delete of %d rows: %w", len(ids), err)
+		return fmt.Errorf("sampletable: equality delete of %d rows: %w", len(ids), err)
 	}
-	out, err := txn.Commit(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sampletable: commit equality delete: %w", err)
-	}
-	return out, nil
+	return nil
 }
 
 // pseudoRandomHex appends n hex digits derived from seed (splitmix64), so
