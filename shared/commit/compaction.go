@@ -431,6 +431,9 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 	if err := rw.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("stage rewrite: %w", err)
 	}
+	if err := keepNameMapping(txn, cur); err != nil {
+		return nil, err
+	}
 	if err := c.jobs.Heartbeat(ctx, job.ID, me); err != nil {
 		if errors.Is(err, jobs.ErrStateConflict) {
 			return nil, fmt.Errorf("%w: lost the committing job before the catalog commit: %v", ErrBusy, err)
@@ -440,4 +443,21 @@ func (c *Committer) commitOnce(ctx context.Context, cur *table.Table, job jobs.J
 	cctx, cancel := context.WithTimeout(ctx, c.settings.CommitDeadline)
 	defer cancel()
 	return txn.Commit(cctx)
+}
+
+// keepNameMapping undoes what iceberg-go's rewrite adds to the owner's
+// properties: it sets schema.name-mapping.default, from the current
+// schema, on a table that has none (Transaction.ensureNameMapping).
+// Iceberg Java's RewriteFiles leaves the table's properties as they are,
+// and a mapping nobody asked for would be used by every reader for files
+// without field ids, and kept stale by schema changes of engines that do
+// not update it. A table that has a mapping keeps it untouched.
+func keepNameMapping(txn *table.Transaction, base *table.Table) error {
+	if _, had := base.Properties()[table.DefaultNameMappingKey]; had {
+		return nil
+	}
+	if err := txn.RemoveProperties([]string{table.DefaultNameMappingKey}); err != nil {
+		return fmt.Errorf("stage rewrite: keep the table without a name mapping: %w", err)
+	}
+	return nil
 }

@@ -276,6 +276,15 @@ func listable(ctx context.Context, tbl *table.Table) (icebergio.ListableIO, erro
 // or zstd); one that cannot be read is an error wrapping ErrRefused, one
 // that is gone an error wrapping fs.ErrNotExist (a writer that deletes old
 // metadata files moved the table on: load it again).
+//
+// A snapshot a logged metadata file names that the current metadata no
+// longer has was expired, by icekeeper or by another engine (Spark's
+// expire_snapshots, Iceberg Java's ExpireSnapshots), and the expiry
+// deletes its manifest list and the manifests only it used: a manifest
+// list or manifest of such a snapshot that is gone is passed over, since
+// the files it named that a kept snapshot still needs are reached through
+// that snapshot. The current metadata's snapshots are never passed over:
+// a manifest list or manifest of theirs that is gone is an error.
 func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep func(location string) bool) (*storagepath.Set, error) {
 	refs := storagepath.NewSet()
 	ref := func(p string) {
@@ -288,6 +297,15 @@ func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep f
 		ref(dir + "/version-hint.text")
 	}
 	seenLists, seenManifests := map[string]bool{}, map[string]bool{}
+	current := map[int64]bool{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		current[s.SnapshotID] = true
+	}
+	// expiredAndGone: a file of a snapshot expired since, deleted by the
+	// expiry.
+	expiredAndGone := func(s table.Snapshot, err error) bool {
+		return !current[s.SnapshotID] && errors.Is(err, iofs.ErrNotExist)
+	}
 	add := func(meta table.Metadata) error {
 		for s := range meta.Statistics() {
 			ref(s.StatisticsPath)
@@ -305,6 +323,9 @@ func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep f
 			seenLists[s.ManifestList] = true
 			ref(s.ManifestList)
 			ms, err := s.Manifests(fsys)
+			if expiredAndGone(s, err) {
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("read manifest list of snapshot %d: %w", s.SnapshotID, err)
 			}
@@ -315,6 +336,9 @@ func Referenced(ctx context.Context, tbl *table.Table, fsys icebergio.IO, keep f
 				seenManifests[m.FilePath()] = true
 				ref(m.FilePath())
 				for e, err := range m.Entries(fsys, true) {
+					if expiredAndGone(s, err) {
+						break
+					}
 					if err != nil {
 						return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 					}
