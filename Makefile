@@ -1,12 +1,12 @@
 # icekeeper: the two set-up commands are `make demo` and `make test`.
-# Go is the only requirement (see .ci/run for a fresh machine).
+# Go, Java 17 and Maven are the requirements (see .ci/run for a fresh machine).
 
 GO        ?= go
 BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test hygiene fuzz test-short build lambdas bench bench-busy bench-smoke vet fmt clean fuzz-pipeline
+.PHONY: demo test interop interop-setup hygiene fuzz test-short build lambdas bench bench-busy bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -15,9 +15,27 @@ demo:
 ## test: the hygiene checks, every test, end to end over the in-process AWS
 ## emulator, and the CDK stack's offline tests (infra/ is its own module; it
 ## needs Node)
-test: hygiene
-	$(GO) test -count=1 -timeout 30m ./...
+test: hygiene interop-setup
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/tests/interop$$')
+	ICEKEEPER_INTEROP=subset $(GO) test -count=1 -timeout 20m ./tests/interop
 	$(MAKE) infra-test
+
+## interop: every table case of the interop harness (Spark 4.0 and Iceberg
+## Java 1.10 on the same catalogs as icekeeper), writing the compatibility
+## matrix docs/INTEROP.md; make test runs a subset and checks it against
+## that file
+interop: interop-setup
+	ICEKEEPER_INTEROP=all $(GO) test -count=1 -timeout 90m -v ./tests/interop
+
+## interop-setup: resolve the interop harness's pinned Java modules from
+## Maven Central and build them (needs Java 17 and Maven; see .ci/run)
+INTEROP_MODULES := tests/interop/driver tests/interop/restserver
+interop-setup:
+	@for m in $(INTEROP_MODULES); do \
+		[ -f $$m/pom.xml ] || continue; \
+		echo "building $$m"; \
+		(cd $$m && mvn -B -q package -DskipTests dependency:build-classpath -Dmdep.outputFile=target/classpath.txt) || exit 1; \
+	done
 
 ## hygiene: gofmt, go vet and go mod tidy report nothing, in both modules
 hygiene:

@@ -24,8 +24,10 @@ const (
 	removeOrphans    action = "remove-orphans"
 )
 
-// everyAction is the order a case runs them in.
-var everyAction = []action{compact, rewriteDeletes, rewriteManifests, expire, removeOrphans}
+// everyAction is the order a case runs them in: the delete-file and
+// manifest rewrites while the writers' deletes and manifests are there,
+// then compaction, then the two that delete files.
+var everyAction = []action{rewriteDeletes, rewriteManifests, compact, expire, removeOrphans}
 
 // Results of a job, as the matrix shows them.
 const (

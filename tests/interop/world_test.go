@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -44,10 +45,11 @@ import (
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/rewrite"
-	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 	committerstage "github.com/icekeeper/icekeeper/shared/stage/committer"
+	rewriterstage "github.com/icekeeper/icekeeper/shared/stage/rewriter"
 )
 
 var (
@@ -182,6 +184,7 @@ func (w *world) icekeeper() {
 	if w.deps, err = stages.NewDeps(cfg, cloud.Clients, log, stages.AllNeeds...); err != nil {
 		w.t.Fatalf("deps: %v", err)
 	}
+	w.deps.Metrics = metrics.NewEmitter(io.Discard, metrics.DefaultNamespace, time.Now)
 	if w.cat, err = stages.OpenCatalog(w.ctx, cfg, cloud.Clients); err != nil {
 		w.t.Fatalf("catalog: %v", err)
 	}
