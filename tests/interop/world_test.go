@@ -93,6 +93,8 @@ type world struct {
 	dir  string
 	name string
 	kind string
+	// restURI is the world's REST catalog server, once started.
+	restURI string
 
 	cfg       config.Config
 	deps      *stages.Deps
@@ -116,9 +118,10 @@ func newWorld(t *testing.T, kind string) *world {
 			"type": "jdbc", "uri": "jdbc:sqlite:" + w.catalogFile(), "jdbc.schema-version": "V1", "warehouse": w.warehouse(),
 		}})
 	case kindREST:
-		uri := restServer(t)
+		// One server per world, so no prefix: RESTCatalogServer's routes
+		// take none (it answers GET /v1/c1/namespaces with "No route").
 		w.spark(map[string]any{"op": "catalog", "name": w.name, "props": map[string]string{
-			"type": "rest", "uri": uri, "prefix": w.name, "warehouse": w.warehouse(),
+			"type": "rest", "uri": w.restServer(), "warehouse": w.warehouse(),
 		}})
 	default:
 		t.Fatalf("unknown catalog kind %q", kind)
@@ -168,8 +171,7 @@ func (w *world) icekeeper() {
 		cfg.Catalog = catalogs.Config{Type: "sql", Name: w.name, URI: "file:" + w.catalogFile(), Warehouse: w.warehouse(),
 			Properties: map[string]string{"jdbc.schema-version": "V1"}}
 	case kindREST:
-		cfg.Catalog = catalogs.Config{Type: "rest", Name: w.name, URI: restServer(w.t), Warehouse: w.warehouse(),
-			Properties: map[string]string{"prefix": w.name}}
+		cfg.Catalog = catalogs.Config{Type: "rest", Name: w.name, URI: w.restServer(), Warehouse: w.warehouse()}
 	}
 	cfg.Prefix = "icekeeper"
 	res, err := cloud.Provision(w.ctx, "i", fmt.Sprintf("%s-%s", strings.ToLower(strings.ReplaceAll(w.t.Name(), "/", "-")), w.name), cfg.MaxTaskAttempts)
