@@ -6,9 +6,11 @@
 // mode with Iceberg's Spark runtime and Iceberg Java's API. Each test has
 // its own catalog, shared by Spark and icekeeper: Iceberg Java's JdbcCatalog
 // over a sqlite file, which iceberg-go's sql catalog reads with the same
-// schema (jdbc.schema-version=V1 on both sides). The AWS side (queues,
-// leases, job records) is the in-process emulator the other end-to-end
-// tests use.
+// schema (jdbc.schema-version=V1 on both sides), or Apache Iceberg's own
+// REST catalog server (tests/interop/restserver, one per test), which
+// Spark's REST catalog and iceberg-go's REST client both talk to. The
+// AWS side (queues, leases, job records) is the in-process emulator the
+// other end-to-end tests use.
 //
 // The oracle is Spark: after every icekeeper job, the rows Spark reads at
 // the current snapshot, at every branch and tag and at every snapshot that
