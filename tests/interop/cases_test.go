@@ -267,7 +267,7 @@ func TestInterop_TablesSparkAndJavaWroteKeepEveryRowUnderEveryAction(t *testing.
 		if !c.subset && !runAll() {
 			continue
 		}
-		for _, kind := range []string{kindJDBC} {
+		for _, kind := range []string{kindJDBC, kindREST} {
 			t.Run(strings.ReplaceAll(c.feature, " ", "_")+"/"+kind, func(t *testing.T) {
 				w := newWorld(t, kind)
 				c.write(w)

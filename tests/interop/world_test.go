@@ -6,9 +6,11 @@
 // mode with Iceberg's Spark runtime and Iceberg Java's API. Each test has
 // its own catalog, shared by Spark and icekeeper: Iceberg Java's JdbcCatalog
 // over a sqlite file, which iceberg-go's sql catalog reads with the same
-// schema (jdbc.schema-version=V1 on both sides). The AWS side (queues,
-// leases, job records) is the in-process emulator the other end-to-end
-// tests use.
+// schema (jdbc.schema-version=V1 on both sides), or Apache Iceberg's own
+// REST catalog server (tests/interop/restserver, one per test), which
+// Spark's REST catalog and iceberg-go's REST client both talk to. The
+// AWS side (queues, leases, job records) is the in-process emulator the
+// other end-to-end tests use.
 //
 // The oracle is Spark: after every icekeeper job, the rows Spark reads at
 // the current snapshot, at every branch and tag and at every snapshot that
@@ -93,6 +95,8 @@ type world struct {
 	dir  string
 	name string
 	kind string
+	// restURI is the world's REST catalog server, once started.
+	restURI string
 
 	cfg       config.Config
 	deps      *stages.Deps
@@ -116,9 +120,10 @@ func newWorld(t *testing.T, kind string) *world {
 			"type": "jdbc", "uri": "jdbc:sqlite:" + w.catalogFile(), "jdbc.schema-version": "V1", "warehouse": w.warehouse(),
 		}})
 	case kindREST:
-		uri := restServer(t)
+		// One server per world, so no prefix: RESTCatalogServer's routes
+		// take none (it answers GET /v1/c1/namespaces with "No route").
 		w.spark(map[string]any{"op": "catalog", "name": w.name, "props": map[string]string{
-			"type": "rest", "uri": uri, "prefix": w.name, "warehouse": w.warehouse(),
+			"type": "rest", "uri": w.restServer(), "warehouse": w.warehouse(),
 		}})
 	default:
 		t.Fatalf("unknown catalog kind %q", kind)
@@ -168,8 +173,7 @@ func (w *world) icekeeper() {
 		cfg.Catalog = catalogs.Config{Type: "sql", Name: w.name, URI: "file:" + w.catalogFile(), Warehouse: w.warehouse(),
 			Properties: map[string]string{"jdbc.schema-version": "V1"}}
 	case kindREST:
-		cfg.Catalog = catalogs.Config{Type: "rest", Name: w.name, URI: restServer(w.t), Warehouse: w.warehouse(),
-			Properties: map[string]string{"prefix": w.name}}
+		cfg.Catalog = catalogs.Config{Type: "rest", Name: w.name, URI: w.restServer(), Warehouse: w.warehouse()}
 	}
 	cfg.Prefix = "icekeeper"
 	res, err := cloud.Provision(w.ctx, "i", fmt.Sprintf("%s-%s", strings.ToLower(strings.ReplaceAll(w.t.Name(), "/", "-")), w.name), cfg.MaxTaskAttempts)
