@@ -347,3 +347,76 @@ func TestOrphans_ACommitterTakingOverListsThePrefixesLeft(t *testing.T) {
 	}
 	e.requireOrphansGone(gone, stay, referenced, want)
 }
+
+// TestOrphans_AfterAnExpiryTheExpiredSnapshotsMissingFilesArePassedOver:
+// an expiry deleted the manifest lists of the snapshots it removed, which
+// the metadata log's older metadata files still name (as after Spark's
+// expire_snapshots). The cleanup passes over them, removes the planted
+// orphan and keeps every file the table references; a manifest list of a
+// current snapshot that is gone still refuses it.
+func TestOrphans_AfterAnExpiryTheExpiredSnapshotsMissingFilesArePassedOver(t *testing.T) {
+	e := setup(t)
+	compactedWithShortRetention(t, e)
+	r, err := e.planner.PlanExpiry(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("expiry: %+v %v", r, err)
+	}
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("expiry %s (%s)", j.State, j.Reason)
+	}
+	tbl := e.load()
+	var gone int
+	for prev := range tbl.Metadata().PreviousFiles() {
+		_ = prev
+		gone++
+	}
+	if gone == 0 {
+		t.Fatal("the table has no metadata log: the test proves nothing")
+	}
+	want := e.fingerprint()
+	orphan := e.plant("data/region=region-00/00000-0-stray.parquet", 96*time.Hour)
+	referenced := e.referencedFiles()
+	r, err = e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("orphan cleanup after an expiry: %+v %v", r, err)
+	}
+	e.drainTasks()
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("orphan cleanup %s (%s)", j.State, j.Reason)
+	}
+	if exists(orphan) {
+		t.Fatal("the orphan is left")
+	}
+	for p := range referenced {
+		if !exists(strings.TrimPrefix(p, "file://")) {
+			t.Fatalf("a referenced file was removed: %s", p)
+		}
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+
+	// A current snapshot's manifest list gone: refused, nothing deleted.
+	list := strings.TrimPrefix(e.load().CurrentSnapshot().ManifestList, "file://")
+	hidden := list + ".hidden"
+	if err := os.Rename(list, hidden); err != nil {
+		t.Fatal(err)
+	}
+	orphan = e.plant("data/region=region-00/00000-0-stray-2.parquet", 96*time.Hour)
+	r, err = e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err == nil && r.Outcome == plan.OutcomePlanned {
+		e.drainTasks()
+		e.drainCommits()
+		if j := e.job(r.JobID); j.State == jobs.Committed {
+			t.Fatal("a cleanup ran with a current snapshot's manifest list gone")
+		}
+	}
+	if !exists(orphan) {
+		t.Fatal("a file was deleted while the table could not be read")
+	}
+	if err := os.Rename(hidden, list); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"maps"
 	"testing"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -83,5 +86,30 @@ func TestPlanner_AJobOfManyGroupsSendsEveryTask(t *testing.T) {
 	e.requireCommitted(r.JobID, want)
 	if s := e.stats(); s.DataFiles != 23 {
 		t.Fatalf("%d data files after the job, want one per partition", s.DataFiles)
+	}
+}
+
+// TestPipeline_ACompactionLeavesTheOwnersPropertiesAsTheyAre: iceberg-go's
+// rewrite sets schema.name-mapping.default on a table that has none (Spark
+// and Iceberg Java's tables have none); icekeeper's compaction must not:
+// Iceberg Java's RewriteFiles changes no property.
+func TestPipeline_ACompactionLeavesTheOwnersPropertiesAsTheyAre(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	txn := e.load().NewTransaction()
+	if err := txn.RemoveProperties([]string{table.DefaultNameMappingKey}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := e.load().Properties()
+	if _, ok := before[table.DefaultNameMappingKey]; ok {
+		t.Fatal("the table still has a name mapping: the test proves nothing")
+	}
+	e.compactAndRequireSame()
+	after := e.load().Properties()
+	if !maps.Equal(before, after) {
+		t.Fatalf("properties changed:\nbefore %v\nafter  %v", before, after)
 	}
 }
