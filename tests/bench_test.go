@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
@@ -21,9 +23,13 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--json", "--dir", t.TempDir()).Output()
+	var stderr bytes.Buffer
+	run := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--json", "--dir", t.TempDir())
+	run.Stderr = &stderr
+	out, err := run.Output()
 	if err != nil {
-		t.Fatalf("bench: %v", err)
+		// The harness says what failed on stderr, after its progress.
+		t.Fatalf("bench: %v\n%s", err, lastLines(stderr.String(), 40))
 	}
 	var rep bench.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
@@ -73,4 +79,13 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 			t.Fatalf("cold start of %s unmeasured: %+v", c.Function, c)
 		}
 	}
+}
+
+// lastLines is the end of a long output: its last n lines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
