@@ -57,6 +57,10 @@ type equalityDeleteSet struct {
 
 type arrowFieldRef struct {
 	path []int
+	// absent: the field is not in the data file (a column added after the
+	// file was written), and its value is null in every row (icekeeper
+	// patch, ICEKEEPER.md).
+	absent bool
 }
 
 type arrowFieldRefsByID map[int][]arrowFieldRef
@@ -263,7 +267,30 @@ func arrowArraysAtField(record arrow.RecordBatch, ref arrowFieldRef, fieldID int
 	return result, parents, nil
 }
 
+// readsAsNull reports whether a field the data file does not have reads as
+// null in each of its rows, as the spec's column projection says of a
+// field added after the file was written: the field is in the table's
+// schema with no initial-default, and the file has no field of its id
+// (icekeeper patch, ICEKEEPER.md). A field with an initial-default, or
+// one the table no longer has, is left to the caller's error.
+func readsAsNull(fileSchema, tableSchema *iceberg.Schema, fieldID int) bool {
+	if tableSchema == nil {
+		return false
+	}
+	if fileSchema != nil {
+		if _, inFile := fileSchema.FindFieldByID(fieldID); inFile {
+			return false
+		}
+	}
+	f, ok := tableSchema.FindFieldByID(fieldID)
+
+	return ok && f.InitialDefault == nil
+}
+
 func makeArrowFieldEncoder(record arrow.RecordBatch, ref arrowFieldRef, fieldID int, fieldName, filePath string) (colEncoder, error) {
+	if ref.absent {
+		return func(buf *bytes.Buffer, _ int) { buf.WriteByte(0) }, nil
+	}
 	column, parents, err := arrowArraysAtField(record, ref, fieldID, fieldName, filePath)
 	if err != nil {
 		return nil, err
@@ -1156,7 +1183,7 @@ func makeColEncoder(arr arrow.Array) colEncoder {
 // typed column encoders once per batch, then iterates rows without per-row type
 // switches. Each delete set is applied independently because sets may have
 // different field IDs.
-func processEqualityDeletesColumnarForFile(ctx context.Context, eqDeleteSets []*equalityDeleteSet, fileSchema *iceberg.Schema, dataFilePath string) (recProcessFn, error) {
+func processEqualityDeletesColumnarForFile(ctx context.Context, eqDeleteSets []*equalityDeleteSet, fileSchema, tableSchema *iceberg.Schema, dataFilePath string) (recProcessFn, error) {
 	requestedFieldIDs := make([]int, 0)
 	requestedFieldIDSet := make(map[int]struct{})
 	for _, eqDel := range eqDeleteSets {
@@ -1180,7 +1207,10 @@ func processEqualityDeletesColumnarForFile(ctx context.Context, eqDeleteSets []*
 		for fieldIdx, fieldID := range eqDel.fieldIDs {
 			ref, err := resolveArrowField(fieldRefsByID, fieldID, eqDel.colNames[fieldIdx], dataFilePath)
 			if err != nil {
-				return nil, err
+				if !readsAsNull(fileSchema, tableSchema, fieldID) {
+					return nil, err
+				}
+				ref = arrowFieldRef{absent: true}
 			}
 
 			fieldRefs[i][fieldIdx] = ref
