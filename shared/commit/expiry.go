@@ -334,17 +334,17 @@ func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job j
 	if fanOut && c.fanOut != nil && len(rec.Parts) >= c.fanOutParts {
 		return c.fanOutDeletions(ctx, log, job, cur, rec, messages.DeleteTask{MetadataLocation: cur.MetadataLocation(), Kept: rec.Kept, Expired: rec.Expired})
 	}
-	fsys, err := cur.FS(ctx)
-	if err != nil {
-		return res, fmt.Errorf("open table IO: %w", err)
-	}
-	known, gone := messages.Int64s(rec.Kept), messages.Int64s(rec.Expired)
-	done, err := c.deleteParts(ctx, log, term, cur, rec, func(files []expire.File) ([]expire.File, error) {
-		return expire.StillUnreferenced(ctx, fsys, cur.Metadata(), known, gone, files)
-	})
+	done, err := c.deleteParts(ctx, log, term, cur, rec, c.unreferencedNow(ctx, cur, rec))
 	res.FilesDeleted, res.BytesFreed = done.FilesDeleted, done.BytesFreed
 	if errors.Is(err, errLeaseLost) {
 		return c.leaveDeletions(ctx, log, job, cur, rec, res, why, err)
+	}
+	if errors.Is(err, expire.ErrUndone) {
+		// Loud: the files left are needed again, and stay.
+		reason := fmt.Sprintf("%s: expired %d snapshots, deleted %d files (%d bytes), then stopped: %v", why, len(rec.Expired), res.FilesDeleted, res.BytesFreed, err)
+		out, aerr := c.abort(ctx, log, job, jobs.Failed, reason, me, messages.FailTerminal)
+		out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = res.SnapshotsExpired, res.FilesDeleted, res.BytesFreed
+		return out, aerr
 	}
 	if err != nil {
 		return res, err
@@ -356,6 +356,31 @@ func (c *Committer) deleteAndFinish(ctx context.Context, log *slog.Logger, job j
 	out, err := c.finish(ctx, log, job, term, currentID(cur), summary)
 	out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = res.SnapshotsExpired, res.FilesDeleted, res.BytesFreed
 	return out, err
+}
+
+// unreferencedNow is deleteParts' check for an expiry's part: its files
+// against the table as the catalog has it right before the part is
+// deleted (what was committed since, every metadata file of its log, and
+// the expiry still in effect: expire.StillUnreferenced), as a fanned-out
+// deletion task checks its part (package deletions). In an S3 table
+// bucket nothing is deleted (package outputs): cur is kept.
+func (c *Committer) unreferencedNow(ctx context.Context, cur *table.Table, rec messages.Deletions) func([]expire.File) ([]expire.File, error) {
+	known, gone := messages.Int64s(rec.Kept), messages.Int64s(rec.Expired)
+	return func(files []expire.File) ([]expire.File, error) {
+		now := cur
+		if !outputs.InTableBucket(cur.Location()) {
+			t, err := c.catalog.LoadTable(ctx, cur.Identifier())
+			if err != nil {
+				return nil, fmt.Errorf("load the table before deleting a part: %w", classify(err))
+			}
+			now = t
+		}
+		fsys, err := now.FS(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("open table IO: %w", err)
+		}
+		return expire.StillUnreferenced(ctx, fsys, now.Metadata(), known, gone, files)
+	}
 }
 
 // deleteParts deletes, part by part, the files of a deletions record that
@@ -465,6 +490,20 @@ func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job j
 	if err != nil {
 		return res, fmt.Errorf("load table %s: %w", job.Table, classify(err))
 	}
+	refused, err := c.refusedParts(ctx, job)
+	if err != nil {
+		return res, err
+	}
+	if len(refused) > 0 {
+		// Loud: the job fails, and the table's failure record counts it;
+		// what the other parts deleted was checked by their tasks.
+		what := orphans.ErrRefused.Error()
+		if job.Kind == jobs.KindExpire {
+			what = "expiry deletions refused"
+		}
+		reason := fmt.Sprintf("%s: %d of %d deletion parts refused, their files kept: %s", what, len(refused), len(rec.Parts), refused[0].Reason)
+		return c.abort(ctx, log, job, jobs.Failed, reason, job.CommitterID, messages.FailTerminal)
+	}
 	var why string
 	var out Result
 	switch job.Kind {
@@ -476,16 +515,6 @@ func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job j
 		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
 		out.SnapshotsExpired, out.FilesDeleted, out.BytesFreed = len(rec.Expired), rec.Files, rec.Bytes
 	default:
-		refused, err := c.refusedParts(ctx, job)
-		if err != nil {
-			return res, err
-		}
-		if len(refused) > 0 {
-			// Loud: the job fails, and the table's failure record counts
-			// it; what the other parts deleted was checked by their tasks.
-			reason := fmt.Sprintf("%s: %d of %d deletion parts refused, their files kept: %s", orphans.ErrRefused, len(refused), len(rec.Parts), refused[0].Reason)
-			return c.abort(ctx, log, job, jobs.Failed, reason, job.CommitterID, messages.FailTerminal)
-		}
 		why = fmt.Sprintf("removed %d orphan files in fanned-out tasks", rec.Files)
 		out, err = c.finish(ctx, log, job, term, currentID(cur), why)
 		out.OrphansRemoved = rec.Files
@@ -493,8 +522,8 @@ func (c *Committer) finishDeletions(ctx context.Context, log *slog.Logger, job j
 	return out, err
 }
 
-// refusedParts reads what deletion tasks of an orphan cleanup refused
-// (package deletions).
+// refusedParts reads what deletion tasks refused: an orphan cleanup's
+// parts, or an undone expiry's (package deletions).
 func (c *Committer) refusedParts(ctx context.Context, job jobs.Job) ([]messages.RefusedPart, error) {
 	keys, err := c.blobs.List(ctx, messages.RefusedPrefix(job.ID))
 	if err != nil {

@@ -20,7 +20,9 @@
 //     with another scheme or authority) deletes nothing: the task records
 //     the refusal (messages.RefusedName) and removes the part, so the job ends
 //     failed, loud, at once, instead of its task failing every delivery
-//     into the dead-letter queue;
+//     into the dead-letter queue; so does an expiry's part once the expiry
+//     was undone (a snapshot it removed is in the table again:
+//     expire.ErrUndone), whose files are needed again;
 //   - the task that finds no part left sends the commit request that lets
 //     the committer finish the job (several may: the committer finishes it
 //     once).
@@ -140,13 +142,13 @@ func (d Deleter) Handle(ctx context.Context, task messages.Task) (Result, error)
 			paths, bytes, err = unreferenced(ctx, tbl, dt, part)
 		}
 		switch {
-		case dt.Orphans && errors.Is(err, orphans.ErrRefused):
+		case dt.Orphans && errors.Is(err, orphans.ErrRefused), !dt.Orphans && errors.Is(err, expire.ErrUndone):
 			// Nothing of this part is deleted, now or on a redelivery.
 			if rerr := d.recordRefusal(ctx, task.JobID, part.Index, err); rerr != nil {
 				return res, rerr
 			}
 			res.Refused = err.Error()
-			log.Error("orphan cleanup refused: this part's files are kept, and the job ends failed", "err", err.Error())
+			log.Error("deletion refused: this part's files are kept, and the job ends failed", "err", err.Error())
 		case err != nil:
 			return res, fmt.Errorf("deletions: part %d of job %s: %w", part.Index, task.JobID, err)
 		default:

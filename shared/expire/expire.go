@@ -71,6 +71,13 @@ var ErrRetention = errors.New("expire: invalid retention property")
 // shared with other tables and nothing is expired (as iceberg-go refuses).
 var ErrGCDisabled = errors.New("expire: gc.enabled is false: the table's files may be shared, snapshots are not expired")
 
+// ErrUndone: a snapshot the expiry removed is in the table again (another
+// tool pointed the catalog back at an older metadata file, or registered
+// the table from one): the files the expiry freed are needed again, and
+// nothing more of its deletions may go. Terminal for the expiry's
+// deletions, never retried.
+var ErrUndone = errors.New("expire: the expiry was undone: a snapshot it removed is in the table again")
+
 // Retention is a table's snapshot retention.
 type Retention struct {
 	// MinSnapshotsToKeep newest snapshots of each branch are kept whatever
@@ -357,8 +364,14 @@ func Unreferenced(ctx context.Context, fsys icebergio.IO, pre table.Metadata, se
 // in expired. It is what may still be deleted once the expiry is
 // committed, whatever was committed meanwhile. A metadata file of the log
 // that no longer exists cannot be read by anyone and is passed over; one
-// that cannot be read is an error.
+// that cannot be read is an error. A snapshot of expired that cur has
+// again is ErrUndone, and nothing may be deleted.
 func StillUnreferenced(ctx context.Context, fsys icebergio.IO, cur table.Metadata, known, expired []int64, files []File) ([]File, error) {
+	for _, id := range expired {
+		if cur.SnapshotByID(id) != nil {
+			return nil, fmt.Errorf("%w: snapshot %d", ErrUndone, id)
+		}
+	}
 	set := byKey(files)
 	skip := map[int64]bool{}
 	for _, id := range known {

@@ -356,3 +356,24 @@ func TestStillUnreferenced_DropsWhatSnapshotsCommittedSinceReference(t *testing.
 		t.Fatalf("with every snapshot known, %d of %d files kept; want all (only new snapshots are read)", len(got), len(listed))
 	}
 }
+
+// TestStillUnreferenced_AnUndoneExpiryDeletesNothing: when a snapshot the
+// expiry removed is in the table again (another tool pointed the catalog
+// back at an older metadata file), nothing is still unreferenced: the
+// answer is ErrUndone, not the files the other snapshots do not name.
+func TestStillUnreferenced_AnUndoneExpiryDeletesNothing(t *testing.T) {
+	f, tbl := newTable(t, 2)
+	fsys, err := tbl.FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := tbl.Metadata().Snapshots()
+	if len(snaps) < 2 {
+		t.Fatalf("%d snapshots, the test needs two", len(snaps))
+	}
+	listed := []File{{Path: "file:///nowhere/x.parquet", Kind: KindData}}
+	got, err := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), nil, []int64{snaps[0].SnapshotID}, listed)
+	if !errors.Is(err, ErrUndone) || len(got) != 0 {
+		t.Fatalf("still unreferenced %v (%v), want none and ErrUndone", got, err)
+	}
+}
