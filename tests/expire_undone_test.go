@@ -2,37 +2,51 @@ package tests
 
 import (
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
-// repointCatalog is another tool undoing the table's last commits: the
-// sqlite catalog's row pointed back at an older metadata file, as an
-// operator restoring it (or Iceberg Java's register_table after a drop)
-// would.
+// repointCatalog is another tool undoing the env's table's last commits
+// (repointTable).
 func (e *env) repointCatalog(metadataLocation string) {
 	e.t.Helper()
+	if err := e.repointTable(e.ident, metadataLocation); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// repointTable is another tool undoing a table's last commits: the sqlite
+// catalog's row pointed back at an older metadata file, as an operator
+// restoring it (or Iceberg Java's register_table after a drop) would.
+func (e *env) repointTable(ident table.Identifier, metadataLocation string) error {
 	db, err := sql.Open("sqlite", strings.TrimPrefix(e.cfg.Catalog.URI, "file:"))
 	if err != nil {
-		e.t.Fatal(err)
+		return err
 	}
 	defer db.Close()
-	cur := e.load().MetadataLocation()
-	res, err := db.ExecContext(e.ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? WHERE table_namespace = ? AND table_name = ?`,
-		metadataLocation, cur, strings.Join(e.ident[:len(e.ident)-1], "."), e.ident[len(e.ident)-1])
+	tbl, err := e.cat.LoadTable(e.ctx, ident)
 	if err != nil {
-		e.t.Fatal(err)
+		return err
+	}
+	res, err := db.ExecContext(e.ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? WHERE table_namespace = ? AND table_name = ?`,
+		metadataLocation, tbl.MetadataLocation(), strings.Join(ident[:len(ident)-1], "."), ident[len(ident)-1])
+	if err != nil {
+		return fmt.Errorf("repoint %v: %w", ident, err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		e.t.Fatalf("repointed %d catalog rows, want 1", n)
+		return fmt.Errorf("repointed %d catalog rows of %v, want 1", n, ident)
 	}
-	if got := e.load().MetadataLocation(); got != metadataLocation {
-		e.t.Fatalf("the catalog has %s, want %s", got, metadataLocation)
+	if tbl, err = e.cat.LoadTable(e.ctx, ident); err != nil || tbl.MetadataLocation() != metadataLocation {
+		return fmt.Errorf("after repointing %v the catalog has %v (%v), want %s", ident, tbl, err, metadataLocation)
 	}
+	return nil
 }
 
 // TestExpire_AnExpiryUndoneBeforeItsDeletionsDeletesNothingMore: an

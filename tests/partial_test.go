@@ -544,3 +544,64 @@ func TestPartialProgress_AFailureInTheLastBatchEndsTheJob(t *testing.T) {
 	}
 	e.requireOnlyReferencedJobFiles(r.JobID)
 }
+
+// TestPartialProgress_APositionDeleteSpanningBatchesGoesWithTheLastBatch:
+// on an unpartitioned v2 table of two groups, one position delete file
+// names a row of every data file, so it applies to the inputs of both
+// batches and no single batch's inputs cover it. The batch that commits
+// last, with the other committed, has replaced every file it names and
+// removes it (before, it stayed, dead, and nothing planned removes a
+// lone dead delete: the delete-file rewrite waits for 5 per partition).
+// When batch 1 fails, its inputs stay live with the delete applying to
+// them: the delete stays, and every row reads as before either way.
+func TestPartialProgress_APositionDeleteSpanningBatchesGoesWithTheLastBatch(t *testing.T) {
+	for _, failFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "both batches commit", true: "batch 1 fails"}[failFirst], func(t *testing.T) {
+			e := setup(t)
+			o := sampletable.Options{FormatVersion: 2, Files: 8, RowsPerFile: 50}
+			e.partialTable(o, 2)
+			var ids []int64
+			var total int64
+			for _, task := range e.liveTasks() {
+				total += task.File.FileSizeBytes()
+			}
+			for f := range o.Files {
+				ids = append(ids, int64(f*o.RowsPerFile))
+			}
+			if _, err := sampletable.DeleteByPosition(e.ctx, e.load(), ids); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.positionDeleteFiles(); n != 1 {
+				t.Fatalf("%d position delete files, want one spanning every data file", n)
+			}
+			e.withMaxGroupBytes(total/2 + 1)
+			want := e.fingerprint()
+			r, p := e.planBatched(2)
+			restore := func() {}
+			if failFirst {
+				restore = e.hideFile(strings.TrimPrefix(p.Groups[e.job(r.JobID).BatchGroups(1)[0]].InputPaths[0], "file://"))
+			}
+			e.drainTasks()
+			e.drainCommits()
+			restore()
+			e.requireCommitted(r.JobID, want)
+			if j := e.job(r.JobID); len(j.CommittedBatches) != map[bool]int{false: 2, true: 1}[failFirst] {
+				t.Fatalf("committed batches %v (%s)", j.CommittedBatches, j.Reason)
+			}
+			wantDeletes := map[bool]int{false: 0, true: 1}[failFirst]
+			if n := e.positionDeleteFiles(); n != wantDeletes {
+				t.Fatalf("%d position delete files after the job, want %d", n, wantDeletes)
+			}
+		})
+	}
+}
+
+// positionDeleteFiles counts the table's live position delete files.
+func (e *env) positionDeleteFiles() int {
+	e.t.Helper()
+	n := 0
+	for _, c := range e.deleteLayout().posFiles {
+		n += c
+	}
+	return n
+}

@@ -214,6 +214,52 @@ var laterOps = []otherOp{
 	{"cherry-pick a branch's append", 3, (*safetyRun).opCherryPick},
 }
 
+// undoOps came after laterOps: drawn by every seed but the fixed ones kept
+// before them (safetyFixedSeedsBefore and safetyFixedSeedsLater).
+var undoOps = []otherOp{
+	{"undo: the catalog back at an older metadata file", 3, (*safetyRun).opUndo},
+}
+
+// opUndo is another tool undoing a table's last commits: the catalog
+// pointed back at one of the three newest metadata files of its log (an
+// operator restoring it, or Iceberg Java's register_table after a drop).
+// Whatever that metadata file's snapshots need is then needed again,
+// including what an expiry of icekeeper's in flight freed; files already
+// gone are the other tool's doing (the model excuses them).
+func (r *safetyRun) opUndo(st *sTable) (string, error) {
+	tbl := r.load(st)
+	var older []string
+	for e := range tbl.Metadata().PreviousFiles() {
+		older = append(older, e.MetadataFile)
+	}
+	if len(older) == 0 {
+		return "", errSkip
+	}
+	to := older[len(older)-1-r.rng.IntN(min(len(older), 3))]
+	md := r.model.readMeta(to)
+	if md == nil {
+		return "", errSkip // removed after commit by the writer
+	}
+	// Only a whole table is restored: one whose files an expiry already
+	// deleted is not the undo this op is about (it would only break the
+	// table, whoever deleted them).
+	whole := true
+	for _, s := range md.Snapshots() {
+		r.model.snapshotFiles(s, "", func(p, _ string) {
+			if _, err := os.Stat(localPath(p)); err != nil {
+				whole = false
+			}
+		})
+	}
+	if !whole {
+		return "", errSkip
+	}
+	if err := r.e.repointTable(st.ident, to); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("undo %s: the catalog back at %s", st.name, filepath.Base(to)), nil
+}
+
 // concurrentOps are the changes drawn right before an icekeeper commit
 // (the committer's before-commit hook): mostly refs on snapshots that an
 // expiry may be removing, and writes.

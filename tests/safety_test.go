@@ -18,7 +18,9 @@ package tests
 //     overwriting on main or on a branch; tags and branches created,
 //     moved and dropped; main rolled back or pointed at a branch; a
 //     branch's append cherry-picked onto main (both snapshots then share
-//     its files; laterOps, not drawn by the seeds kept before it);
+//     its files; laterOps, not drawn by the seeds kept before it); the
+//     catalog pointed back at an older metadata file (an undo; undoOps,
+//     not drawn by the seeds kept before it);
 //     iceberg-go's own expiry; property changes; stray files planted;
 //     time passing (files age past the orphan safety age);
 //   - icekeeper (safety_stages_test.go): planning a compaction (whose
@@ -220,6 +222,9 @@ func (r *safetyRun) run() {
 	r.otherOps = otherOps
 	if !slices.Contains(safetyFixedSeedsBefore, r.seed) {
 		r.otherOps = append(slices.Clone(otherOps), laterOps...)
+		if !slices.Contains(safetyFixedSeedsLater, r.seed) {
+			r.otherOps = append(r.otherOps, undoOps...)
+		}
 	}
 	fanOut := r.rng.IntN(3) == 0
 	r.e = setup(r.t, func(c *config.Config) {
@@ -360,6 +365,13 @@ func (r *safetyRun) other(st *sTable, o otherOp, phase string) {
 			r.stats["rollback"]++
 		case "cherry-pick a branch's append":
 			r.stats["cherry-pick"]++
+		case "undo: the catalog back at an older metadata file":
+			r.stats["undo"]++
+			for _, jm := range r.model.inFlight() {
+				if jm.kind == jobs.KindExpire && jm.table == st.name {
+					r.stats["undo during an expiry"]++
+				}
+			}
 		}
 	}
 	r.model.check(actorOther, desc)

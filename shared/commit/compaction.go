@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -301,11 +302,12 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 			st.scope.MovedPartitions[partitionKey(f)] = struct{}{}
 		}
 	}
-	deadPos, err := compaction.CollectDeadPositionDeletes(ctx, fs, snapS, st.scope.Rewritten)
+	gone := replacedByNow(job, plan, st.scope.Rewritten)
+	deadPos, err := compaction.CollectDeadPositionDeletes(ctx, fs, snapS, gone)
 	if err != nil {
 		return st, fmt.Errorf("collect dead position deletes: %w", err)
 	}
-	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, pinned.Metadata(), snapS, st.scope.Rewritten)
+	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, pinned.Metadata(), snapS, gone)
 	if err != nil {
 		return st, fmt.Errorf("collect dead equality deletes: %w", err)
 	}
@@ -324,6 +326,29 @@ func (c *Committer) gather(ctx context.Context, job jobs.Job, pinned *table.Tabl
 		st.deadDeletes = append(st.deadDeletes, d)
 	}
 	return st, nil
+}
+
+// replacedByNow is what of the pinned snapshot's data files the job has
+// replaced once this commit lands: the committing inputs and, for a batch,
+// the inputs of the job's batches already committed. A delete file that
+// applies only to those is dead, including one that spans batches, which
+// no single batch's inputs cover (section 22.3 of DESIGN.md).
+func replacedByNow(job jobs.Job, plan messages.Plan, committing map[string]struct{}) map[string]struct{} {
+	if job.CommittingBatch == 0 || len(job.CommittedBatches) == 0 {
+		return committing
+	}
+	out := maps.Clone(committing)
+	for b := range job.CommittedBatches {
+		if b == job.CommittingBatch {
+			continue
+		}
+		for _, g := range job.BatchGroups(b) {
+			for _, p := range plan.Groups[g].InputPaths {
+				out[p] = struct{}{}
+			}
+		}
+	}
+	return out
 }
 
 // readPlan reads the job's plan and group records and checks that they
