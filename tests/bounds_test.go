@@ -83,3 +83,56 @@ func TestBounds_AJobRecordAtItsLargestFitsADynamoDBItem(t *testing.T) {
 	}
 	t.Logf("job item at the bound: %d bytes of %d", size, ddbMaxItemBytes)
 }
+
+// TestBounds_AJobOfTheMostGroupsFitsADynamoDBItemWithEveryGroupDone: a
+// job of jobs.MaxGroups groups, every one settled done (the job item's
+// done_groups number set holds them all; the last one added by the
+// store's own claim, under the test world's 400 KB rule), measures below
+// DynamoDB's item limit and reads back whole; a job of one group more is
+// refused at creation.
+func TestBounds_AJobOfTheMostGroupsFitsADynamoDBItemWithEveryGroupDone(t *testing.T) {
+	e := setup(t)
+	ctx := asFunction(e.ctx, "Planner")
+	const id = "most-groups"
+	n := jobs.MaxGroups
+	groups := make([]jobs.Group, n)
+	for i := range groups {
+		groups[i] = jobs.Group{Index: i, InputFiles: 1}
+	}
+	if err := e.deps.Jobs.Create(ctx, jobs.Job{ID: "too-many-groups", Table: e.name(), Token: 1}, append(groups, jobs.Group{Index: n, InputFiles: 1})); err == nil {
+		t.Fatalf("a job of %d groups was created, want it refused", n+1)
+	}
+	if err := e.deps.Jobs.Create(ctx, jobs.Job{ID: id, Table: e.name(), Token: 1}, groups); err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: id}, "item_key": &ddbtypes.AttributeValueMemberS{Value: "job"}}
+	done := make([]string, n-1)
+	for i := range done {
+		done[i] = fmt.Sprint(i)
+	}
+	if _, err := cloud.Clients.DynamoDB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.cfg.JobsTable), Key: key,
+		UpdateExpression:          aws.String("ADD done_groups :g"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":g": &ddbtypes.AttributeValueMemberNS{Value: done}}}); err != nil {
+		t.Fatal(err)
+	}
+	last := n - 1
+	cctx := asFunction(e.ctx, "Rewriter")
+	if err := e.deps.Jobs.RegisterAttempt(cctx, id, 1, last, "attempt-last"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.deps.Jobs.Claim(cctx, id, 1, last, "attempt-last", "jobs/"+id+"/descriptors/attempt-last.json", 1); err != nil {
+		t.Fatalf("claim the last group: %v", err)
+	}
+	out, err := cloud.Clients.DynamoDB.GetItem(e.ctx, &dynamodb.GetItemInput{TableName: aws.String(e.cfg.JobsTable), ConsistentRead: aws.Bool(true), Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := ddbItemBytes(out.Item)
+	if size > ddbMaxItemBytes {
+		t.Fatalf("the job item is %d bytes, over DynamoDB's %d", size, ddbMaxItemBytes)
+	}
+	if j := e.job(id); len(j.DoneGroups) != n {
+		t.Fatalf("%d done groups read back, want %d", len(j.DoneGroups), n)
+	}
+	t.Logf("job item with %d groups done: %d bytes of %d", n, size, ddbMaxItemBytes)
+}

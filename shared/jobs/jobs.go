@@ -248,6 +248,9 @@ func key(jobID, item string) map[string]types.AttributeValue {
 // Create writes a new job (state Planned) and its pending groups. It fails
 // with ErrStateConflict if the job id already exists.
 func (s *Store) Create(ctx context.Context, j Job, groups []Group) error {
+	if len(groups) > MaxGroups {
+		return fmt.Errorf("jobs: create %s: %d groups, at most %d fit the job item (MaxGroups)", j.ID, len(groups), MaxGroups)
+	}
 	now := s.now()
 	j.State = Planned
 	j.CreatedAt, j.UpdatedAt = now, now
@@ -798,6 +801,16 @@ func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 // KB": Amazon DynamoDB Developer Guide, "Quotas in Amazon DynamoDB",
 // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
 const MaxReasonBytes = 1024
+
+// MaxGroups caps a job's file groups. The job item keeps the groups
+// settled done as a number set (done_groups) inside DynamoDB's 400 KB item
+// limit (the same quota page): 10,000 group indexes of at most 4 digits
+// are about 40 KB (a number costs about one byte per two digits, plus
+// one; "Item sizes and formats", DynamoDB Developer Guide), while the
+// 100,000 one-file groups ICEKEEPER_MAX_JOB_FILES alone allows would be
+// about 390 KB. Planners leave the groups past it for the next job; Create
+// refuses more.
+const MaxGroups = 10_000
 
 // boundReason bounds r to MaxReasonBytes, cut on a UTF-8 boundary and marked.
 func boundReason(r string) string {

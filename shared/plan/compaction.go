@@ -183,7 +183,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			return res, false, fmt.Errorf("plan %s: %w", name, err)
 		}
 	}
-	if budget > 0 || p.settings.MaxJobFiles > 0 {
+	if budget > 0 || p.settings.MaxJobFiles > 0 || len(groups) > jobs.MaxGroups {
 		var regularGroups []compaction.Group
 		var paced bool
 		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes, paced = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, layoutJob)
@@ -344,17 +344,21 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		exchange *exchangePlan
 		bytes    int64
 		files    int64
+		groups   int
 		heat     float64
 	}
 	var units []unit
 	var total, totalFiles int64
+	totalGroups := 0
 	for i := range groups {
-		units = append(units, unit{group: &groups[i], bytes: groups[i].TotalSizeBytes, files: int64(len(groups[i].Tasks))})
+		units = append(units, unit{group: &groups[i], bytes: groups[i].TotalSizeBytes, files: int64(len(groups[i].Tasks)), groups: 1})
 		total += groups[i].TotalSizeBytes
 		totalFiles += int64(len(groups[i].Tasks))
+		totalGroups++
 	}
 	for i := range exchanges {
-		u := unit{exchange: &exchanges[i]}
+		// Its reduces are groups of the job too.
+		u := unit{exchange: &exchanges[i], groups: len(exchanges[i].maps) + exchanges[i].reduces}
 		for _, m := range exchanges[i].maps {
 			u.bytes += m.TotalSizeBytes
 			u.files += int64(len(m.Tasks))
@@ -362,11 +366,12 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		units = append(units, u)
 		total += u.bytes
 		totalFiles += u.files
+		totalGroups += u.groups
 	}
-	over := func(bytes, files int64) bool {
-		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles
+	over := func(bytes, files int64, groups int) bool {
+		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles || groups > jobs.MaxGroups
 	}
-	if !over(total, totalFiles) {
+	if !over(total, totalFiles, totalGroups) {
 		return groups, exchanges, 0, 0, false
 	}
 	paced = budget > 0 && total > budget
@@ -386,8 +391,9 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.heat, a.heat) })
 	}
 	var used, usedFiles int64
+	usedGroups := 0
 	for _, u := range units {
-		if usedFiles > 0 && over(used+u.bytes, usedFiles+u.files) {
+		if usedFiles > 0 && over(used+u.bytes, usedFiles+u.files, usedGroups+u.groups) {
 			deferredBytes += u.bytes
 			if u.group != nil {
 				deferredGroups++
@@ -398,13 +404,14 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		}
 		used += u.bytes
 		usedFiles += u.files
+		usedGroups += u.groups
 		if u.group != nil {
 			kept = append(kept, *u.group)
 		} else {
 			keptX = append(keptX, *u.exchange)
 		}
 	}
-	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferredGroups, "deferred_bytes", deferredBytes, "paced", paced)
+	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "max_groups", jobs.MaxGroups, "kept_groups", usedGroups, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferredGroups, "deferred_bytes", deferredBytes, "paced", paced)
 	return kept, keptX, deferredGroups, deferredBytes, paced
 }
 

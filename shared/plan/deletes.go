@@ -246,6 +246,12 @@ func (p *Planner) planDeleteRewriteLeased(ctx context.Context, log *slog.Logger,
 		return res, false, nil
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].key < due[j].key })
+	if len(due) > jobs.MaxGroups {
+		// One group per partition: the rest is left for the next job.
+		res.DeferredGroups = len(due) - jobs.MaxGroups
+		due = due[:jobs.MaxGroups]
+		log.Info("delete-file rewrite bounded: the rest is left for later jobs", "max_groups", jobs.MaxGroups, "deferred_groups", res.DeferredGroups)
+	}
 	res.SnapshotID = pin.SnapshotID
 	log = log.With("snapshot_id", pin.SnapshotID, "partitions_converting_equality_deletes", converting)
 	for _, pd := range due {
