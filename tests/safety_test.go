@@ -109,7 +109,7 @@ const safetyTakeover = 20 * time.Second
 //   - 183117949677314: an expiry whose lease was taken over after its
 //     catalog commit never ends (every delivery fails renewing the lease
 //     before deleting).
-var safetyFixedSeeds = append(slices.Clone(safetyFixedSeedsBefore), safetyFixedSeedsLater...)
+var safetyFixedSeeds = append(append(slices.Clone(safetyFixedSeedsBefore), safetyFixedSeedsLater...), safetyFixedSeedsUndo...)
 
 // safetyFixedSeedsBefore are the fixed seeds kept before laterOps: they
 // draw from otherOps alone, so each replays the history it was kept for.
@@ -121,6 +121,10 @@ var safetyFixedSeedsBefore = []uint64{
 // safetyFixedSeedsLater draw from laterOps too (a cherry-pick onto main
 // of a branch's append, whose files both snapshots then share).
 var safetyFixedSeedsLater = []uint64{152191846295384}
+
+// safetyFixedSeedsUndo draw from undoOps too: 232053046340670 points the
+// catalog back at an older metadata file while an expiry is in flight.
+var safetyFixedSeedsUndo = []uint64{232053046340670}
 
 // safetySeeds: ICEKEEPER_FUZZ_SEED (one), ICEKEEPER_FUZZ_SEEDS (that many
 // random ones), else the fixed set (see diffSeeds).
@@ -170,7 +174,7 @@ var safetyCoverage = []string{
 	"committed compaction", "committed rewrite-deletes", "committed rewrite-manifests", "committed expire", "committed remove-orphans",
 	"before-commit hook", "mid-step hook", "committer crash", "rewriter crash", "planner crash", "lease takeover", "late committer",
 	"lost ack", "duplicate message", "operator cycle", "nested table", "neighbour table", "gzip metadata", "metadata deleted after commit",
-	"iceberg-go expiry", "tag or branch created", "rollback", "cherry-pick",
+	"iceberg-go expiry", "tag or branch created", "rollback", "cherry-pick", "undo", "undo during an expiry",
 }
 
 // safetyRun is one seed's run.
