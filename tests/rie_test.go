@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/bootstraps"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/queue"
@@ -76,32 +76,26 @@ func rieBinary(t *testing.T) string {
 
 var (
 	bootstrapsOnce sync.Once
-	bootstrapsDir  string
+	bootstrapPaths map[string]string
 	bootstrapsErr  error
 )
 
 // bootstrap builds the three functions once per test binary, as `make
-// lambdas` does, and returns fn's.
+// lambdas` does (package bootstraps), and returns fn's.
 func bootstrap(t *testing.T, fn string) string {
 	t.Helper()
 	bootstrapsOnce.Do(func() {
-		if bootstrapsDir, bootstrapsErr = os.MkdirTemp("", "icekeeper-bootstraps-"); bootstrapsErr != nil {
+		dir, err := os.MkdirTemp("", "icekeeper-bootstraps-")
+		if err != nil {
+			bootstrapsErr = err
 			return
 		}
-		for _, f := range []string{"planner", "rewriter", "committer"} {
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", filepath.Join(bootstrapsDir, f, "bootstrap"), "./functions/"+f)
-			cmd.Dir = ".."
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				bootstrapsErr = fmt.Errorf("build %s: %v\n%s", f, err, out)
-				return
-			}
-		}
+		bootstrapPaths, bootstrapsErr = bootstraps.Build(context.Background(), "..", dir)
 	})
 	if bootstrapsErr != nil {
 		t.Fatal(bootstrapsErr)
 	}
-	return filepath.Join(bootstrapsDir, fn, "bootstrap")
+	return bootstrapPaths[fn]
 }
 
 // rieFunction is one function's bootstrap running under the emulator.

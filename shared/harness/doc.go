@@ -10,5 +10,8 @@
 //   - sampletable, churn and fingerprint: sample tables, a busy writer on
 //     them, and the row oracle that checks nothing was lost;
 //   - bench and s3requests: the benchmark (`make bench`) and its count of
-//     S3 requests.
+//     S3 requests;
+//   - bootstraps: the functions built as `make lambdas` builds them, for
+//     the benchmark's cold starts and the tests under AWS's runtime
+//     emulator.
 package harness

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/bootstraps"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
 
@@ -71,15 +71,12 @@ func RunColdStarts(ctx context.Context, o ColdStartOptions) ([]ColdStart, error)
 	type binary struct{ function, revision, path string }
 	var binaries []binary
 	build := func(repo, revision, bin string) error {
-		for _, fn := range []string{"planner", "rewriter", "committer"} {
-			path := filepath.Join(bin, fn, "bootstrap")
-			cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", path, "./functions/"+fn)
-			cmd.Dir = repo
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("build %s at %s: %v\n%s", fn, repo, err, out)
-			}
-			binaries = append(binaries, binary{fn, revision, path})
+		paths, err := bootstraps.Build(ctx, repo, bin)
+		if err != nil {
+			return err
+		}
+		for _, fn := range bootstraps.Functions {
+			binaries = append(binaries, binary{fn, revision, paths[fn]})
 		}
 		return nil
 	}
