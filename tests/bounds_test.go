@@ -11,6 +11,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
 )
 
 // Items that grow with a job are bounded below DynamoDB's 400 KB item
@@ -135,4 +136,43 @@ func TestBounds_AJobOfTheMostGroupsFitsADynamoDBItemWithEveryGroupDone(t *testin
 		t.Fatalf("%d done groups read back, want %d", len(j.DoneGroups), n)
 	}
 	t.Logf("job item with %d groups done: %d bytes of %d", n, size, ddbMaxItemBytes)
+}
+
+// TestBounds_ALeaseItemAtMaxPastJobsFitsAndGoneJobsAreForgotten: a table's
+// lease item remembering plan.MaxPastJobs job ids (the most clean-up keeps)
+// measures below DynamoDB's item limit; when those jobs' records are gone
+// (TTL), the next planning forgets them all and remembers only its own job.
+func TestBounds_ALeaseItemAtMaxPastJobsFitsAndGoneJobsAreForgotten(t *testing.T) {
+	e := setup(t)
+	e.createTable(smallTable)
+	key := map[string]ddbtypes.AttributeValue{"table_id": &ddbtypes.AttributeValueMemberS{Value: e.name()}}
+	ids := make([]string, plan.MaxPastJobs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("20261203T%06dZ-%08x", i, i)
+	}
+	if _, err := cloud.Clients.DynamoDB.UpdateItem(e.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.cfg.LeaseTable), Key: key,
+		UpdateExpression:          aws.String("ADD past_jobs :j"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":j": &ddbtypes.AttributeValueMemberSS{Value: ids}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cloud.Clients.DynamoDB.GetItem(e.ctx, &dynamodb.GetItemInput{TableName: aws.String(e.cfg.LeaseTable), ConsistentRead: aws.Bool(true), Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := ddbItemBytes(out.Item); size > ddbMaxItemBytes {
+		t.Fatalf("the lease item with %d past jobs is %d bytes, over %d", len(ids), size, ddbMaxItemBytes)
+	} else {
+		t.Logf("lease item with %d past jobs: %d bytes of %d", len(ids), size, ddbMaxItemBytes)
+	}
+	r := e.plan()
+	if r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %s (%s)", r.Outcome, r.Reason)
+	}
+	l, ok, err := e.deps.Leases.Get(e.ctx, e.name())
+	if err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	if len(l.PastJobs) != 1 || l.PastJobs[0] != r.JobID {
+		t.Fatalf("%d past jobs remembered after planning, want only the new job %s", len(l.PastJobs), r.JobID)
+	}
 }

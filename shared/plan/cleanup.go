@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -28,12 +29,29 @@ import (
 // holds the table's lease, so no other icekeeper job is writing the table.
 // It returns how many files it removed. Errors are logged, never fatal:
 // planning goes on.
+//
+// The lease item's past jobs stay bounded (MaxPastJobs): a job whose
+// record is gone is forgotten even when the removal fails, and when more
+// ended jobs are remembered than MaxPastJobs allows (their clean-up has
+// kept failing), the oldest of them are forgotten, loud; what they left
+// is unreferenced, for orphan cleanup. A job in flight or with deletions
+// left is never forgotten: it pins snapshots (section 14 of DESIGN.md).
 func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table.Table, name string, past []string) (removed int) {
-	var attempts, done []string
+	var attempts, done, gone []string
+	var ended []string
+	defer func() {
+		forget := append(gone, overCap(len(past)-len(gone), ended)...)
+		if len(forget) > len(gone) {
+			log.Warn("clean-up: past jobs over the cap forgotten; what they left is for orphan cleanup", "max_past_jobs", MaxPastJobs, "forgotten", len(forget)-len(gone))
+		}
+		if err := p.leases.ForgetJobs(ctx, name, forget); err != nil {
+			log.Warn("clean-up: forget past jobs", "err", err.Error())
+		}
+	}()
 	for _, id := range past {
 		j, err := p.jobs.Get(ctx, id)
 		if errors.Is(err, jobs.ErrNotFound) {
-			done = append(done, id)
+			gone = append(gone, id)
 			continue
 		}
 		if err != nil {
@@ -59,6 +77,7 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 		attempts = append(attempts, j.UnreferencedRebases(0)...)
 		done = append(done, id)
 	}
+	ended = done
 	if len(attempts) > 0 {
 		n, err := outputs.RemoveAttempts(ctx, tbl, attempts)
 		if err != nil {
@@ -70,10 +89,30 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 		}
 		removed = n
 	}
-	if err := p.leases.ForgetJobs(ctx, name, done); err != nil {
-		log.Warn("clean-up: forget past jobs", "err", err.Error())
-	}
+	gone = append(gone, done...)
+	ended = nil
 	return removed
+}
+
+// MaxPastJobs bounds the ended jobs a table's lease item remembers for
+// clean-up (past_jobs, a string set of job ids of 26 characters): 2,000
+// are about 54 KB of DynamoDB's 400 KB item ("Quotas in Amazon DynamoDB",
+// DynamoDB Developer Guide). Without it, a table whose clean-up keeps
+// failing would add one id a job until the item is refused.
+const MaxPastJobs = 2_000
+
+// overCap is what of ended (jobs whose clean-up did not finish) is
+// forgotten so that the remembered jobs, remembered of them, keep at most
+// MaxPastJobs: the oldest first (job ids begin with their UTC start
+// time), never one not in ended.
+func overCap(remembered int, ended []string) []string {
+	over := remembered - MaxPastJobs
+	if over <= 0 || len(ended) == 0 {
+		return nil
+	}
+	oldest := slices.Clone(ended)
+	slices.Sort(oldest)
+	return oldest[:min(over, len(oldest))]
 }
 
 // pastJobs reads the records of the jobs among past, in order; a job
