@@ -177,13 +177,29 @@ func (e *env) startUnderRIE(fn string) *rieFunction {
 	}
 }
 
-// invoke is one invocation through the emulator's endpoint; it returns
-// the function's response.
-func (f *rieFunction) invoke(t *testing.T, payload any) []byte {
+// Lambda's payload limits, which the emulator does not apply: "For
+// synchronous invocations, the maximum payload size is 6 MB. For
+// asynchronous invocations, the maximum payload size is 1 MB" (Invoke, AWS
+// Lambda API Reference, https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html).
+// An SQS event source mapping invokes synchronously; EventBridge invokes
+// asynchronously.
+const (
+	lambdaSyncPayloadBytes  = 6 << 20
+	lambdaAsyncPayloadBytes = 1 << 20
+)
+
+// invoke is one invocation through the emulator's endpoint, held to
+// Lambda's payload limits (async: an EventBridge target; else synchronous,
+// as the event source mapping invokes); it returns the function's
+// response.
+func (f *rieFunction) invoke(t *testing.T, payload any, async bool) []byte {
 	t.Helper()
 	body, err := json.Marshal(payload)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if limit := map[bool]int{false: lambdaSyncPayloadBytes, true: lambdaAsyncPayloadBytes}[async]; len(body) > limit {
+		t.Fatalf("invoke %s: a payload of %d bytes, over Lambda's %d", f.name, len(body), limit)
 	}
 	resp, err := http.Post(f.url, "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -191,6 +207,9 @@ func (f *rieFunction) invoke(t *testing.T, payload any) []byte {
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
+	if len(out) > lambdaSyncPayloadBytes {
+		t.Fatalf("invoke %s: a response of %d bytes, over Lambda's %d", f.name, len(out), lambdaSyncPayloadBytes)
+	}
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Amz-Function-Error") != "" || strings.Contains(string(out), `"errorType"`) {
 		t.Fatalf("invoke %s: %s %s: %s\n%s", f.name, resp.Status, resp.Header.Get("X-Amz-Function-Error"), out, f.logs.String())
 	}
@@ -266,7 +285,7 @@ func TestRIE_TheRealBootstrapsCompactATable(t *testing.T) {
 	if err := json.Unmarshal(raw, &commitEvent); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("planner answered %s", planner.invoke(t, commitEvent))
+	t.Logf("planner answered %s", planner.invoke(t, commitEvent, true))
 
 	ev, msgs := e.sqsBatch(e.deps.Tasks)
 	if len(msgs) == 0 {
@@ -274,7 +293,7 @@ func TestRIE_TheRealBootstrapsCompactATable(t *testing.T) {
 	}
 	ev.Records = append(ev.Records, lambdaevents.SQSMessage{MessageId: "not-a-task", ReceiptHandle: "none", Body: `{"version": 1, "kind": "nonsense"`,
 		EventSource: "aws:sqs", EventSourceARN: ev.Records[0].EventSourceARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
-	failed := e.settle(e.deps.Tasks, msgs, rewriter.invoke(t, ev))
+	failed := e.settle(e.deps.Tasks, msgs, rewriter.invoke(t, ev, false))
 	if len(failed) != 1 || !failed["not-a-task"] {
 		t.Fatalf("batch item failures %v, want the malformed record only", failed)
 	}
@@ -283,7 +302,7 @@ func TestRIE_TheRealBootstrapsCompactATable(t *testing.T) {
 		if len(msgs) == 0 {
 			break
 		}
-		if failed := e.settle(e.deps.Tasks, msgs, rewriter.invoke(t, ev)); len(failed) > 0 {
+		if failed := e.settle(e.deps.Tasks, msgs, rewriter.invoke(t, ev, false)); len(failed) > 0 {
 			t.Fatalf("rewriter failed %v", failed)
 		}
 	}
@@ -300,7 +319,7 @@ func TestRIE_TheRealBootstrapsCompactATable(t *testing.T) {
 			_ = json.Unmarshal([]byte(r.Body), &req)
 			jobID = req.JobID
 		}
-		if failed := e.settle(e.deps.Commits, msgs, committer.invoke(t, ev)); len(failed) > 0 {
+		if failed := e.settle(e.deps.Commits, msgs, committer.invoke(t, ev, false)); len(failed) > 0 {
 			t.Fatalf("committer failed %v", failed)
 		}
 	}
