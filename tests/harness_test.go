@@ -74,6 +74,8 @@ type env struct {
 	ident     table.Identifier
 	// metrics collects the EMF lines every stage emits.
 	metrics *syncBuffer
+	// taskDLQ is the task queue's dead-letter queue.
+	taskDLQ string
 	// drained is what the last drains of the task and commit queues did
 	// (for a failing test's message).
 	drained struct{ tasks, commits localrun.Stats }
@@ -108,7 +110,7 @@ func setup(t *testing.T, mutate ...func(*config.Config)) *env {
 	if err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, cfg: cfg, deps: deps, cat: cat, ident: table.Identifier{"demo", "events"}, metrics: emf}
+	e := &env{t: t, ctx: ctx, cfg: cfg, deps: deps, cat: cat, ident: table.Identifier{"demo", "events"}, metrics: emf, taskDLQ: res.TaskDLQURL}
 	if e.planner, err = deps.Planner(cat); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +268,7 @@ func (e *env) isLive(localPath string) bool {
 
 // dlq counts the messages in the task dead-letter queue.
 func (e *env) dlq(ctx context.Context) (int, error) {
-	url := strings.Replace(e.cfg.TaskQueueURL, "-tasks-", "-tasks-dlq-", 1)
+	url := e.taskDLQ
 	n := 0
 	for i := 0; i < 5; i++ {
 		out, err := cloud.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
