@@ -75,6 +75,17 @@ func TestAWSRules_DynamoDBItemsTransactionsAndExpressions(t *testing.T) {
 	wantCode(t, "an undefined value", checkCallRules(&dynamodb.UpdateItemInput{UpdateExpression: aws.String("SET a = :a")}), "ValidationException")
 	wantCode(t, "a reserved word", checkCallRules(&dynamodb.UpdateItemInput{UpdateExpression: aws.String("SET status = :a"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":a": &ddbtypes.AttributeValueMemberN{Value: "1"}}}), "ValidationException")
+	// Words of the full list that the old subset did not have.
+	for _, w := range []string{"compact", "bucket", "duration", "batch", "token", "Attempt"} {
+		if !ddbReserved[strings.ToUpper(w)] {
+			continue // not on the list
+		}
+		wantCode(t, "the reserved word "+w, checkCallRules(&dynamodb.UpdateItemInput{UpdateExpression: aws.String("SET " + w + " = :a"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":a": &ddbtypes.AttributeValueMemberN{Value: "1"}}}), "ValidationException")
+	}
+	if !ddbReserved["COMPACT"] || !ddbReserved["DURATION"] || ddbReserved["LEASE_OWNER"] {
+		t.Fatal("the reserved words are not DynamoDB's full list")
+	}
 	wantCode(t, "a reserved word through a name", checkCallRules(&dynamodb.UpdateItemInput{UpdateExpression: aws.String("SET #s = :a"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":a": &ddbtypes.AttributeValueMemberN{Value: "1"}}}), "")

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -371,22 +372,25 @@ func ddbExpressions(names map[string]string, values map[string]ddbtypes.Attribut
 	return nil
 }
 
-// ddbReserved are reserved words of DynamoDB that an attribute may well
-// be named after; an expression must name such an attribute through an
-// expression attribute name (Amazon DynamoDB Developer Guide, "Reserved
-// words in DynamoDB":
+// ddbReserved are DynamoDB's reserved words, the 573 moto ships
+// (testdata/dynamodb-reserved-words.txt): an expression must name an
+// attribute called after one through an expression attribute name (Amazon
+// DynamoDB Developer Guide, "Reserved words in DynamoDB":
 // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ReservedWords.html).
-// A subset of that list (which has several hundred words): the ones an
-// item of icekeeper could plausibly carry.
 var ddbReserved = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`ABORT ACTION ADD ALL AND ATTRIBUTE BETWEEN BY CASE COLUMN COUNT
-		DATA DATABASE DATE DELETE DESC DOMAIN END FILE GROUP HASH IN INDEX KEY KEYS LIMIT LOCATION
-		NAME NOT NULL NUMBER OBJECT OR ORDER OWNER PARTITION PATH RANGE REMOVE RESULT ROLE
-		SCHEMA SESSION SET SIZE SOURCE STATE STATUS TABLE TIME TIMESTAMP TOTAL TTL TYPE UPDATE USER
-		VALUE VALUES YEAR ZONE`) {
-		ddbReserved[w] = true
+	b, err := os.ReadFile("testdata/dynamodb-reserved-words.txt")
+	if err != nil {
+		panic(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if w := strings.TrimSpace(line); w != "" && !strings.HasPrefix(w, "#") {
+			ddbReserved[strings.ToUpper(w)] = true
+		}
+	}
+	if len(ddbReserved) != 573 {
+		panic(fmt.Sprintf("testdata/dynamodb-reserved-words.txt has %d words, the documented list 573", len(ddbReserved)))
 	}
 }
 
