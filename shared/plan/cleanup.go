@@ -95,8 +95,9 @@ func (p *Planner) cleanUpAfter(ctx context.Context, log *slog.Logger, tbl *table
 }
 
 // MaxPastJobs bounds the ended jobs a table's lease item remembers for
-// clean-up (past_jobs, a string set of job ids of 26 characters): 2,000
-// are about 54 KB of DynamoDB's 400 KB item ("Quotas in Amazon DynamoDB",
+// clean-up (past_jobs, a string set of job ids of 25 characters): 2,000
+// are about 50 KB of DynamoDB's 400 KB item (measured at the cap:
+// TestBounds_ALeaseItemAtMaxPastJobsFitsAndGoneJobsAreForgotten) ("Quotas in Amazon DynamoDB",
 // DynamoDB Developer Guide). Without it, a table whose clean-up keeps
 // failing would add one id a job until the item is refused.
 const MaxPastJobs = 2_000
