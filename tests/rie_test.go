@@ -262,8 +262,8 @@ func (e *env) settle(q *queue.Queue, msgs []queue.Message, answer []byte) map[st
 // rewriter's with the task queue's batch plus one malformed record, the
 // committer's with the commit queue's batch. The job commits, every row
 // is there once, and the rewriter answers the malformed record, and only
-// it, as a batch item failure (partial batch response). Then the
-// scheduled sweep (events/scheduled.json) assesses the table.
+// it, as a batch item failure (partial batch response). Then a Glue table
+// state change and the scheduled sweep reach the table.
 func TestRIE_TheRealBootstrapsCompactATable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and AWS's runtime interface emulator")
@@ -336,17 +336,20 @@ func TestRIE_TheRealBootstrapsCompactATable(t *testing.T) {
 	if after := e.stats().DataFiles; after >= filesBefore {
 		t.Fatalf("%d data files after the job, %d before: nothing compacted", after, filesBefore)
 	}
-	// The scheduled sweep (events/scheduled.json) assesses the granted
-	// table it finds in the catalog, the one just compacted among them.
-	raw, err = os.ReadFile("../events/scheduled.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sweep map[string]any
-	if err := json.Unmarshal(raw, &sweep); err != nil {
-		t.Fatal(err)
-	}
-	if out := planner.invoke(t, sweep, true); !strings.Contains(string(out), `"table":"demo.events"`) {
-		t.Fatalf("the sweep did not assess demo.events: %s", out)
+	// A Glue table state change (events/glue-table-state-change.json) and
+	// the scheduled sweep (events/scheduled.json) each reach the table: the
+	// sweep finds it among the catalog's granted tables.
+	for _, sample := range []string{"glue-table-state-change.json", "scheduled.json"} {
+		raw, err := os.ReadFile("../events/" + sample)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if out := planner.invoke(t, ev, true); !strings.Contains(string(out), `"table":"demo.events"`) {
+			t.Fatalf("%s did not reach demo.events: %s", sample, out)
+		}
 	}
 }
