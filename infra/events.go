@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -30,9 +32,127 @@ const (
 )
 
 // Rules are the EventBridge rules that wake the planner. Glue and S3 are
-// nil when they would match nothing (see newRules).
+// empty when they would match nothing, and hold several rules when one
+// pattern would pass EventBridge's 2,048 characters (see newRules).
 type Rules struct {
-	Sweep, Orphans, Glue, S3, Commit, Continue, Queries, Athena awsevents.Rule
+	Sweep, Orphans, Commit, Continue, Queries, Athena awsevents.Rule
+	Glue, S3                                          []awsevents.Rule
+}
+
+// MaxWildcardRules is how many of the account's 30 wildcard rules an
+// event bus may hold (a quota that cannot be raised,
+// https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html)
+// the stack takes for its S3 rules; the rest stay the account's.
+const MaxWildcardRules = 5
+
+// s3Details are the detail patterns of the S3 rules: the granted
+// locations' metadata keys as wildcards, packed into as few patterns of at
+// most EventPatternLimit characters as they fit. When that takes more than
+// MaxWildcardRules rules, the patterns widen to every metadata file of the
+// locations' buckets (suffix filters, no wildcard); the planner still
+// wakes only granted tables (it resolves each location and skips the
+// rest), at the price of an invocation per ungranted table's commit in
+// those buckets. EventBridge's suffix and wildcard filters: "Content
+// filtering in Amazon EventBridge event patterns",
+// https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html.
+func s3Details(locs []Location) []map[string]any {
+	if len(locs) == 0 {
+		return nil
+	}
+	byKey := map[string]Location{}
+	var keys []any
+	for _, l := range locs {
+		for _, k := range []string{l.MetadataKeyPattern(), l.GzipMetadataKeyPattern()} {
+			byKey[k] = l
+			keys = append(keys, map[string]any{"wildcard": k})
+		}
+	}
+	detail := func(chunk []any) map[string]any {
+		var chunkLocs []Location
+		for _, k := range chunk {
+			chunkLocs = append(chunkLocs, byKey[k.(map[string]any)["wildcard"].(string)])
+		}
+		return map[string]any{"bucket": map[string]any{"name": toAny(Buckets(chunkLocs))}, "object": map[string]any{"key": chunk}}
+	}
+	chunks := packPatterns(keys, func(chunk []any) any {
+		return renderedPattern(SourceS3, []string{DetailTypeS3}, detail(chunk))
+	})
+	var out []map[string]any
+	if len(chunks) <= MaxWildcardRules {
+		for _, c := range chunks {
+			out = append(out, detail(c))
+		}
+		return out
+	}
+	suffixes := []any{map[string]any{"suffix": ".metadata.json"}, map[string]any{"suffix": ".metadata.json.gz"}}
+	wide := func(chunk []any) map[string]any {
+		return map[string]any{"bucket": map[string]any{"name": chunk}, "object": map[string]any{"key": suffixes}}
+	}
+	for _, c := range packPatterns(toAny(Buckets(locs)), func(chunk []any) any {
+		return renderedPattern(SourceS3, []string{DetailTypeS3}, wide(chunk))
+	}) {
+		out = append(out, wide(c))
+	}
+	return out
+}
+
+// S3RulesWidened reports whether the S3 rules match every metadata file of
+// the granted locations' buckets instead of the locations themselves
+// (s3Details).
+func S3RulesWidened(locs []Location) bool {
+	for _, d := range s3Details(locs) {
+		keys, _ := d["object"].(map[string]any)["key"].([]any)
+		for _, k := range keys {
+			if _, ok := k.(map[string]any)["suffix"]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renderedPattern is an event pattern as the CDK renders it into the
+// template, for measuring.
+func renderedPattern(source string, detailTypes []string, detail map[string]any) any {
+	return map[string]any{"source": []string{source}, "detail-type": detailTypes, "detail": detail}
+}
+
+// packPatterns splits values, in order, into the fewest consecutive
+// chunks whose pattern (render(chunk)) stays within EventPatternLimit. A
+// single value whose pattern is over the limit gets a chunk of its own
+// (CheckLimits then reports it).
+func packPatterns(values []any, render func([]any) any) [][]any {
+	var out [][]any
+	var cur []any
+	for _, v := range values {
+		next := append(append([]any(nil), cur...), v)
+		if len(cur) > 0 && EventPatternSize(render(next)) > EventPatternLimit {
+			out = append(out, cur)
+			next = []any{v}
+		}
+		cur = next
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// ruleID is the construct id of the i-th rule of a kind: the first keeps
+// the kind's name (and so its logical id prefix), later ones are numbered.
+func ruleID(kind string, i int) string {
+	if i == 0 {
+		return kind
+	}
+	return fmt.Sprintf("%s%d", kind, i+1)
+}
+
+func toAny[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
 
 // newRules creates the rules that target the planner:
@@ -140,37 +260,40 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 		})
 	}
 	if dbs := s.Grants.Databases(); s.GlueCatalog() && len(dbs) > 0 {
-		r.Glue = awsevents.NewRule(scope, jsii.String("GlueTableChanges"), &awsevents.RuleProps{
-			Description: jsii.String("icekeeper: a granted Glue table changed"),
-			EventPattern: &awsevents.EventPattern{
-				Source:     jsii.Strings(SourceGlue),
-				DetailType: jsii.Strings(DetailTypeGlue, DetailTypeGlueDB),
-				Detail:     &map[string]any{"databaseName": dbs, "typeOfChange": []string{"UpdateTable", "CreateTable"}},
-			},
-			Targets: &[]awsevents.IRuleTarget{target},
+		// One rule per chunk of databases that keeps its pattern within
+		// EventBridge's 2,048 characters (EventPatternLimit).
+		glue := func(chunk []any) map[string]any {
+			return map[string]any{"databaseName": chunk, "typeOfChange": []any{"UpdateTable", "CreateTable"}}
+		}
+		chunks := packPatterns(toAny(dbs), func(chunk []any) any {
+			return renderedPattern(SourceGlue, []string{DetailTypeGlue, DetailTypeGlueDB}, glue(chunk))
 		})
+		for i, chunk := range chunks {
+			r.Glue = append(r.Glue, awsevents.NewRule(scope, jsii.String(ruleID("GlueTableChanges", i)), &awsevents.RuleProps{
+				Description: jsii.String("icekeeper: a granted Glue table changed"),
+				EventPattern: &awsevents.EventPattern{
+					Source:     jsii.Strings(SourceGlue),
+					DetailType: jsii.Strings(DetailTypeGlue, DetailTypeGlueDB),
+					Detail:     &map[string]any{"databaseName": chunk, "typeOfChange": []string{"UpdateTable", "CreateTable"}},
+				},
+				Targets: &[]awsevents.IRuleTarget{target},
+			}))
+		}
 	}
 	locs, err := s.Locations()
 	if err != nil {
 		return r, err
 	}
-	if len(locs) > 0 {
-		keys := make([]any, 0, len(locs))
-		for _, l := range locs {
-			keys = append(keys, map[string]string{"wildcard": l.MetadataKeyPattern()}, map[string]string{"wildcard": l.GzipMetadataKeyPattern()})
-		}
-		r.S3 = awsevents.NewRule(scope, jsii.String("TableMetadataWritten"), &awsevents.RuleProps{
+	for i, detail := range s3Details(locs) {
+		r.S3 = append(r.S3, awsevents.NewRule(scope, jsii.String(ruleID("TableMetadataWritten", i)), &awsevents.RuleProps{
 			Description: jsii.String("icekeeper: a new metadata file under a granted table location"),
 			EventPattern: &awsevents.EventPattern{
 				Source:     jsii.Strings(SourceS3),
 				DetailType: jsii.Strings(DetailTypeS3),
-				Detail: &map[string]any{
-					"bucket": map[string]any{"name": Buckets(locs)},
-					"object": map[string]any{"key": keys},
-				},
+				Detail:     &detail,
 			},
 			Targets: &[]awsevents.IRuleTarget{target},
-		})
+		}))
 	}
 	return r, nil
 }

@@ -17,13 +17,24 @@ const (
 	// default (20 at most, through a quota increase)
 	// (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html,
 	// https://repost.aws/knowledge-center/iam-increase-policy-size).
-	IAMInlinePerRoleLimit   = 10_240
-	IAMManagedPolicyLimit   = 6_144
-	IAMManagedPerRoleLimit  = 10
-	LambdaEnvironmentLimit  = 4_096 // 4 KB, all variables together (Lambda quotas)
-	TemplateS3Limit         = 1_000_000
-	TemplateDirectLimit     = 51_200
-	TemplateResourcesLimit  = 500
+	IAMInlinePerRoleLimit  = 10_240
+	IAMManagedPolicyLimit  = 6_144
+	IAMManagedPerRoleLimit = 10
+	LambdaEnvironmentLimit = 4_096 // 4 KB, all variables together (Lambda quotas)
+	TemplateS3Limit        = 1_000_000
+	TemplateDirectLimit    = 51_200
+	TemplateResourcesLimit = 500
+	// EventBridge: an event pattern of at most 2,048 characters (adjustable
+	// through a quota request), at most 5 targets a rule, 300 rules an
+	// event bus (adjustable), and at most 30 rules an event bus whose
+	// patterns use wildcard filters (not adjustable: the account's other
+	// rules count too)
+	// (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html).
+	EventPatternLimit       = 2_048
+	EventTargetsPerRule     = 5
+	EventRulesPerBusLimit   = 300
+	EventWildcardRulesLimit = 30
+	eventBridgeLimitsURL    = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html"
 	cfnLimitsURL            = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html"
 	lambdaLimitsURL         = "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"
 	iamLimitsURL            = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
@@ -51,8 +62,8 @@ func (c LimitCheck) String() string {
 }
 
 // CheckLimits measures a synthesized template (the CloudFormation JSON,
-// decoded) against IAM's policy quotas, Lambda's environment quota and
-// CloudFormation's template quotas. Values CloudFormation resolves at
+// decoded) against IAM's policy quotas, Lambda's environment quota,
+// EventBridge's rule quotas and CloudFormation's template quotas. Values CloudFormation resolves at
 // deploy time (Ref, Fn::GetAtt) count at an upper bound of their length,
 // so a check that passes here passes when deployed.
 func CheckLimits(template map[string]any, indented []byte) []LimitCheck {
@@ -61,6 +72,7 @@ func CheckLimits(template map[string]any, indented []byte) []LimitCheck {
 	inline := map[string]int{}
 	managed := map[string]int{}
 	roles := map[string]bool{}
+	rulesOnBus, wildcardRulesOnBus := map[string]int{}, map[string]int{}
 	ids := make([]string, 0, len(resources))
 	for id := range resources {
 		ids = append(ids, id)
@@ -83,6 +95,21 @@ func CheckLimits(template map[string]any, indented []byte) []LimitCheck {
 			for _, role := range refs(p["Roles"]) {
 				managed[role]++
 			}
+		case "AWS::Events::Rule":
+			bus := "default"
+			if p["EventBusName"] != nil {
+				raw, _ := json.Marshal(p["EventBusName"])
+				bus = string(raw)
+			}
+			rulesOnBus[bus]++
+			out = append(out, LimitCheck{What: "EventBridge targets of rule " + id, Size: len(asList(p["Targets"])), Limit: EventTargetsPerRule, Unit: "targets", URL: eventBridgeLimitsURL})
+			if p["EventPattern"] != nil {
+				size := EventPatternSize(p["EventPattern"])
+				out = append(out, LimitCheck{What: "EventBridge event pattern of rule " + id, Size: size, Limit: EventPatternLimit, Unit: "chars", URL: eventBridgeLimitsURL})
+				if usesWildcard(p["EventPattern"]) {
+					wildcardRulesOnBus[bus]++
+				}
+			}
 		case "AWS::Lambda::Function":
 			env, _ := p["Environment"].(map[string]any)
 			vars, _ := env["Variables"].(map[string]any)
@@ -93,6 +120,16 @@ func CheckLimits(template map[string]any, indented []byte) []LimitCheck {
 		out = append(out,
 			LimitCheck{What: "IAM inline policies of role " + role, Size: inline[role], Limit: IAMInlinePerRoleLimit, Unit: "chars", URL: iamLimitsURL},
 			LimitCheck{What: "IAM managed policies attached to role " + role, Size: managed[role], Limit: IAMManagedPerRoleLimit, Unit: "policies", URL: iamLimitsURL})
+	}
+	for _, bus := range sortedKeys(rulesOnBus) {
+		name := "the default event bus"
+		if bus != "default" {
+			name = "event bus " + strings.Trim(bus, `"`)
+		}
+		// A lower bound: the account's own rules on the bus count too.
+		out = append(out,
+			LimitCheck{What: "EventBridge rules of this stack on " + name, Size: rulesOnBus[bus], Limit: EventRulesPerBusLimit, Unit: "rules", URL: eventBridgeLimitsURL},
+			LimitCheck{What: "EventBridge wildcard rules of this stack on " + name, Size: wildcardRulesOnBus[bus], Limit: MaxWildcardRules, Unit: "rules", URL: eventBridgeLimitsURL})
 	}
 	out = append(out,
 		LimitCheck{What: "CloudFormation template (uploaded through S3, as the CDK CLI does)", Size: len(indented), Limit: TemplateS3Limit, Unit: "bytes", URL: cfnLimitsURL},
@@ -105,6 +142,33 @@ func CheckLimits(template map[string]any, indented []byte) []LimitCheck {
 // first, so only `aws cloudformation deploy --template-body` users meet it.
 func DirectTemplateCheck(indented []byte) LimitCheck {
 	return LimitCheck{What: "CloudFormation template in a request body (informational)", Size: len(indented), Limit: TemplateDirectLimit, Unit: "bytes", URL: cfnLimitsURL}
+}
+
+// EventPatternSize is the length of an event pattern as EventBridge
+// counts it: the pattern's JSON, without white space (CloudFormation
+// passes a JSON object; PutRule takes the string).
+func EventPatternSize(pattern any) int {
+	raw, _ := json.Marshal(pattern)
+	return len([]rune(string(raw)))
+}
+
+// usesWildcard reports whether a pattern has a wildcard filter anywhere.
+func usesWildcard(pattern any) bool {
+	switch x := pattern.(type) {
+	case map[string]any:
+		for k, v := range x {
+			if k == "wildcard" || usesWildcard(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range x {
+			if usesWildcard(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // policySize is the length of a policy document without white space, as

@@ -43,7 +43,12 @@ func scaleGrants() map[string]string {
 // the fixture and the template as the CLI writes it.
 func synthScale(t *testing.T, grants string, agnostic bool) (*fixture, map[string]any, []byte) {
 	t.Helper()
-	ctx := activeContext()
+	return synthScaleIn(t, activeContext(), grants, agnostic)
+}
+
+// synthScaleIn is synthScale from another base context (S3 Tables).
+func synthScaleIn(t *testing.T, ctx map[string]any, grants string, agnostic bool) (*fixture, map[string]any, []byte) {
+	t.Helper()
 	ctx[CtxGrants] = grants
 	ctx[ctxTestAgnostic] = agnostic
 	f := mustSynth(t, ctx)
@@ -88,7 +93,7 @@ func TestIcekeeperStack_1000TablesIn100DatabasesFitEveryAWSLimit(t *testing.T) {
 			}
 			// Every kind of limit was measured: 3 functions' environments,
 			// 3 roles' inline policies and attachment counts, the template.
-			if kinds["Lambda environment"] < 3 || kinds["IAM inline"] < 3 || kinds["IAM managed"] < 3 || kinds["CloudFormation template"] != 1 || kinds["CloudFormation resources"] != 1 {
+			if kinds["Lambda environment"] < 3 || kinds["EventBridge event"] < 3 || kinds["EventBridge wildcard"] < 1 || kinds["IAM inline"] < 3 || kinds["IAM managed"] < 3 || kinds["CloudFormation template"] != 1 || kinds["CloudFormation resources"] != 1 {
 				t.Fatalf("measured %v", kinds)
 			}
 			// make preview prints the same checks and passes.
@@ -218,5 +223,58 @@ func TestSettings_IAMScopeWidensTheLargestDatabasesOnly(t *testing.T) {
 	small.Grants, _ = ParseGrants("analytics.*,sales.orders")
 	if scope, widened, err := small.IAMScope(); err != nil || len(widened) > 0 || scope.Grants.String() != small.Grants.String() {
 		t.Fatalf("a small grant list's scope %s widened %v (%v)", scope.Grants, widened, err)
+	}
+}
+
+// TestS3Tables_1000TablesIn100NamespacesFitEveryAWSLimit: the same
+// deployment of 1,000 tables in 100 namespaces in an S3 table bucket,
+// granted by namespace, by table and mixed, synthesizes within every
+// limit CheckLimits measures, and every granted namespace is still named
+// in the conditions of the committer's s3tables: statements (a widened
+// namespace by itself, its tables by theirs otherwise).
+func TestS3Tables_1000TablesIn100NamespacesFitEveryAWSLimit(t *testing.T) {
+	for name, grants := range scaleGrants() {
+		t.Run(name, func(t *testing.T) {
+			f, tpl, indented := synthScaleIn(t, s3tablesContext(), grants, strings.Contains(name, "agnostic"))
+			checks := CheckLimits(tpl, indented)
+			for _, c := range checks {
+				if !c.OK() {
+					t.Errorf("%s", c)
+				}
+			}
+			var conditions strings.Builder
+			for _, gs := range f.s3tablesGrants(t, "Committer") {
+				for _, g := range gs {
+					conditions.WriteString(g)
+				}
+			}
+			for d := 0; d < 100; d++ {
+				if db := fmt.Sprintf("db%03d", d); !strings.Contains(conditions.String(), `"`+db+`"`) {
+					t.Errorf("namespace %s is named in no condition of the committer's s3tables: statements", db)
+				}
+			}
+		})
+	}
+}
+
+// TestSettings_NamespaceGrantsBeyondIAMsQuotasFailNamingTheWayOut: 150
+// granted namespaces of realistic names need more IAM policy than a role
+// may carry (measured: 16 managed policies for the committer, against 10),
+// and there is no table grant to widen from: IAMScope refuses, naming the
+// quota and the way out (several stacks), not table grants.
+func TestSettings_NamespaceGrantsBeyondIAMsQuotasFailNamingTheWayOut(t *testing.T) {
+	var g []string
+	for i := 0; i < 150; i++ {
+		g = append(g, fmt.Sprintf("sales_warehouse_db_%03d.*", i))
+	}
+	s := DefaultSettings()
+	s.Mode, s.CatalogWarehouse = ModeActive, "s3://lake/warehouse"
+	var err error
+	if s.Grants, err = ParseGrants(strings.Join(g, ",")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.IAMScope()
+	if err == nil || !strings.Contains(err.Error(), "150 granted namespaces alone do not fit") || !strings.Contains(err.Error(), CtxStackName) {
+		t.Fatalf("IAMScope: %v, want a refusal naming the namespaces and %s", err, CtxStackName)
 	}
 }

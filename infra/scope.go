@@ -55,8 +55,13 @@ func (s Settings) IAMScope() (scope Settings, widened []string, err error) {
 	for scope.tableScopeCost() > tableScopeBudget {
 		db := scope.widestDatabase()
 		if db == "" {
-			return s, widened, fmt.Errorf("%w: %s: the grant list needs about %d characters of IAM policy per function, more than IAM's quotas allow (%d managed policies of %d characters and %d inline per role): grant whole namespaces (ns.*) instead of their tables",
-				ErrSettings, CtxGrants, scope.tableScopeCost(), IAMManagedPerRoleLimit, IAMManagedPolicyLimit, IAMInlinePerRoleLimit)
+			advice := "grant whole namespaces (ns.*) instead of their tables"
+			if len(scope.Grants.Tables()) == 0 {
+				// Namespace grants only: nothing narrower to widen from.
+				advice = fmt.Sprintf("the %d granted namespaces alone do not fit: deploy them as several stacks (%s), each with part of the list", len(scope.Grants.Namespaces()), CtxStackName)
+			}
+			return s, widened, fmt.Errorf("%w: %s: the grant list needs about %d characters of IAM policy per function, more than IAM's quotas allow (%d managed policies of %d characters and %d inline per role): %s",
+				ErrSettings, CtxGrants, scope.tableScopeCost(), IAMManagedPerRoleLimit, IAMManagedPolicyLimit, IAMInlinePerRoleLimit, advice)
 		}
 		entries := []string{db + ".*"}
 		for _, e := range scope.Grants.Entries() {

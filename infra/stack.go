@@ -80,6 +80,11 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 		return nil, err
 	}
 	out.Rules = rules
+	if locs, err := iamScope.Locations(); err == nil && S3RulesWidened(locs) {
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("icekeeper:event-scope"), jsii.String(fmt.Sprintf(
+			"the granted locations' metadata keys do not fit %d EventBridge rules of 2,048 characters: the S3 rules match every metadata file of the buckets %s; the planner still wakes only granted tables, at an invocation per ungranted table's commit there (grant whole namespaces, or use Glue or commit events, to avoid this)",
+			MaxWildcardRules, strings.Join(Buckets(locs), ", "))), nil)
+	}
 	if s.Alarms {
 		out.Alarms = newAlarms(stack, s, out.Queues, out.Functions)
 		out.Dashboard = newDashboard(stack, out.Queues, out.Functions, out.Alarms)

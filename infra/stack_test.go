@@ -51,6 +51,7 @@ func activeContext() map[string]any {
 
 // fixture is one synthesized stack.
 type fixture struct {
+	stack     *IcekeeperStack
 	tpl       assertions.Template
 	resources map[string]map[string]any
 }
@@ -102,7 +103,7 @@ func synth(t *testing.T, ctx map[string]any) (*fixture, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{tpl: tpl, resources: doc.Resources}, nil
+	return &fixture{stack: stack, tpl: tpl, resources: doc.Resources}, nil
 }
 
 // writeBootstraps puts a dummy bootstrap for each function under dir.
@@ -143,6 +144,20 @@ func assert(t *testing.T, what string, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// warnings are the stack's synthesis warnings, each as JSON.
+func (f *fixture) warnings(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, m := range *assertions.Annotations_FromStack(f.stack.Stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(raw))
+	}
+	return out
 }
 
 func (f *fixture) ofType(typ string) map[string]map[string]any {
@@ -1061,6 +1076,9 @@ func matches(pattern, event any) bool {
 					if wildcard(w, s) {
 						return true
 					}
+				}
+				if x, ok := a["suffix"].(string); ok && strings.HasSuffix(s, x) {
+					return true
 				}
 			}
 		}

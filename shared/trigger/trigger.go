@@ -933,17 +933,26 @@ func (d *Dispatcher) grantedTables(ctx context.Context) ([]string, error) {
 // resolve finds the granted table whose location is loc: first by the
 // <warehouse>/<namespace>.db/<table> layout that the sql, glue and hive
 // catalogs use, then by comparing the locations of every granted table.
+// A layout location of an ungranted table resolves to nothing at once.
 // It returns "" when no granted table lives there.
 func (d *Dispatcher) resolve(ctx context.Context, loc string) (string, error) {
 	loc = strings.TrimSuffix(loc, "/")
 	parts := strings.Split(loc, "/")
 	if n := len(parts); n >= 2 && strings.HasSuffix(parts[n-2], ".db") {
 		name := strings.TrimSuffix(parts[n-2], ".db") + "." + parts[n-1]
-		if d.s.Grants.Granted(name) {
-			if ident, err := messages.TableIdent(name); err == nil {
-				if tbl, err := d.catalog.LoadTable(ctx, ident); err == nil && strings.TrimSuffix(tbl.Location(), "/") == loc {
-					return name, nil
-				}
+		if !d.s.Grants.Granted(name) {
+			// An ungranted table of the layout: no walk of every granted
+			// table (a deployment whose S3 rules match whole buckets
+			// sends every table's commits here). A granted table whose
+			// location is another name's layout path (renamed) is not
+			// woken by its metadata writes, as the stack's per-table S3
+			// patterns never matched it either; its catalog's events and
+			// the sweep still wake it.
+			return "", nil
+		}
+		if ident, err := messages.TableIdent(name); err == nil {
+			if tbl, err := d.catalog.LoadTable(ctx, ident); err == nil && strings.TrimSuffix(tbl.Location(), "/") == loc {
+				return name, nil
 			}
 		}
 	}

@@ -81,6 +81,39 @@ func TestDispatch_EachEventKindReachesItsTables(t *testing.T) {
 	}
 }
 
+// TestDispatch_AnUngrantedLayoutLocationLoadsNothing: a metadata write of
+// an ungranted table under the <ns>.db/<table> layout (what a stack whose
+// S3 rules widened to whole buckets sends) is skipped as unresolved
+// without loading any table; a granted one still resolves.
+func TestDispatch_AnUngrantedLayoutLocationLoadsNothing(t *testing.T) {
+	r := newRig(t, config.ModeActive, "shop.*,sales.orders")
+	r.add(t, "shop.orders", optedIn(), due)
+	r.add(t, "sales.orders", optedIn(), due)
+	r.planner.results["compaction"] = planned
+	for _, loc := range []string{"s3://wh/shop.db/other_x/", "s3://wh/sales.db/customers", "s3://wh/hr.db/people"} {
+		r.cat.loads = nil
+		if loc == "s3://wh/shop.db/other_x/" {
+			// A granted namespace: its tables are granted, so the
+			// location is looked up (and found nowhere).
+			out, err := r.dispatch(t, events.Trigger{Kind: events.KindS3, Locations: []string{loc}})
+			if err != nil || onlyOutcome(t, out).Skip != SkipUnresolved || len(r.cat.loads) == 0 {
+				t.Fatalf("%s: %+v, %v, loads %v: want looked up, then unresolved", loc, out.Tables, err, r.cat.loads)
+			}
+			continue
+		}
+		out, err := r.dispatch(t, events.Trigger{Kind: events.KindS3, Locations: []string{loc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := onlyOutcome(t, out); o.Skip != SkipUnresolved || len(r.cat.loads) != 0 {
+			t.Errorf("%s: %+v after loading %v, want skipped %s with no load", loc, o, r.cat.loads, SkipUnresolved)
+		}
+	}
+	if got := r.planner.tables(); len(got) != 0 {
+		t.Errorf("planned %v, want nothing", got)
+	}
+}
+
 // TestDispatch_S3LocationResolvedByComparingLocations: a location outside
 // the <ns>.db/<table> layout is resolved by comparing the granted tables'
 // locations; a location no granted table has is skipped as unresolved.
