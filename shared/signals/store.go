@@ -79,7 +79,6 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 	names := map[string]string{"#q": "queries", "#b": "bytes_scanned", "#purge": jobs.PurgeAttribute}
 	values := map[string]types.AttributeValue{
 		":one":   &types.AttributeValueMemberN{Value: "1"},
-		":zero":  &types.AttributeValueMemberN{Value: "0"},
 		":bytes": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.BytesScanned, 10)},
 		":purge": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.At.Add(retention).Unix(), 10)},
 	}
@@ -98,9 +97,14 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 	for i, c := range cols {
 		f, p, b := fmt.Sprintf("#a%03d", 3*i), fmt.Sprintf("#a%03d", 3*i+1), fmt.Sprintf("#a%03d", 3*i+2)
 		names[f], names[p], names[b] = colPrefix+c+":f", colPrefix+c+":p", colPrefix+c+":b"
-		pv := ":zero"
-		if point[c] {
-			pv = ":one"
+		pv := ":one"
+		if !point[c] {
+			// Only a value the expression uses: DynamoDB refuses the
+			// update otherwise ("Value provided in
+			// ExpressionAttributeValues unused in expressions"; kumo
+			// does not check, moto does).
+			pv = ":zero"
+			values[pv] = &types.AttributeValueMemberN{Value: "0"}
 		}
 		adds = append(adds, f+" :one", p+" "+pv, b+" :bytes")
 	}

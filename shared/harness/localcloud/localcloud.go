@@ -7,6 +7,11 @@
 // `icekeeper compact --local`, `icekeeper local-cloud` and the end-to-end
 // tests all use it. The emulator's state is process-global, so resource
 // names carry a unique suffix per call.
+//
+// With ICEKEEPER_SECOND_EMULATOR set to an endpoint (moto's server, which
+// `make moto-test` starts), Start uses that emulator instead of kumo, so
+// the same tests and assertions run against a second emulator: a second
+// opinion on every AWS behaviour they rely on.
 package localcloud
 
 import (
@@ -19,6 +24,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -44,9 +50,17 @@ type Cloud struct {
 	proxy   *http.Server
 }
 
-// Start starts the emulator on a free loopback port. Each adjust runs on
-// the clients' configuration (see awsclients.ForEndpoint).
+// SecondEmulatorEnv names the endpoint of an emulator already running
+// (moto's server) that Start uses instead of starting kumo.
+const SecondEmulatorEnv = "ICEKEEPER_SECOND_EMULATOR"
+
+// Start starts the emulator on a free loopback port, or connects to the
+// one SecondEmulatorEnv names. Each adjust runs on the clients'
+// configuration (see awsclients.ForEndpoint).
 func Start(adjust ...func(*aws.Config)) *Cloud {
+	if url := os.Getenv(SecondEmulatorEnv); url != "" {
+		return &Cloud{URL: url, Clients: awsclients.ForEndpoint(url, "us-east-1", adjust...)}
+	}
 	srv := kumo.NewServer()
 	return &Cloud{URL: srv.URL, Clients: awsclients.ForEndpoint(srv.URL, "us-east-1", adjust...), srv: srv}
 }
@@ -55,6 +69,10 @@ func Start(adjust ...func(*aws.Config)) *Cloud {
 // 127.0.0.1:4566 for `icekeeper local-cloud`).
 func Listen(addr string) (*Cloud, error) {
 	c := Start()
+	if c.srv == nil {
+		c.Close()
+		return nil, fmt.Errorf("localcloud: %s is set: serve that emulator at its own address", SecondEmulatorEnv)
+	}
 	target, err := url.Parse(c.srv.URL)
 	if err != nil {
 		c.Close()
@@ -77,7 +95,9 @@ func (c *Cloud) Close() {
 	if c.proxy != nil {
 		_ = c.proxy.Close()
 	}
-	c.srv.Close()
+	if c.srv != nil {
+		c.srv.Close()
+	}
 }
 
 // Resources names what Provision created.
