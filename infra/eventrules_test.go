@@ -582,3 +582,18 @@ func TestEventRules_MatchExactlyTheExpectedEventsWithEventRuler(t *testing.T) {
 		}
 	}
 }
+
+// TestEventRules_ReadmeNamesThePinnedEventRuler: infra/README.md, the
+// root README and localstack/README.md name the event-ruler version
+// infra/eventruler/pom.xml pins.
+func TestEventRules_ReadmeNamesThePinnedEventRuler(t *testing.T) {
+	m := regexp.MustCompile(`<eventruler\.version>([^<]+)</eventruler\.version>`).FindSubmatch(mustReadFile(t, filepath.Join("eventruler", "pom.xml")))
+	if m == nil {
+		t.Fatal("infra/eventruler/pom.xml pins no eventruler.version")
+	}
+	for _, readme := range []string{"README.md", filepath.Join("..", "README.md"), filepath.Join("..", "localstack", "README.md")} {
+		if !bytes.Contains(mustReadFile(t, readme), []byte("event-ruler "+string(m[1]))) && !bytes.Contains(mustReadFile(t, readme), []byte("event-ruler) `"+string(m[1])+"`")) {
+			t.Errorf("%s does not name event-ruler %s, the version infra/eventruler/pom.xml pins", readme, m[1])
+		}
+	}
+}
