@@ -98,6 +98,10 @@ func matchWithEventRuler(t *testing.T, rules []rulerRule, evs []rulerEvent) map[
 	return res.Matches
 }
 
+// eventPatternQuota is EventBridge's default quota on an event pattern's
+// size, in characters.
+const eventPatternQuota = 2048
+
 // ruleConstructID is a rule's construct id (GlueTableChanges) from its
 // logical id (GlueTableChanges89B03717: the CDK appends a hash).
 var ruleConstructID = regexp.MustCompile(`^([A-Za-z]+)[0-9A-F]{8}$`)
@@ -421,7 +425,8 @@ func plannerActs(t *testing.T, c ruleConfig, grants optin.Grants, raw []byte) (a
 // event-ruler (the Java library EventBridge's matching is built on,
 // https://github.com/aws/event-ruler) against every sample event of
 // events/ and near misses, matches exactly wantMatches; the schedule rules
-// exist with a schedule and no pattern; and where the rules and the
+// exist with a schedule and no pattern; each pattern is within
+// EventBridge's default size quota; and where the rules and the
 // planner's own filtering disagree, the disagreement is a known one.
 func TestEventRules_MatchExactlyTheExpectedEventsWithEventRuler(t *testing.T) {
 	eventRuler(t) // skip (or fail) before synthesizing anything
@@ -489,6 +494,12 @@ func TestEventRules_MatchExactlyTheExpectedEventsWithEventRuler(t *testing.T) {
 			}
 			switch {
 			case p["EventPattern"] != nil && p["ScheduleExpression"] == nil:
+				// EventBridge's default quota on an event pattern's
+				// size: 2,048 characters (adjustable; EventBridge User
+				// Guide, "Amazon EventBridge quotas", Event pattern size).
+				if b, err := json.Marshal(p["EventPattern"]); err != nil || len(b) > eventPatternQuota {
+					t.Errorf("%s: rule %s: event pattern of %d characters, EventBridge's default quota is %d (%v)", c.name, logical, len(b), eventPatternQuota, err)
+				}
 				patterns = append(patterns, m[1])
 				name := c.name + "/" + m[1]
 				rules = append(rules, rulerRule{Name: name, Pattern: p["EventPattern"]})
