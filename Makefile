@@ -134,7 +134,7 @@ LOCAL_CONTEXT    ?= -c stackName=IcekeeperLocal -c mode=active -c 'grants=demo.*
 	-c warehouseLocation=s3://warehouse -c 'tableLocationTemplate={warehouse}/{namespacePath}/{table}' \
 	-c assetDir=../$(LOCAL_LAMBDA) -c architecture=$(LOCAL_CDK_ARCH) -c removalPolicy=destroy -c alarms=false
 
-.PHONY: infra-test cfn-lint metrics-cost cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
+.PHONY: infra-test cfn-lint event-ruler metrics-cost cdk-cli synth preview bootstrap deploy lambdas-local localstack-up localstack-down deploy-local
 
 # cfn-lint, AWS's CloudFormation linter, pinned, in a virtual environment
 # under infra/.cfn-lint (git-ignored); the stack's tests lint every
@@ -144,9 +144,20 @@ PYTHON           ?= python3
 CFN_LINT_DIR     := infra/.cfn-lint
 CFN_LINT         := $(CURDIR)/$(CFN_LINT_DIR)/venv/bin/cfn-lint
 
-## infra-test: the CDK stack's tests, offline (needs Node for jsii, Python for cfn-lint, no AWS)
-infra-test: $(CFN_LINT)
-	cd infra && $(INFRA_ENV) ICEKEEPER_CFN_LINT=$(CFN_LINT) $(GO) test -count=1 ./...
+# event-ruler, the Java library EventBridge's pattern matching is built on,
+# pinned in infra/eventruler/pom.xml and resolved from Maven Central; the
+# stack's tests match every rule they synthesize against the sample events
+# with it (infra/eventrules_test.go).
+EVENT_RULER_DIR  := infra/eventruler
+
+## infra-test: the CDK stack's tests, offline (needs Node for jsii, Python for cfn-lint, Java 17 and Maven for event-ruler, no AWS)
+infra-test: $(CFN_LINT) event-ruler
+	cd infra && $(INFRA_ENV) ICEKEEPER_CFN_LINT=$(CFN_LINT) ICEKEEPER_EVENT_RULER=$(CURDIR)/$(EVENT_RULER_DIR) $(GO) test -count=1 ./...
+
+## event-ruler: build infra/eventruler (event-ruler from Maven Central, and
+## the small Match program the stack's tests run; needs Java 17 and Maven)
+event-ruler:
+	cd $(EVENT_RULER_DIR) && mvn -B -q package -DskipTests dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
 
 ## cfn-lint: install the pinned cfn-lint into infra/.cfn-lint
 cfn-lint: $(CFN_LINT)

@@ -1047,6 +1047,8 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 
 // matches is EventBridge's matching for the pattern features the stack
 // uses: lists of exact strings, {"wildcard": ...} and nested objects.
+// It runs without Java; eventrules_test.go matches every rule with
+// event-ruler, the library EventBridge's matching is built on.
 func matches(pattern, event any) bool {
 	switch p := pattern.(type) {
 	case map[string]any:
