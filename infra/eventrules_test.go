@@ -98,10 +98,6 @@ func matchWithEventRuler(t *testing.T, rules []rulerRule, evs []rulerEvent) map[
 	return res.Matches
 }
 
-// eventPatternQuota is EventBridge's default quota on an event pattern's
-// size, in characters.
-const eventPatternQuota = 2048
-
 // ruleConstructID is a rule's construct id (GlueTableChanges) from its
 // logical id (GlueTableChanges89B03717: the CDK appends a hash).
 var ruleConstructID = regexp.MustCompile(`^([A-Za-z]+)[0-9A-F]{8}$`)
@@ -497,8 +493,8 @@ func TestEventRules_MatchExactlyTheExpectedEventsWithEventRuler(t *testing.T) {
 				// EventBridge's default quota on an event pattern's
 				// size: 2,048 characters (adjustable; EventBridge User
 				// Guide, "Amazon EventBridge quotas", Event pattern size).
-				if b, err := json.Marshal(p["EventPattern"]); err != nil || len(b) > eventPatternQuota {
-					t.Errorf("%s: rule %s: event pattern of %d characters, EventBridge's default quota is %d (%v)", c.name, logical, len(b), eventPatternQuota, err)
+				if b, err := json.Marshal(p["EventPattern"]); err != nil || len(b) > EventPatternLimit {
+					t.Errorf("%s: rule %s: event pattern of %d characters, EventBridge's default quota is %d (%v)", c.name, logical, len(b), EventPatternLimit, err)
 				}
 				patterns = append(patterns, m[1])
 				name := c.name + "/" + m[1]
