@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -155,9 +157,31 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 // s3Setup is an env whose warehouse is a new bucket of the emulator's S3,
 // reached through endpoint (the emulator, or a request counter in front
 // of it).
+// testBucket names a bucket for the test t, unique to it and within S3's
+// naming rules, which kumo does not apply and S3 (and moto) do: 3 to 63
+// characters of lower-case letters, digits, dots and hyphens, beginning
+// and ending with a letter or digit (Amazon S3 User Guide, "General
+// purpose bucket naming rules":
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+func testBucket(t *testing.T, prefix string) string {
+	t.Helper()
+	name := []byte(strings.ToLower(prefix + "-" + t.Name()))
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			name[i] = '-'
+		}
+	}
+	sum := sha256.Sum256([]byte(t.Name()))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	if len(name) > 63-len(suffix) {
+		name = name[:63-len(suffix)]
+	}
+	return strings.Trim(string(name), "-") + suffix
+}
+
 func s3Setup(t *testing.T, endpoint string) (*env, string) {
 	t.Helper()
-	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	bucket := testBucket(t, "warehouse")
 	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}

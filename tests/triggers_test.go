@@ -200,7 +200,7 @@ func TestTriggers_SampleEventsReachTheirTable(t *testing.T) {
 // TestTriggers_S3EventResolvesTheTableByLocation keeps the table in the
 // emulator's S3 and sends the S3 notification its commit would cause.
 func TestTriggers_S3EventResolvesTheTableByLocation(t *testing.T) {
-	bucket := "lake-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	bucket := testBucket(t, "lake")
 	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
