@@ -6,7 +6,7 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: demo test interop interop-setup hygiene fuzz test-short build lambdas bench bench-busy bench-smoke vet fmt clean fuzz-pipeline
+.PHONY: moto-test demo test interop interop-setup hygiene fuzz test-short build lambdas bench bench-busy bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -18,7 +18,27 @@ demo:
 test: hygiene interop-setup
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/tests/interop$$')
 	ICEKEEPER_INTEROP=subset $(GO) test -count=1 -timeout 20m ./tests/interop
+	$(MAKE) moto-test
 	$(MAKE) infra-test
+
+## moto-test: the second opinion: the store and queue tests (lease, jobs,
+## ledger, signals, blobs through fileio) and a pipeline subset run again
+## against moto's server instead of kumo, with the same assertions
+## (tests/moto/README.md); moto comes pinned from PyPI into tests/moto/.venv
+MOTO_VERSION ?= 5.2.1
+MOTO_DIR     := tests/moto
+MOTO_PY      := $(CURDIR)/$(MOTO_DIR)/.venv/bin/python
+MOTO_PACKAGES := ./shared/lease ./shared/jobs ./shared/ledger ./shared/signals ./shared/fileio
+MOTO_TESTS   ?= TestPipeline|TestExpire|TestOrphans|TestBounds|TestSQS|TestCleanup|TestTriggers|TestManifests|TestDeletes|TestGlue|TestCatalogs|TestSignals|TestLedger|TestRebase|TestPartial|TestCrash
+moto-test: $(MOTO_PY)
+	$(MOTO_DIR)/run.sh $(MOTO_PY) -count=1 -timeout 15m $(MOTO_PACKAGES)
+	$(MOTO_DIR)/run.sh $(MOTO_PY) -count=1 -timeout 15m -run '$(MOTO_TESTS)' ./tests
+
+$(MOTO_PY):
+	rm -rf $(MOTO_DIR)/.venv
+	$(PYTHON) -m venv $(MOTO_DIR)/.venv
+	$(MOTO_DIR)/.venv/bin/pip install --quiet --disable-pip-version-check 'moto[server]==$(MOTO_VERSION)'
+	@$(MOTO_PY) -c 'import moto, sys; sys.exit(moto.__version__ != "$(MOTO_VERSION)")' || { echo "moto: want $(MOTO_VERSION)"; exit 1; }
 
 ## interop: every table case of the interop harness (Spark 4.0 and Iceberg
 ## Java 1.10 on the same catalogs as icekeeper), writing the compatibility
