@@ -143,7 +143,7 @@ func Provision(ctx context.Context, cl *awsclients.Clients, prefix, suffix strin
 	if _, err := cl.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(r.Bucket)}); err != nil {
 		return r, fmt.Errorf("localcloud: create bucket %s: %w", r.Bucket, err)
 	}
-	if _, err := cl.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{
+	if err := createTable(ctx, cl, &dynamodb.CreateTableInput{
 		TableName:            aws.String(r.LeaseTable),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("table_id"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
@@ -151,7 +151,7 @@ func Provision(ctx context.Context, cl *awsclients.Clients, prefix, suffix strin
 	}); err != nil {
 		return r, fmt.Errorf("localcloud: create table %s: %w", r.LeaseTable, err)
 	}
-	if _, err := cl.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{
+	if err := createTable(ctx, cl, &dynamodb.CreateTableInput{
 		TableName:   aws.String(r.JobsTable),
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{
@@ -179,6 +179,32 @@ func Provision(ctx context.Context, cl *awsclients.Clients, prefix, suffix strin
 		return r, err
 	}
 	return r, nil
+}
+
+// createTable creates a table whose name is this call's alone. A table of
+// that name already there is the one an earlier attempt of the same call
+// created (the SDK retries a request whose answer it did not read, as it
+// did against moto's server under load): it is taken when its key schema
+// is the one asked for.
+func createTable(ctx context.Context, cl *awsclients.Clients, in *dynamodb.CreateTableInput) error {
+	_, err := cl.DynamoDB.CreateTable(ctx, in)
+	var inUse *ddbtypes.ResourceInUseException
+	if !errors.As(err, &inUse) {
+		return err
+	}
+	out, derr := cl.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName})
+	if derr != nil {
+		return errors.Join(err, derr)
+	}
+	if len(out.Table.KeySchema) != len(in.KeySchema) {
+		return err
+	}
+	for i, k := range in.KeySchema {
+		if aws.ToString(out.Table.KeySchema[i].AttributeName) != aws.ToString(k.AttributeName) || out.Table.KeySchema[i].KeyType != k.KeyType {
+			return err
+		}
+	}
+	return nil
 }
 
 type redrive struct {
