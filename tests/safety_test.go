@@ -109,7 +109,7 @@ const safetyTakeover = 20 * time.Second
 //   - 183117949677314: an expiry whose lease was taken over after its
 //     catalog commit never ends (every delivery fails renewing the lease
 //     before deleting).
-var safetyFixedSeeds = append(append(slices.Clone(safetyFixedSeedsBefore), safetyFixedSeedsLater...), safetyFixedSeedsUndo...)
+var safetyFixedSeeds = slices.Concat(safetyFixedSeedsBefore, safetyFixedSeedsLater, safetyFixedSeedsUndo, safetyFixedSeedsS3)
 
 // safetyFixedSeedsBefore are the fixed seeds kept before laterOps: they
 // draw from otherOps alone, so each replays the history it was kept for.
@@ -125,6 +125,18 @@ var safetyFixedSeedsLater = []uint64{152191846295384}
 // safetyFixedSeedsUndo draw from undoOps too: 232053046340670 points the
 // catalog back at an older metadata file while an expiry is in flight.
 var safetyFixedSeedsUndo = []uint64{232053046340670}
+
+// safetyFixedSeedsS3 have tables on the emulator's S3 and draw from s3Ops
+// too (safety_s3_test.go): SEED an s3a or s3n writer records files
+// of the S3 table, which orphan cleanups, expiries and compactions of it
+// then commit over.
+var safetyFixedSeedsS3 = []uint64{}
+
+// keptBeforeS3 says whether a seed was kept before the S3 tables: its
+// history has none (it would change otherwise).
+func keptBeforeS3(seed uint64) bool {
+	return slices.Contains(safetyFixedSeedsBefore, seed) || slices.Contains(safetyFixedSeedsLater, seed) || slices.Contains(safetyFixedSeedsUndo, seed)
+}
 
 // safetySeeds: ICEKEEPER_FUZZ_SEED (one), ICEKEEPER_FUZZ_SEEDS (that many
 // random ones), else the fixed set (see diffSeeds).
@@ -175,6 +187,8 @@ var safetyCoverage = []string{
 	"before-commit hook", "mid-step hook", "committer crash", "rewriter crash", "planner crash", "lease takeover", "late committer",
 	"lost ack", "duplicate message", "operator cycle", "nested table", "neighbour table", "gzip metadata", "metadata deleted after commit",
 	"iceberg-go expiry", "tag or branch created", "rollback", "cherry-pick", "undo", "undo during an expiry",
+	"s3 table", "s3a or s3n table nested in an s3 table", "s3a or s3n writer",
+	"committed remove-orphans over s3a or s3n names", "committed expire over s3a or s3n names", "committed compaction over s3a or s3n names",
 }
 
 // safetyRun is one seed's run.
@@ -207,6 +221,11 @@ type safetyRun struct {
 	// takeoverNext: the next step is a planner after the lease TTL on
 	// this table (its job's committer crashed).
 	takeoverNext string
+	// s3 is the run's bucket on the emulator's S3 (nil: a seed kept
+	// before the S3 tables); s3Spelled, the tables that reference files
+	// under an s3a:// or s3n:// spelling.
+	s3        *safetyS3
+	s3Spelled map[string]bool
 }
 
 func (r *safetyRun) note(format string, args ...any) {
@@ -230,14 +249,22 @@ func (r *safetyRun) run() {
 			r.otherOps = append(r.otherOps, undoOps...)
 		}
 	}
+	r.s3Spelled = map[string]bool{}
+	if !keptBeforeS3(r.seed) {
+		r.otherOps = append(r.otherOps, s3Ops...)
+		r.s3 = newSafetyS3(r.t, r.seed)
+	}
 	fanOut := r.rng.IntN(3) == 0
 	r.e = setup(r.t, func(c *config.Config) {
 		c.CommitTakeover = safetyTakeover
 		if fanOut {
 			c.OrphanListFanOutFiles = 1 // orphan listings fan out to the rewriters
 		}
+		if r.s3 != nil {
+			c.Catalog.Properties = r.s3.catalogProperties()
+		}
 	})
-	r.s = newSafetyStages(r.e)
+	r.s = newSafetyStages(r.e, r.s3 != nil)
 	r.model = newSafetyModel(r)
 	if fanOut {
 		r.note("orphan listings fan out to the rewriters")
@@ -250,6 +277,11 @@ func (r *safetyRun) run() {
 			r.stats["nested table"]++
 		case "neighbour":
 			r.stats["neighbour table"]++
+		case "s3":
+			r.stats["s3 table"]++
+		case "nested in s3":
+			r.stats["s3a or s3n table nested in an s3 table"]++
+			r.s3Spelled[st.name] = true
 		}
 		props := r.load(st).Properties()
 		if props[table.MetadataCompressionKey] == "gzip" {
@@ -369,6 +401,8 @@ func (r *safetyRun) other(st *sTable, o otherOp, phase string) {
 			r.stats["rollback"]++
 		case "cherry-pick a branch's append":
 			r.stats["cherry-pick"]++
+		case "s3a or s3n writer":
+			r.stats["s3a or s3n writer"]++
 		case "undo: the catalog back at an older metadata file":
 			r.stats["undo"]++
 			for _, jm := range r.model.inFlight() {
@@ -687,6 +721,9 @@ func (r *safetyRun) countEnded() {
 		if jm.state == jobs.Committed && !r.counted[id] {
 			r.counted[id] = true
 			r.stats[key]++
+			if r.s3Spelled[jm.table] {
+				r.stats[key+" over s3a or s3n names"]++
+			}
 		}
 	}
 }
