@@ -881,12 +881,19 @@ func (r *safetyRun) opPlant(st *sTable) (string, error) {
 		fmt.Sprintf("metadata/stray-%d-m0.avro", n),
 		fmt.Sprintf("metadata/%05d-stray.metadata.json", n),
 	}
+	all := rels
 	rels = rels[r.rng.IntN(len(rels)):]
+	_, _, onS3 := s3Object(loc)
+	if onS3 && r.rng.IntN(4) > 0 {
+		// A stray metadata.json refuses every later orphan cleanup of the
+		// table: the S3 tables are there for their cleanups over s3a and
+		// s3n names, so theirs get one one time in four.
+		rels = all[r.rng.IntN(len(all)-1) : len(all)-1]
+	}
 	var kept []string
 	if r.rng.IntN(3) == 0 {
 		kept = append(kept, []string{fmt.Sprintf("scratch/notes-%d.txt", n), fmt.Sprintf("top-stray-%d.bin", n)}[r.rng.IntN(2)])
 	}
-	_, _, onS3 := s3Object(loc)
 	at := func(rel string) string {
 		if onS3 {
 			return loc + "/" + rel

@@ -11,7 +11,10 @@ package tests
 // v3, partitioned or not, some with gzip metadata, old metadata files
 // deleted after each commit with a small previous-versions-max, the
 // object-storage layout, or a write.data.path outside the location
-// (safety_ops_test.go). The history interleaves, one step at a time:
+// (safety_ops_test.go); and, but for the seeds kept before them, s3 on the
+// emulator's S3 and as the seed says s3_nested, located s3a:// or s3n://
+// inside s3's data/ (safety_s3_test.go). The history interleaves, one
+// step at a time:
 //
 //   - other tools (safety_ops_test.go): writers appending, deleting
 //     (position deletes, deletion vectors, equality deletes) and
@@ -20,7 +23,9 @@ package tests
 //     branch's append cherry-picked onto main (both snapshots then share
 //     its files; laterOps, not drawn by the seeds kept before it); the
 //     catalog pointed back at an older metadata file (an undo; undoOps,
-//     not drawn by the seeds kept before it);
+//     not drawn by the seeds kept before it); a Hadoop S3A or S3N writer
+//     recording its data and delete files in an S3 table as s3a:// or
+//     s3n:// names of the same objects (s3Ops, with the S3 tables);
 //     iceberg-go's own expiry; property changes; stray files planted;
 //     time passing (files age past the orphan safety age);
 //   - icekeeper (safety_stages_test.go): planning a compaction (whose
@@ -292,10 +297,15 @@ func (r *safetyRun) run() {
 		}
 	}
 	r.model.check(actorOther, "creation")
-	// Each table starts with a few small files.
+	// Each table starts with a few small files; on S3, every other one
+	// written through S3A or S3N.
 	for _, st := range r.tables {
-		for range 4 + r.rng.IntN(3) {
-			r.other(st, otherOps[0], "")
+		for i := range 4 + r.rng.IntN(3) {
+			o := otherOps[0]
+			if i%2 == 1 && r.s3 != nil && st.onS3(r) {
+				o = s3Ops[0]
+			}
+			r.other(st, o, "")
 		}
 	}
 	steps := 200 + r.rng.IntN(80)
@@ -446,6 +456,11 @@ func (r *safetyRun) planStep(takeover bool) {
 		}
 	}
 	kind := r.pickKind()
+	if r.s3 != nil && r.rng.IntN(3) == 0 && st.onS3(r) {
+		// The S3 tables are there for their orphan cleanups over s3a
+		// and s3n names: one planning of theirs in three is one.
+		kind = jobs.KindRemoveOrphans
+	}
 	r.planOn(st, kind, takeover, r.rng.IntN(10) == 0)
 }
 
