@@ -148,6 +148,14 @@ func (c *s3Clock) ageAll(ctx context.Context, bucket string, d time.Duration) (i
 	return len(objs), nil
 }
 
+// agedOnce says whether time passed since object id was written (once
+// it has, the object is older than the orphan safety age).
+func (c *s3Clock) agedOnce(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aged[id].by > 0
+}
+
 // shift is how far back object id's modification time modified moves
 // (same: compares a time the emulator reported at that precision).
 func (c *s3Clock) shift(id string, modified time.Time, same func(a, b time.Time) bool) time.Duration {
@@ -319,6 +327,36 @@ func (r *safetyRun) writeFile(p string, data []byte) error {
 	return writeLocal(p, data)
 }
 
+// respelled says whether a table, as the catalog has it now, references
+// an object under an s3a:// or s3n:// name (its metadata file, or a file a
+// snapshot of its current metadata reads), and whether one of those lies
+// under its location and is old enough to be an orphan: a job that ended
+// then ran over such names, and an orphan cleanup listed that one as an
+// old file it had to match with its reference.
+func (m *safetyModel) respelled(st *sTable) (named, old bool) {
+	if st == nil || m.r.s3 == nil {
+		return false, false
+	}
+	tbl := m.r.load(st)
+	bucket, key, _ := s3Object(tbl.Location())
+	under := strings.TrimSuffix(key, "/") + "/"
+	see := func(p string) {
+		scheme, _, _ := strings.Cut(p, "://")
+		if scheme != "s3a" && scheme != "s3n" {
+			return
+		}
+		named = true
+		if b, k, _ := s3Object(p); b == bucket && strings.HasPrefix(k, under) && m.r.s3.clock.agedOnce(b+"/"+k) {
+			old = true
+		}
+	}
+	see(tbl.MetadataLocation())
+	for _, s := range tbl.Metadata().Snapshots() {
+		m.snapshotFiles(s, "", func(p, _ string) { see(p) })
+	}
+	return named, old
+}
+
 // statLocal, readLocal and writeLocal are fileExists, readFile and
 // writeFile on a local file (a file: URI or a path).
 func statLocal(p string) (iofs.FileInfo, error) { return os.Stat(localPath(p)) }
@@ -456,6 +494,5 @@ func (r *safetyRun) opS3AWriter(st *sTable) (string, error) {
 		return "", err
 	}
 	st.ids = append(st.ids, added...)
-	r.s3Spelled[st.name] = true
 	return fmt.Sprintf("an %s writer %s on main of %s, its files named %s/...", scheme, what, st.name, dataPath), nil
 }
