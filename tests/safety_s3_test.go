@@ -408,7 +408,8 @@ var s3Ops = []otherOp{
 // manifests record its data files and its Parquet delete files under that
 // spelling (deletion vectors go to the location's data/ as iceberg-go
 // writes them, and a position delete names the data files it deletes from
-// as they are recorded).
+// as they are recorded). One time in two a task of its died after writing
+// a file, which stays behind, an orphan.
 func (r *safetyRun) opS3AWriter(st *sTable) (string, error) {
 	tbl := r.load(st)
 	bucket, key, ok := s3Object(tbl.Location())
@@ -494,5 +495,16 @@ func (r *safetyRun) opS3AWriter(st *sTable) (string, error) {
 		return "", err
 	}
 	st.ids = append(st.ids, added...)
-	return fmt.Sprintf("an %s writer %s on main of %s, its files named %s/...", scheme, what, st.name, dataPath), nil
+	left := ""
+	if r.rng.IntN(2) == 0 {
+		// One of its tasks died after writing its file: an orphan named
+		// for the writer's scheme, which nothing references.
+		r.plantSeq++
+		p := fmt.Sprintf("%s/00000-%d-%s-attempt-lost.parquet", dataPath, r.plantSeq, scheme)
+		if err := r.writeFile(p, []byte("PAR1 a lost task's file PAR1")); err != nil {
+			return "", err
+		}
+		left = ", and leaves " + p + " behind"
+	}
+	return fmt.Sprintf("an %s writer %s on main of %s, its files named %s/...%s", scheme, what, st.name, dataPath, left), nil
 }

@@ -455,9 +455,9 @@ func (r *safetyRun) planStep(takeover bool) {
 		}
 	}
 	kind := r.pickKind()
-	if r.s3 != nil && r.rng.IntN(3) == 0 && st.onS3(r) {
+	if r.s3 != nil && r.rng.IntN(2) == 0 && st.onS3(r) {
 		// The S3 tables are there for their orphan cleanups over s3a
-		// and s3n names: one planning of theirs in three is one.
+		// and s3n names: one planning of theirs in two is one.
 		kind = jobs.KindRemoveOrphans
 	}
 	r.planOn(st, kind, takeover, r.rng.IntN(10) == 0)
