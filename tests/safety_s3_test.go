@@ -394,9 +394,11 @@ func (r *safetyRun) s3Keys() map[string]bool {
 
 // s3Ops are the changes drawn by the seeds with S3 tables (not by those
 // kept before them): another engine writing through Hadoop's S3A or S3N
-// filesystem.
+// filesystem; and time passing more often, so that orphan cleanups meet
+// old files (those it wrote among them) more often.
 var s3Ops = []otherOp{
 	{"s3a or s3n writer", 8, (*safetyRun).opS3AWriter},
+	{"time passes", 6, func(r *safetyRun, _ *sTable) (string, error) { return r.opAge() }},
 }
 
 // opS3AWriter is another engine writing to a table on S3 through Hadoop's
