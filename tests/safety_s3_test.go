@@ -267,12 +267,32 @@ func (s *safetyS3) catalogProperties() map[string]string {
 	}
 }
 
-// createS3Tables creates the S3 tables: s3 at s3://bucket/wh/demo/s3, and
-// one time in two s3_nested, inside its data/ folder and located with an
-// s3a:// or s3n:// spelling.
+// createS3Tables creates the S3 tables: s3 at s3://bucket/wh/demo/s3
+// (one time in two with its write.data.path spelled s3a:// or s3n://, as
+// an engine configured with Hadoop's S3A sets it: every data and delete
+// file anyone writes then has that spelling, icekeeper's rewrites too),
+// and one time in two s3_nested, inside its data/ folder and located with
+// an s3a:// or s3n:// spelling.
 func (r *safetyRun) createS3Tables() {
 	loc := "s3://" + r.s3.bucket + "/wh/demo/s3"
 	r.createTable("s3", "s3", loc)
+	if r.rng.IntN(2) == 0 {
+		st := r.tables[len(r.tables)-1]
+		tbl := r.load(st)
+		p := tbl.Properties()[table.WriteDataPathKey]
+		if p == "" {
+			p = loc + "/data"
+		}
+		p = respell(p, []string{"s3a", "s3n"}[r.rng.IntN(2)])
+		txn := tbl.NewTransaction()
+		if err := txn.SetProperties(iceberg.Properties{table.WriteDataPathKey: p}); err != nil {
+			r.t.Fatal(err)
+		}
+		if _, err := txn.Commit(r.e.ctx); err != nil {
+			r.t.Fatal(err)
+		}
+		r.note("set write.data.path of %s to %s (an engine configured with Hadoop's S3A)", st.name, p)
+	}
 	if r.rng.IntN(2) == 0 {
 		r.createTable("s3_nested", "nested in s3", respell(loc, []string{"s3a", "s3n"}[r.rng.IntN(2)])+"/data/nested")
 	}
