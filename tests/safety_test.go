@@ -132,13 +132,15 @@ var safetyFixedSeedsLater = []uint64{152191846295384}
 var safetyFixedSeedsUndo = []uint64{232053046340670}
 
 // safetyFixedSeedsS3 have tables on the emulator's S3 and draw from s3Ops
-// too (safety_s3_test.go): in 274132395798509 an s3n and an s3a writer
-// record data and delete files of the S3 table, which an orphan cleanup
-// (removing 3 orphans once they aged), expiries, a compaction and a
-// delete-file rewrite of it then commit over; in 269903497833485 a table
-// located s3a:// or s3n:// inside the S3 table's data/ makes the
-// cleanups of both refuse, while the writer and the rewrites go on.
-var safetyFixedSeedsS3 = []uint64{274132395798509, 269903497833485}
+// too (safety_s3_test.go): in 227940440969438 the S3 table's
+// write.data.path is spelled s3a://, an s3a writer records data and
+// delete files of it, and orphan cleanups of it commit while files it
+// references under s3a:// names are old (the listing names them s3://),
+// as do expiries; in 50846932262822 a table located s3a:// or s3n://
+// inside the S3 table's data/ refuses the cleanups of both, while
+// compactions, delete-file and manifest rewrites of the S3 table commit
+// over s3a or s3n names.
+var safetyFixedSeedsS3 = []uint64{227940440969438, 50846932262822}
 
 // keptBeforeS3 says whether a seed was kept before the S3 tables: its
 // history has none (it would change otherwise).
