@@ -132,11 +132,10 @@ var safetyFixedSeedsLater = []uint64{152191846295384}
 var safetyFixedSeedsUndo = []uint64{232053046340670}
 
 // safetyFixedSeedsS3 have tables on the emulator's S3 and draw from s3Ops
-// too (safety_s3_test.go): in 227940440969438 the S3 table's
-// write.data.path is spelled s3a://, an s3a writer records data and
-// delete files of it, and orphan cleanups of it commit while files it
-// references under s3a:// names are old (the listing names them s3://),
-// as do expiries; in 50846932262822 a table located s3a:// or s3n://
+// too (safety_s3_test.go): in 227940440969438 s3a and s3n writers record
+// data and delete files of the S3 table, and orphan cleanups of it commit
+// while files it references under those names are old (its listing names
+// them s3://), as do expiries; in 50846932262822 a table located s3a:// or s3n://
 // inside the S3 table's data/ refuses the cleanups of both, while
 // compactions, delete-file and manifest rewrites of the S3 table commit
 // over s3a or s3n names.
