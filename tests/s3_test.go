@@ -154,19 +154,19 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 
 // s3Setup is an env whose warehouse is a new bucket of the emulator's S3,
 // reached through endpoint (the emulator, or a request counter in front
-// of it).
-func s3Setup(t *testing.T, endpoint string) (*env, string) {
+// of it); mutate changes its configuration further.
+func s3Setup(t *testing.T, endpoint string, mutate ...func(*config.Config)) (*env, string) {
 	t.Helper()
 	bucket := "warehouse-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
 	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
-	return setup(t, func(c *config.Config) {
+	return setup(t, append([]func(*config.Config){func(c *config.Config) {
 		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
 		c.Catalog.Properties = map[string]string{
 			"s3.endpoint": endpoint, "s3.region": "us-east-1",
 			"s3.access-key-id": "test", "s3.secret-access-key": "test",
 			"s3.force-virtual-addressing": "false",
 		}
-	}), bucket
+	}}, mutate...)...), bucket
 }
