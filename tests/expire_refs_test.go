@@ -252,3 +252,56 @@ func TestExpire_AnExpiryThatLostItsLeaseAfterItsCommitEndsAndTheNextFinishesIt(t
 	}
 	e.requireOnlyReferencedFiles()
 }
+
+// TestExpire_ABranchPastItsMaxAgeCreatedAfterThePlanKeepsWhatItsRetentionKeeps:
+// after an expiry was planned, another writer creates a branch on a
+// snapshot the plan expires, with a max-ref-age of 1 ms (past it at once)
+// and min-snapshots-to-keep 2. The plan did not remove the branch, so the
+// committer keeps it, and with it the two snapshots its retention keeps,
+// their files and their rows (the harness's seed 161173871045639 found the
+// branch's head kept and its parent expired).
+func TestExpire_ABranchPastItsMaxAgeCreatedAfterThePlanKeepsWhatItsRetentionKeeps(t *testing.T) {
+	e := setup(t)
+	compactedWithShortRetention(t, e)
+	r, err := e.planner.PlanExpiry(e.ctx, e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("plan: %+v %v", r, err)
+	}
+	tbl := e.load()
+	line := table.AncestorsOf(tbl.CurrentSnapshot().SnapshotID, tbl.Metadata().SnapshotByID)
+	if len(line) < 3 {
+		t.Fatalf("main has %d snapshots, want 3 or more", len(line))
+	}
+	head, parent := line[1].SnapshotID, line[2].SnapshotID
+	want := e.fingerprintAt(parent)
+	needed := append(e.filesOf(tbl, head), e.filesOf(tbl, parent)...)
+	if _, _, err := e.cat.CommitTable(e.ctx, e.ident, nil, []table.Update{table.NewSetSnapshotRefUpdate("late", head, table.BranchRef, 1, 0, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the branch is past its max-ref-age
+	e.drainTasks()
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed {
+		t.Fatalf("job %s (%s), want committed", j.State, j.Reason)
+	}
+	after := e.load().Metadata()
+	if ref, ok := maps.Collect(after.Refs())["late"]; !ok || ref.SnapshotID != head {
+		t.Fatalf("branch late is gone or moved: refs %v", maps.Collect(after.Refs()))
+	}
+	for _, id := range []int64{head, parent} {
+		if after.SnapshotByID(id) == nil {
+			t.Fatalf("snapshot %d, kept by branch late's retention, was expired", id)
+		}
+	}
+	if len(after.Snapshots()) >= len(tbl.Metadata().Snapshots()) {
+		t.Fatalf("the expiry expired nothing: %d snapshots, %d before", len(after.Snapshots()), len(tbl.Metadata().Snapshots()))
+	}
+	for _, p := range needed {
+		if _, err := os.Stat(strings.TrimPrefix(p, "file://")); err != nil {
+			t.Fatalf("a file the branch's snapshots need is gone: %s (%v)", p, err)
+		}
+	}
+	if got := e.fingerprintAt(parent); got != want {
+		t.Fatalf("rows at the branch's parent %s, want %s", got, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -187,6 +188,76 @@ func TestOrphans_AFileMatchingAReferenceButForItsBucketRefusesTheCleanup(t *test
 	r, err = e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
 	if err != nil || r.Outcome != plan.OutcomeNothingToDo || !strings.HasPrefix(r.Reason, plan.ReasonOrphansRefused) || !strings.Contains(r.Reason, foreign) {
 		t.Fatalf("second plan: %+v %v, want refused naming %s", r, err, foreign)
+	}
+	for uri := range referenced {
+		e.requireObject(bucket, s3Key(bucket, uri))
+	}
+	e.requireObject(bucket, stray)
+	e.requireObject(bucket, key)
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+}
+
+// TestOrphans_AFannedOutListingThatMustRefuseEndsTheJobAtOnce: the
+// cleanup of TestOrphans_AFileMatchingAReferenceButForItsBucketRefusesTheCleanup
+// with its listing fanned out to the rewriters. The listing task of the
+// prefix holding the object that matches a reference but for its bucket
+// records the refusal instead of failing every delivery (into the
+// dead-letter queue, the job left waiting for it), and the committer's
+// listing-done request ends the job aborted, naming both URIs, instead of
+// failing every delivery itself; nothing is deleted, no task is
+// dead-lettered, and the rows read the same.
+func TestOrphans_AFannedOutListingThatMustRefuseEndsTheJobAtOnce(t *testing.T) {
+	e, bucket := s3Setup(t, cloud.URL, func(c *config.Config) { c.OrphanListFanOutFiles = 1 })
+	tbl := e.createTable(smallTable)
+	want := e.fingerprint()
+	referenced := e.referencedFiles()
+	current := tbl.CurrentSnapshot().SnapshotID
+	dir := s3Key(bucket, tbl.Location()) + "/data/region=region-00/"
+	key := dir + "00000-0-elsewhere.parquet"
+	foreign := "s3a://" + bucket + "-other/" + key
+	b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, foreign, iceberg.ParquetFile,
+		map[int]any{1000: "region-00"}, nil, nil, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddDataFiles(e.ctx, []iceberg.DataFile{b.Build()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Back to the snapshot before: the file stays referenced by the newer
+	// one, which is not read.
+	tx = tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(current); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.putObject(bucket, key)
+	stray := dir + "00000-0-stray.parquet"
+	e.putObject(bucket, stray)
+	e.later(96 * time.Hour)
+
+	r, err := e.planner.PlanOrphanCleanup(asFunction(e.ctx, "Planner"), e.name(), "test", 0)
+	if err != nil || r.Outcome != plan.OutcomePlanned || !strings.Contains(r.Reason, "listed by") {
+		t.Fatalf("plan: %+v %v, want a fanned-out listing", r, err)
+	}
+	for range 3 {
+		e.drainCommits()
+		e.drainTasks()
+	}
+	e.drainCommits()
+	j := e.job(r.JobID)
+	if j.State != jobs.Aborted || !strings.Contains(j.Reason, "s3://"+bucket+"/"+key) || !strings.Contains(j.Reason, foreign) {
+		t.Fatalf("job %s (%s), want aborted naming both URIs\n%s", j.State, j.Reason, e.diagnose(r.JobID))
+	}
+	if n, err := e.dlq(e.ctx); err != nil || n != 0 {
+		t.Fatalf("%d tasks dead-lettered (%v), want none", n, err)
 	}
 	for uri := range referenced {
 		e.requireObject(bucket, s3Key(bucket, uri))

@@ -154,9 +154,6 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 	}
 }
 
-// s3Setup is an env whose warehouse is a new bucket of the emulator's S3,
-// reached through endpoint (the emulator, or a request counter in front
-// of it).
 // testBucket names a bucket for the test t, unique to it and within S3's
 // naming rules, which kumo does not apply and S3 (and moto) do: 3 to 63
 // characters of lower-case letters, digits, dots and hyphens, beginning
@@ -179,18 +176,21 @@ func testBucket(t *testing.T, prefix string) string {
 	return strings.Trim(string(name), "-") + suffix
 }
 
-func s3Setup(t *testing.T, endpoint string) (*env, string) {
+// s3Setup is an env whose warehouse is a new bucket of the emulator's S3,
+// reached through endpoint (the emulator, or a request counter in front
+// of it); mutate changes its configuration further.
+func s3Setup(t *testing.T, endpoint string, mutate ...func(*config.Config)) (*env, string) {
 	t.Helper()
 	bucket := testBucket(t, "warehouse")
 	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
-	return setup(t, func(c *config.Config) {
+	return setup(t, append([]func(*config.Config){func(c *config.Config) {
 		c.Catalog.Warehouse = "s3://" + bucket + "/wh"
 		c.Catalog.Properties = map[string]string{
 			"s3.endpoint": endpoint, "s3.region": "us-east-1",
 			"s3.access-key-id": "test", "s3.secret-access-key": "test",
 			"s3.force-virtual-addressing": "false",
 		}
-	}), bucket
+	}}, mutate...)...), bucket
 }

@@ -64,7 +64,6 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,8 +98,10 @@ var safetyCategories = []string{catNeeded, catSafeSnapshots, catSafeRefs, catRow
 // safetyModel is the harness's account of what is needed (see the file
 // comment).
 type safetyModel struct {
-	r  *safetyRun
-	fs icebergio.IO
+	r *safetyRun
+	// fs are the file IOs the model reads manifests with, by file system
+	// ("file", or "s3" for every spelling of the s3 family).
+	fs map[string]icebergio.IO
 	// metas, lists and entries cache what immutable files hold: parsed
 	// metadata files, manifest lists' manifests, manifests' live files.
 	metas   map[string]table.Metadata
@@ -166,7 +167,7 @@ type jobModel struct {
 }
 
 func newSafetyModel(r *safetyRun) *safetyModel {
-	return &safetyModel{r: r, metas: map[string]table.Metadata{}, lists: map[string][]iceberg.ManifestFile{}, entries: map[string][]string{},
+	return &safetyModel{r: r, fs: map[string]icebergio.IO{}, metas: map[string]table.Metadata{}, lists: map[string][]iceberg.ManifestFile{}, entries: map[string][]string{},
 		excused: map[string]string{}, reported: map[string]bool{}, keep: map[string]string{}, fps: map[string]fpResult{}, jobs: map[string]*jobModel{}}
 }
 
@@ -284,8 +285,8 @@ func (m *safetyModel) readMeta(path string) table.Metadata {
 	if md, ok := m.metas[path]; ok {
 		return md
 	}
-	data, err := os.ReadFile(strings.TrimPrefix(path, "file://"))
-	if err != nil {
+	data, err := m.r.readFile(path)
+	if err != nil || data == nil {
 		return nil
 	}
 	if strings.HasSuffix(path, ".gz.metadata.json") || strings.HasSuffix(path, ".metadata.json.gz") {
@@ -324,7 +325,7 @@ func (m *safetyModel) snapshotFiles(s table.Snapshot, why string, add func(path,
 	mfs, ok := m.lists[s.ManifestList]
 	if !ok {
 		var err error
-		if mfs, err = s.Manifests(m.fs); err != nil {
+		if mfs, err = s.Manifests(m.ioFor(s.ManifestList)); err != nil {
 			return // the list is missing: reported as such
 		}
 		m.lists[s.ManifestList] = mfs
@@ -335,7 +336,7 @@ func (m *safetyModel) snapshotFiles(s table.Snapshot, why string, add func(path,
 		if !ok {
 			files = []string{}
 			failed := false
-			for ent, err := range mf.Entries(m.fs, true) {
+			for ent, err := range mf.Entries(m.ioFor(mf.FilePath()), true) {
 				if err != nil {
 					failed = true
 					break
@@ -351,6 +352,22 @@ func (m *safetyModel) snapshotFiles(s table.Snapshot, why string, add func(path,
 			add(f, why+": a data or delete file")
 		}
 	}
+}
+
+// fsKind is the file system a location is on: "s3" (any spelling of the
+// s3 family) or "file".
+func fsKind(p string) string {
+	if _, _, ok := s3Object(p); ok {
+		return "s3"
+	}
+	return "file"
+}
+
+// ioFor is the file IO that reads a location: a table's on its file
+// system (one bucket per run: iceberg-go's S3 IO reads every spelling of
+// the s3 family in its bucket).
+func (m *safetyModel) ioFor(p string) icebergio.IO {
+	return m.fs[fsKind(p)]
 }
 
 // fingerprintAt returns the rows snapshot id of tbl reads (cached).
@@ -375,12 +392,12 @@ func (m *safetyModel) check(actor, what string) {
 	cur := make([]*table.Table, len(m.tables))
 	for i, tm := range m.tables {
 		cur[i] = m.r.load(tm.st)
-		if m.fs == nil {
+		if kind := fsKind(cur[i].Location()); m.fs[kind] == nil {
 			fs, err := cur[i].FS(ctx)
 			if err != nil {
 				m.r.t.Fatal(err)
 			}
-			m.fs = fs
+			m.fs[kind] = fs
 		}
 	}
 	for i, tm := range m.tables {
@@ -637,10 +654,12 @@ func or(s, alt string) string {
 // checkNeeded checks that every needed file is on storage (see the file
 // comment); a file missing after another tool's step is excused.
 func (m *safetyModel) checkNeeded(actor, what string, cur []*table.Table) {
-	needed := map[string]string{}
+	// needed is keyed by the file a location names (fileID: s3a://b/k and
+	// s3://b/k are one object); spelled is how it was first named.
+	needed, spelled := map[string]string{}, map[string]string{}
 	add := func(p, why string) {
-		if p != "" && needed[p] == "" {
-			needed[p] = why
+		if id := fileID(p); p != "" && needed[id] == "" {
+			needed[id], spelled[id] = why, p
 		}
 	}
 	for i, tm := range m.tables {
@@ -713,20 +732,29 @@ func (m *safetyModel) checkNeeded(actor, what string, cur []*table.Table) {
 	for p, why := range m.keep {
 		add(p, why)
 	}
-	for _, p := range sortedKeys(needed) {
-		if m.excused[p] != "" || m.reported[p] {
+	var onS3 map[string]bool // the run's bucket's objects, listed once
+	for _, id := range sortedKeys(needed) {
+		if m.excused[id] != "" || m.reported[id] {
 			continue
 		}
-		if _, err := os.Stat(localPath(p)); err == nil || !errors.Is(err, iofs.ErrNotExist) {
+		if _, _, ok := s3Object(id); ok {
+			if onS3 == nil {
+				onS3 = m.r.s3Keys()
+			}
+			if onS3[id] {
+				continue
+			}
+		} else if _, err := statLocal(id); err == nil || !errors.Is(err, iofs.ErrNotExist) {
 			continue
 		}
+		p := spelled[id]
 		if actor == actorOther {
-			m.excused[p] = what
-			m.r.note("    (%s deleted %s, needed as %s: not icekeeper's doing)", what, p, needed[p])
+			m.excused[id] = what
+			m.r.note("    (%s deleted %s, needed as %s: not icekeeper's doing)", what, p, needed[id])
 			continue
 		}
-		m.reported[p] = true
-		m.r.fail(catNeeded, "%s: %s is gone, needed as %s", what, p, needed[p])
+		m.reported[id] = true
+		m.r.fail(catNeeded, "%s: %s is gone, needed as %s", what, p, needed[id])
 	}
 }
 

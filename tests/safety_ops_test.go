@@ -26,6 +26,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,6 +81,9 @@ func (r *safetyRun) createTables() {
 	}
 	if r.rng.IntN(10) < 7 {
 		r.createTable("nested", "nested", strings.TrimSuffix(r.tables[0].location(r), "/")+"/data/nested")
+	}
+	if r.s3 != nil {
+		r.createS3Tables()
 	}
 }
 
@@ -147,10 +151,19 @@ func (r *safetyRun) createTable(name, role, location string) {
 
 // dataPathElsewhere is a write.data.path outside the table's location:
 // a folder of the warehouse of its own, or one beside the location whose
-// name begins with the location's (t-data beside t).
+// name begins with the location's (t-data beside t). A table on S3 gets
+// one in its bucket, spelled s3, s3a or s3n.
 func (r *safetyRun) dataPathElsewhere(tbl *table.Table) string {
 	loc := strings.TrimSuffix(tbl.Location(), "/")
-	if r.rng.IntN(2) == 0 {
+	beside := r.rng.IntN(2) == 0
+	if bucket, _, ok := s3Object(loc); ok {
+		p := "s3://" + bucket + "/wh/elsewhere/" + path.Base(loc)
+		if beside {
+			p = loc + "-data"
+		}
+		return respell(p, s3Schemes[r.rng.IntN(len(s3Schemes))])
+	}
+	if beside {
 		return loc + "-data"
 	}
 	return strings.TrimSuffix(r.e.cfg.Catalog.Warehouse, "/") + "/elsewhere/" + filepath.Base(loc)
@@ -246,7 +259,7 @@ func (r *safetyRun) opUndo(st *sTable) (string, error) {
 	whole := true
 	for _, s := range md.Snapshots() {
 		r.model.snapshotFiles(s, "", func(p, _ string) {
-			if _, err := os.Stat(localPath(p)); err != nil {
+			if ok, err := r.fileExists(p); err != nil || !ok {
 				whole = false
 			}
 		})
@@ -835,11 +848,11 @@ func (r *safetyRun) opStatistics(st *sTable) (string, error) {
 		name = fmt.Sprintf("metadata/partition-stats-%d-%d.parquet", snap.SnapshotID, r.plantSeq)
 	}
 	p := strings.TrimSuffix(tbl.Location(), "/") + "/" + name
-	body := []byte("PFA1 statistics of another engine PFA1")
-	if err := os.MkdirAll(filepath.Dir(localPath(p)), 0o755); err != nil {
-		return "", err
+	if _, _, ok := s3Object(p); ok && r.rng.IntN(2) == 0 {
+		p = respell(p, "s3a") // an engine writing through Hadoop's S3A
 	}
-	if err := os.WriteFile(localPath(p), body, 0o644); err != nil {
+	body := []byte("PFA1 statistics of another engine PFA1")
+	if err := r.writeFile(p, body); err != nil {
 		return "", err
 	}
 	var u table.Update = table.NewSetStatisticsUpdate(table.StatisticsFile{SnapshotID: snap.SnapshotID, StatisticsPath: p,
@@ -858,7 +871,8 @@ func (r *safetyRun) opStatistics(st *sTable) (string, error) {
 // file elsewhere under the location, which nothing of icekeeper may ever
 // delete (the model keeps it needed).
 func (r *safetyRun) opPlant(st *sTable) (string, error) {
-	root := strings.TrimPrefix(strings.TrimSuffix(r.load(st).Location(), "/"), "file://")
+	loc := strings.TrimSuffix(r.load(st).Location(), "/")
+	root := strings.TrimPrefix(loc, "file://")
 	r.plantSeq++
 	n := r.plantSeq
 	rels := []string{
@@ -867,28 +881,38 @@ func (r *safetyRun) opPlant(st *sTable) (string, error) {
 		fmt.Sprintf("metadata/stray-%d-m0.avro", n),
 		fmt.Sprintf("metadata/%05d-stray.metadata.json", n),
 	}
+	all := rels
 	rels = rels[r.rng.IntN(len(rels)):]
+	_, _, onS3 := s3Object(loc)
+	if onS3 && r.rng.IntN(4) > 0 {
+		// A stray metadata.json refuses every later orphan cleanup of the
+		// table: the S3 tables are there for their cleanups over s3a and
+		// s3n names, so theirs get one one time in four.
+		rels = all[r.rng.IntN(len(all)-1) : len(all)-1]
+	}
 	var kept []string
 	if r.rng.IntN(3) == 0 {
 		kept = append(kept, []string{fmt.Sprintf("scratch/notes-%d.txt", n), fmt.Sprintf("top-stray-%d.bin", n)}[r.rng.IntN(2)])
 	}
-	for _, rel := range append(slices.Clone(rels), kept...) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return "", err
+	at := func(rel string) string {
+		if onS3 {
+			return loc + "/" + rel
 		}
-		if err := os.WriteFile(p, []byte("stray"), 0o644); err != nil {
+		return "file://" + filepath.Join(root, rel)
+	}
+	for _, rel := range append(slices.Clone(rels), kept...) {
+		if err := r.writeFile(at(rel), []byte("stray")); err != nil {
 			return "", err
 		}
 	}
 	for _, rel := range kept {
-		r.model.keep["file://"+filepath.Join(root, rel)] = "a stray file outside data/ and metadata/ of " + st.name
+		r.model.keep[at(rel)] = "a stray file outside data/ and metadata/ of " + st.name
 	}
 	return fmt.Sprintf("plant strays under %s: %v, outside data/ and metadata/: %v", st.name, rels, kept), nil
 }
 
-// opAge is time passing: every file under the warehouse ages by four
-// days, past the default orphan safety age (72h); files written from now
+// opAge is time passing: every file under the warehouse, and every
+// object of the run's bucket (through s3Clock), ages by four days, past the default orphan safety age (72h); files written from now
 // on are young until the next time.
 func (r *safetyRun) opAge() (string, error) {
 	root := strings.TrimPrefix(r.e.cfg.Catalog.Warehouse, "file://")
@@ -907,6 +931,13 @@ func (r *safetyRun) opAge() (string, error) {
 	})
 	if err != nil {
 		return "", err
+	}
+	if r.s3 != nil {
+		aged, err := r.s3.clock.ageAll(r.e.ctx, r.s3.bucket, 96*time.Hour)
+		if err != nil {
+			return "", err
+		}
+		n += aged
 	}
 	// A write still in flight after four days is abandoned: its files are
 	// orphans now.

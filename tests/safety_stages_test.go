@@ -264,8 +264,14 @@ type safetyStages struct {
 
 // newSafetyStages builds the stages as the wiring packages do (the
 // committer without the maintenance log's recorder and the compaction
-// continuation, which decide nothing about files).
-func newSafetyStages(e *env) *safetyStages {
+// continuation, which decide nothing about files). taskCatalog gives the
+// deletion and listing tasks the catalog, as the rewriter function's
+// wiring does (shared/stage/rewriter: Deleter, Lister); the seeds kept
+// before the S3 tables run without it, as the harness had them (their
+// orphan cleanups' deletion tasks then fail and the committer deletes
+// their parts, and a listing whose metadata file is gone fails), so that
+// their histories stay the same.
+func newSafetyStages(e *env, taskCatalog bool) *safetyStages {
 	s := &safetyStages{crash: &crasher{}}
 	cfg := e.cfg
 	c := s.crash
@@ -292,11 +298,15 @@ func newSafetyStages(e *env) *safetyStages {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s.rewriter = rewriterstage.Handler{Rewrite: rw,
-		Delete: deletions.Deleter{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog},
-		List:   listing.Lister{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog},
-		Log:    slog.New(lastError{msg: &s.rewriterErr})}.Handle
 	cat := hookCatalog{Catalog: e.cat, c: c, beforeCommit: &s.beforeCommit}
+	deleter := deletions.Deleter{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog}
+	lister := listing.Lister{Blobs: bs, Leases: ls, Tables: e.deps.Tables, Commits: commits, LeaseTTL: cfg.LeaseTTL, Log: discardLog}
+	if taskCatalog {
+		deleter.Catalog, lister.Catalog = cat, cat
+	}
+	s.rewriter = rewriterstage.Handler{Rewrite: rw, Delete: failedDeletion{Deleter: deleter, msg: &s.rewriterErr},
+		List: failedListing{Lister: lister, msg: &s.rewriterErr},
+		Log:  slog.New(lastError{msg: &s.rewriterErr})}.Handle
 	// Deletions of more than one part go to the rewriters, as wired.
 	newCommitter := func(now func() time.Time) *commit.Committer {
 		cm, err := commit.New(commit.Settings{LeaseTTL: cfg.LeaseTTL, MaxRetries: cfg.CommitRetries, CommitTakeover: cfg.CommitTakeover,
@@ -310,6 +320,35 @@ func newSafetyStages(e *env) *safetyStages {
 	late := cfg.CommitTakeover + time.Second
 	s.lateCommitter = newCommitter(func() time.Time { return time.Now().Add(late) })
 	return s
+}
+
+// failedDeletion and failedListing are a deletion and a listing task's
+// runners that keep the error a delivery failed with, for the history
+// (the stage logs none).
+type failedDeletion struct {
+	deletions.Deleter
+	msg *string
+}
+
+func (f failedDeletion) Handle(ctx context.Context, task messages.Task) (deletions.Result, error) {
+	res, err := f.Deleter.Handle(ctx, task)
+	if err != nil {
+		*f.msg = "deletion failed: " + err.Error()
+	}
+	return res, err
+}
+
+type failedListing struct {
+	listing.Lister
+	msg *string
+}
+
+func (f failedListing) Handle(ctx context.Context, task messages.Task) (listing.Result, error) {
+	res, err := f.Lister.Handle(ctx, task)
+	if err != nil {
+		*f.msg = "listing failed: " + err.Error()
+	}
+	return res, err
 }
 
 // lastError is a log handler that keeps the last error logged (with its

@@ -11,7 +11,10 @@ package tests
 // v3, partitioned or not, some with gzip metadata, old metadata files
 // deleted after each commit with a small previous-versions-max, the
 // object-storage layout, or a write.data.path outside the location
-// (safety_ops_test.go). The history interleaves, one step at a time:
+// (safety_ops_test.go); and, but for the seeds kept before them, s3 on the
+// emulator's S3 and as the seed says s3_nested, located s3a:// or s3n://
+// inside s3's data/ (safety_s3_test.go). The history interleaves, one
+// step at a time:
 //
 //   - other tools (safety_ops_test.go): writers appending, deleting
 //     (position deletes, deletion vectors, equality deletes) and
@@ -20,7 +23,9 @@ package tests
 //     branch's append cherry-picked onto main (both snapshots then share
 //     its files; laterOps, not drawn by the seeds kept before it); the
 //     catalog pointed back at an older metadata file (an undo; undoOps,
-//     not drawn by the seeds kept before it);
+//     not drawn by the seeds kept before it); a Hadoop S3A or S3N writer
+//     recording its data and delete files in an S3 table as s3a:// or
+//     s3n:// names of the same objects (s3Ops, with the S3 tables);
 //     iceberg-go's own expiry; property changes; stray files planted;
 //     time passing (files age past the orphan safety age);
 //   - icekeeper (safety_stages_test.go): planning a compaction (whose
@@ -109,7 +114,7 @@ const safetyTakeover = 20 * time.Second
 //   - 183117949677314: an expiry whose lease was taken over after its
 //     catalog commit never ends (every delivery fails renewing the lease
 //     before deleting).
-var safetyFixedSeeds = append(append(slices.Clone(safetyFixedSeedsBefore), safetyFixedSeedsLater...), safetyFixedSeedsUndo...)
+var safetyFixedSeeds = slices.Concat(safetyFixedSeedsBefore, safetyFixedSeedsLater, safetyFixedSeedsUndo, safetyFixedSeedsS3)
 
 // safetyFixedSeedsBefore are the fixed seeds kept before laterOps: they
 // draw from otherOps alone, so each replays the history it was kept for.
@@ -125,6 +130,22 @@ var safetyFixedSeedsLater = []uint64{152191846295384}
 // safetyFixedSeedsUndo draw from undoOps too: 232053046340670 points the
 // catalog back at an older metadata file while an expiry is in flight.
 var safetyFixedSeedsUndo = []uint64{232053046340670}
+
+// safetyFixedSeedsS3 have tables on the emulator's S3 and draw from s3Ops
+// too (safety_s3_test.go): in 227940440969438 s3a and s3n writers record
+// data and delete files of the S3 table, and orphan cleanups of it commit
+// while files it references under those names are old (its listing names
+// them s3://), as do expiries; in 50846932262822 a table located s3a:// or s3n://
+// inside the S3 table's data/ refuses the cleanups of both, while
+// compactions, delete-file and manifest rewrites of the S3 table commit
+// over s3a or s3n names.
+var safetyFixedSeedsS3 = []uint64{227940440969438, 50846932262822}
+
+// keptBeforeS3 says whether a seed was kept before the S3 tables: its
+// history has none (it would change otherwise).
+func keptBeforeS3(seed uint64) bool {
+	return slices.Contains(safetyFixedSeedsBefore, seed) || slices.Contains(safetyFixedSeedsLater, seed) || slices.Contains(safetyFixedSeedsUndo, seed)
+}
 
 // safetySeeds: ICEKEEPER_FUZZ_SEED (one), ICEKEEPER_FUZZ_SEEDS (that many
 // random ones), else the fixed set (see diffSeeds).
@@ -175,6 +196,8 @@ var safetyCoverage = []string{
 	"before-commit hook", "mid-step hook", "committer crash", "rewriter crash", "planner crash", "lease takeover", "late committer",
 	"lost ack", "duplicate message", "operator cycle", "nested table", "neighbour table", "gzip metadata", "metadata deleted after commit",
 	"iceberg-go expiry", "tag or branch created", "rollback", "cherry-pick", "undo", "undo during an expiry",
+	"s3 table", "s3a or s3n table nested in an s3 table", "s3a or s3n writer",
+	"committed remove-orphans over s3a or s3n names", "committed expire over s3a or s3n names", "committed compaction over s3a or s3n names",
 }
 
 // safetyRun is one seed's run.
@@ -207,6 +230,9 @@ type safetyRun struct {
 	// takeoverNext: the next step is a planner after the lease TTL on
 	// this table (its job's committer crashed).
 	takeoverNext string
+	// s3 is the run's bucket on the emulator's S3 (nil: a seed kept
+	// before the S3 tables).
+	s3 *safetyS3
 }
 
 func (r *safetyRun) note(format string, args ...any) {
@@ -230,14 +256,21 @@ func (r *safetyRun) run() {
 			r.otherOps = append(r.otherOps, undoOps...)
 		}
 	}
+	if !keptBeforeS3(r.seed) {
+		r.otherOps = append(r.otherOps, s3Ops...)
+		r.s3 = newSafetyS3(r.t, r.seed)
+	}
 	fanOut := r.rng.IntN(3) == 0
 	r.e = setup(r.t, func(c *config.Config) {
 		c.CommitTakeover = safetyTakeover
 		if fanOut {
 			c.OrphanListFanOutFiles = 1 // orphan listings fan out to the rewriters
 		}
+		if r.s3 != nil {
+			c.Catalog.Properties = r.s3.catalogProperties()
+		}
 	})
-	r.s = newSafetyStages(r.e)
+	r.s = newSafetyStages(r.e, r.s3 != nil)
 	r.model = newSafetyModel(r)
 	if fanOut {
 		r.note("orphan listings fan out to the rewriters")
@@ -250,6 +283,10 @@ func (r *safetyRun) run() {
 			r.stats["nested table"]++
 		case "neighbour":
 			r.stats["neighbour table"]++
+		case "s3":
+			r.stats["s3 table"]++
+		case "nested in s3":
+			r.stats["s3a or s3n table nested in an s3 table"]++
 		}
 		props := r.load(st).Properties()
 		if props[table.MetadataCompressionKey] == "gzip" {
@@ -260,10 +297,15 @@ func (r *safetyRun) run() {
 		}
 	}
 	r.model.check(actorOther, "creation")
-	// Each table starts with a few small files.
+	// Each table starts with a few small files; on S3, every other one
+	// written through S3A or S3N.
 	for _, st := range r.tables {
-		for range 4 + r.rng.IntN(3) {
-			r.other(st, otherOps[0], "")
+		for i := range 4 + r.rng.IntN(3) {
+			o := otherOps[0]
+			if i%2 == 1 && r.s3 != nil && st.onS3(r) {
+				o = s3Ops[0]
+			}
+			r.other(st, o, "")
 		}
 	}
 	steps := 200 + r.rng.IntN(80)
@@ -369,6 +411,8 @@ func (r *safetyRun) other(st *sTable, o otherOp, phase string) {
 			r.stats["rollback"]++
 		case "cherry-pick a branch's append":
 			r.stats["cherry-pick"]++
+		case "s3a or s3n writer":
+			r.stats["s3a or s3n writer"]++
 		case "undo: the catalog back at an older metadata file":
 			r.stats["undo"]++
 			for _, jm := range r.model.inFlight() {
@@ -412,6 +456,11 @@ func (r *safetyRun) planStep(takeover bool) {
 		}
 	}
 	kind := r.pickKind()
+	if r.s3 != nil && r.rng.IntN(2) == 0 && st.onS3(r) {
+		// The S3 tables are there for their orphan cleanups over s3a
+		// and s3n names: one planning of theirs in two is one.
+		kind = jobs.KindRemoveOrphans
+	}
 	r.planOn(st, kind, takeover, r.rng.IntN(10) == 0)
 }
 
@@ -687,6 +736,11 @@ func (r *safetyRun) countEnded() {
 		if jm.state == jobs.Committed && !r.counted[id] {
 			r.counted[id] = true
 			r.stats[key]++
+			// Over s3a or s3n names: the table references such names
+			// (an orphan cleanup: one under its location, aged).
+			if named, old := r.model.respelled(r.tableNamed(jm.table)); named && (jm.kind != jobs.KindRemoveOrphans || old) {
+				r.stats[key+" over s3a or s3n names"]++
+			}
 		}
 	}
 }

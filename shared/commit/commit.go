@@ -490,7 +490,19 @@ func (c *Committer) handle(ctx context.Context, log *slog.Logger, req messages.C
 			res.Outcome, res.Reason = OutcomeAlready, string(job.State)+": "+job.Reason
 			return res, nil
 		}
-		return c.removeOrphans(ctx, log, job, ident, term, true)
+		res, err := c.removeOrphans(ctx, log, job, ident, term, true)
+		if errors.Is(err, ErrAborted) || errors.Is(err, ErrInvariant) {
+			// The cleanup refused, or cannot go on: every delivery would
+			// end alike, so the job ends now, as its committing state's
+			// owner (the committer that fanned the listing out), as a
+			// commit request's would.
+			state := jobs.Failed
+			if errors.Is(err, ErrAborted) {
+				state = jobs.Aborted
+			}
+			return c.abort(ctx, log, job, state, err.Error(), job.CommitterID, failClass(err))
+		}
+		return res, err
 	case messages.RequestExchangeReady:
 		return c.startReduces(ctx, log, job, ident, term, req.Exchange)
 	case messages.RequestAbort:

@@ -129,7 +129,9 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 		if err != nil {
 			return res, fmt.Errorf("%w: %w", ErrAborted, err)
 		}
-		sel := onlyPlanned(cur.Metadata(), expire.Select(cur.Metadata(), c.now(), retention, messages.Int64s(plan.Pinned)...), plan)
+		// Only the refs the plan removes may go: a ref that passed its
+		// max-ref-age since keeps everything its retention keeps.
+		sel := onlyPlanned(cur.Metadata(), expire.SelectRemoving(cur.Metadata(), c.now(), retention, plan.RemoveRefs, messages.Int64s(plan.Pinned)...), plan)
 		if sel.Empty() {
 			why := "nothing planned is due any more"
 			if leftover.FilesDeleted > 0 {
@@ -198,11 +200,12 @@ func (c *Committer) expire(ctx context.Context, log *slog.Logger, job jobs.Job, 
 	return out, err
 }
 
-// onlyPlanned keeps, of a selection made on meta, the expiry of snapshots
-// and refs the plan selected; everything else is kept, and so is the
-// snapshot of every ref that stays (a ref past its max age since the plan
-// whose removal was not planned keeps its snapshot: removing the snapshot
-// alone would drop the ref with it).
+// onlyPlanned keeps, of a selection made on meta (expire.SelectRemoving
+// with the plan's refs: a ref past its max age since the plan whose
+// removal was not planned stays, with what its retention keeps), the
+// expiry of snapshots and refs the plan selected; everything else is
+// kept, and so is the snapshot of every ref that stays (removing the
+// snapshot alone would drop the ref with it).
 func onlyPlanned(meta table.Metadata, sel expire.Selection, plan messages.ExpiryPlan) expire.Selection {
 	planned := messages.Int64s(plan.Expire)
 	out := expire.Selection{Kept: sel.Kept}

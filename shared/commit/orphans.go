@@ -202,6 +202,9 @@ func (c *Committer) listFannedOut(ctx context.Context, log *slog.Logger, job job
 		if err := messages.Decode(b, &f); err != nil {
 			return none, false, fmt.Errorf("%w: found orphans %s: %w", ErrInvariant, key, err)
 		}
+		if f.Refused != "" {
+			return none, false, fmt.Errorf("%w: listing prefix %s: %s", orphans.ErrRefused, f.Prefix, f.Refused)
+		}
 		for _, r := range f.Files {
 			out.Orphans = append(out.Orphans, orphans.File{Path: r.Path, Bytes: r.Bytes})
 		}

@@ -184,6 +184,21 @@ func (s Selection) Empty() bool { return len(s.Expired) == 0 && len(s.RemovedRef
 // Select splits the snapshots of meta into expired and kept at now (see
 // the package comment). pinned are snapshots jobs in flight pinned.
 func Select(meta table.Metadata, now time.Time, r Retention, pinned ...int64) Selection {
+	return selectRemoving(meta, now, r, func(string) bool { return true }, pinned)
+}
+
+// SelectRemoving is Select where only the refs named in removable may be
+// removed: a ref past its max-ref-age that is not among them stays a ref,
+// and keeps what its retention keeps (a branch its newest
+// min-snapshots-to-keep and those younger than max-snapshot-age), as any
+// ref does. The committer selects so with the refs its plan removes: a
+// ref that passed its max-ref-age, or appeared, since the plan was made is
+// not removed, so nothing it keeps may be expired either.
+func SelectRemoving(meta table.Metadata, now time.Time, r Retention, removable []string, pinned ...int64) Selection {
+	return selectRemoving(meta, now, r, func(name string) bool { return slices.Contains(removable, name) }, pinned)
+}
+
+func selectRemoving(meta table.Metadata, now time.Time, r Retention, removable func(name string) bool, pinned []int64) Selection {
 	nowMs := now.UnixMilli()
 	olderThan := func(s table.Snapshot, age time.Duration) bool {
 		return age != forever && nowMs-s.TimestampMs > age.Milliseconds()
@@ -201,7 +216,7 @@ func Select(meta table.Metadata, now time.Time, r Retention, pinned ...int64) Se
 		if ref.MaxRefAgeMs != nil {
 			maxRefAge = DurationMs(*ref.MaxRefAgeMs)
 		}
-		if name != table.MainBranch && olderThan(*head, maxRefAge) {
+		if name != table.MainBranch && olderThan(*head, maxRefAge) && removable(name) {
 			sel.RemovedRefs = append(sel.RemovedRefs, name)
 			continue
 		}

@@ -137,6 +137,42 @@ func TestSelect_RefsFollowTheirRetention(t *testing.T) {
 	}
 }
 
+// TestSelectRemoving_ARefNotRemovableKeepsWhatItsRetentionKeeps: a branch
+// past its max-ref-age that keeps 2 snapshots: Select removes it and
+// expires both; SelectRemoving without it among the removable refs keeps
+// the branch, its head and its head's parent, and SelectRemoving with it
+// selects what Select does.
+func TestSelectRemoving_ARefNotRemovableKeepsWhatItsRetentionKeeps(t *testing.T) {
+	f, tbl := newTable(t, 2)
+	line := mainLine(tbl.Metadata())
+	head, parent := line[6].SnapshotID, line[7].SnapshotID
+	if _, _, err := f.cat.CommitTable(f.ctx, f.ident, nil, []table.Update{
+		table.NewSetSnapshotRefUpdate("late", head, table.BranchRef, 1, 0, 2),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := f.cat.LoadTable(f.ctx, f.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, r := time.Now().Add(time.Hour), Retention{MinSnapshotsToKeep: 1, MaxSnapshotAge: time.Minute, MaxRefAge: forever}
+	all := Select(tbl.Metadata(), now, r)
+	if !slices.Equal(all.RemovedRefs, []string{"late"}) || !slices.Contains(ids(all.Expired), head) || !slices.Contains(ids(all.Expired), parent) {
+		t.Fatalf("Select: removed refs %v, expired %v: want late removed, %d and %d expired", all.RemovedRefs, ids(all.Expired), head, parent)
+	}
+	kept := SelectRemoving(tbl.Metadata(), now, r, []string{"other"})
+	if len(kept.RemovedRefs) != 0 {
+		t.Fatalf("removed refs %v, want none", kept.RemovedRefs)
+	}
+	if got, want := ids(kept.Kept), []int64{line[0].SnapshotID, head, parent}; !sameSet(got, want) {
+		t.Fatalf("kept %v, want main's head, the branch's head and its parent %v", got, want)
+	}
+	same := SelectRemoving(tbl.Metadata(), now, r, []string{"late"})
+	if !slices.Equal(same.RemovedRefs, all.RemovedRefs) || !sameSet(ids(same.Expired), ids(all.Expired)) {
+		t.Fatalf("SelectRemoving with late: %v %v, Select: %v %v", same.RemovedRefs, ids(same.Expired), all.RemovedRefs, ids(all.Expired))
+	}
+}
+
 // TestSelect_AgreesWithIcebergGo: without pins, Select keeps exactly what
 // iceberg-go's Transaction.ExpireSnapshots keeps, for several retentions.
 func TestSelect_AgreesWithIcebergGo(t *testing.T) {

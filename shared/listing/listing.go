@@ -170,10 +170,16 @@ func List(ctx context.Context, blobs Blobs, tables Tables, cat Catalog, jobID, t
 			found, err = orphans.Find(ctx, tbl, prefix, olderThan)
 		}
 	}
+	refused := ""
+	if errors.Is(err, orphans.ErrRefused) {
+		// Every delivery would refuse alike: the refusal is what this
+		// prefix found, and the committer ends the job failed with it.
+		refused, err = err.Error(), nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("listing: prefix %s of job %s: %w", lt.Prefix, jobID, err)
 	}
-	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found.Orphans)), Metadata: found.Metadata}
+	out := messages.FoundOrphans{Version: messages.FormatVersion, JobID: jobID, Prefix: lt.Prefix, Files: make([]messages.FileRef, len(found.Orphans)), Metadata: found.Metadata, Refused: refused}
 	for i, f := range found.Orphans {
 		out.Files[i] = messages.FileRef{Path: f.Path, Kind: "orphan", Bytes: f.Bytes}
 	}

@@ -181,6 +181,11 @@ type FoundOrphans struct {
 	// that look like table metadata, of any age (orphans.Found.Metadata):
 	// the committer refuses the cleanup unless each is the table's own.
 	Metadata []string `json:"metadata,omitempty"`
+	// Refused: listing the prefix refused the cleanup (orphans.ErrRefused:
+	// a listed file and a reference differ only in scheme or authority, a
+	// logged metadata file cannot be read), why; Files is then empty, and
+	// the committer ends the job failed with this reason.
+	Refused string `json:"refused,omitempty"`
 }
 
 // SplitDeletions makes a Deletions record and its parts (at most

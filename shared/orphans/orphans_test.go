@@ -27,7 +27,7 @@ type fixture struct {
 	dir string // local folder of the warehouse
 }
 
-func setup(t *testing.T) fixture {
+func setup(t testing.TB) fixture {
 	t.Helper()
 	dir := t.TempDir()
 	wh := filepath.Join(dir, "wh")
@@ -42,7 +42,7 @@ func sample(v int) sampletable.Options {
 	return sampletable.Options{FormatVersion: v, Partitions: 2, Files: 3, RowsPerFile: 20, PositionDeletes: true}
 }
 
-func (f fixture) create(t *testing.T, name string, o sampletable.Options) *table.Table {
+func (f fixture) create(t testing.TB, name string, o sampletable.Options) *table.Table {
 	t.Helper()
 	tbl, err := sampletable.Create(context.Background(), f.cat, table.Identifier{"ns", name}, o)
 	if err != nil {
