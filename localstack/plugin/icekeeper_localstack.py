@@ -120,7 +120,7 @@ class RieRuntimeExecutor(RuntimeExecutor):
         LOG.info("icekeeper-rie: starting %s for %s", bootstrap, self.function_version.qualified_arn)
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            cmd, env=env, cwd=str(code), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, env=env, cwd=str(code), stdout=log, stderr=subprocess.STDOUT
         )
         log.close()
         deadline = time.monotonic() + 30
