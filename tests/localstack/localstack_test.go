@@ -145,6 +145,11 @@ func startLocalStack(t *testing.T, venv, rie string) *ls {
 		// later versions unless this is set). The test checks that the
 		// dashboard is the only resource skipped.
 		"CFN_IGNORE_UNSUPPORTED_RESOURCE_TYPES=1",
+		// Asynchronous invocations are retried after 1 and 2 s instead of
+		// 60 and 120 s (config.py, LAMBDA_RETRY_BASE_DELAY_SECONDS: the
+		// n-th retry waits n times the base), so that the planner's
+		// retries end within the test.
+		"LAMBDA_RETRY_BASE_DELAY=1",
 		"AWS_DEFAULT_REGION=" + region,
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
