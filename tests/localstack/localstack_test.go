@@ -118,7 +118,15 @@ func startLocalStack(t *testing.T, venv, rie string) *ls {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(venv, "bin", "python"), "-m", "localstack.runtime.main")
+	// LocalStack is bounded in time by itself too: coreutils' timeout
+	// stops it, with every process it started (timeout signals its process
+	// group), when the test's deadline passes, even if the test binary
+	// died without running its cleanups (a `go test -timeout` panic).
+	life := 15 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		life = time.Until(d) + 10*time.Second
+	}
+	cmd := exec.Command("timeout", "--kill-after=10s", strconv.Itoa(int(life.Seconds())), filepath.Join(venv, "bin", "python"), "-m", "localstack.runtime.main")
 	// The settings are LocalStack's (localstack/config.py, and the
 	// configuration reference at docs.localstack.cloud/references/configuration/).
 	cmd.Env = []string{
