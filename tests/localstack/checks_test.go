@@ -407,6 +407,57 @@ func (l *ls) checkFunctions(t *testing.T, tpl *template) {
 	}
 }
 
+// checkEventSources: LocalStack's event source mappings hand each queue's
+// messages to its function's real bootstrap, and keep what the function
+// reports failed. A malformed message on the task and on the commit queue
+// reaches the rewriter and the committer (each logs it, by message id),
+// which report it as a batch item failure (ReportBatchItemFailures); the
+// mapping does not delete it, so it stays in flight for the queue's
+// visibility timeout.
+func (l *ls) checkEventSources(t *testing.T, tpl *template) {
+	ctx := context.Background()
+	c := l.clients()
+	for _, id := range tpl.ofType("AWS::Lambda::EventSourceMapping") {
+		p := tpl.Resources[id].Properties
+		queue, fn := tpl.physical[ref(p["EventSourceArn"])], tpl.physical[ref(p["FunctionName"])]
+		sent, err := c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(`{"v": 1, "job_id": `)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgID := aws.ToString(sent.MessageId)
+		deadline := time.Now().Add(45 * time.Second)
+		var logs string
+		for {
+			logs = l.functionLogs(t, fn)
+			if strings.Contains(logs, msgID) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: message %s never reached %s; it logged:\n%s", id, msgID, fn, logs)
+			}
+			time.Sleep(time.Second)
+		}
+		var line string
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, msgID) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "malformed") {
+			t.Errorf("%s: %s logged %q for message %s, want it malformed", id, fn, line, msgID)
+		}
+		// The mapping has settled the batch once the function answered;
+		// give it a moment, then the message must still be in flight.
+		time.Sleep(2 * time.Second)
+		attrs := l.queueAttrs(t, queue)
+		if attrs["ApproximateNumberOfMessages"] != "0" || attrs["ApproximateNumberOfMessagesNotVisible"] != "1" {
+			t.Errorf("%s: after the batch item failure the queue has %s visible and %s in flight, want 0 and 1", id,
+				attrs["ApproximateNumberOfMessages"], attrs["ApproximateNumberOfMessagesNotVisible"])
+		}
+		t.Logf("%s: %s ran on message %s and reported it failed; it stays in flight: %.200s", id, fn, msgID, strings.TrimSpace(line))
+	}
+}
+
 // ruleName is a rule's name and bus from its physical id ("bus|name" for a
 // rule on a named bus, LocalStack's as CloudFormation's).
 func ruleName(physical string) (bus, name string) {
