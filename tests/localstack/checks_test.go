@@ -69,7 +69,7 @@ func deployContext(assets string) map[string]any {
 // dashboard, which LocalStack skips (no AWS::CloudWatch::Dashboard
 // provider in its CloudFormation, localstack/README.md). It returns the
 // physical ids by logical id.
-func (l *ls) stackResources(t *testing.T, tpl *template) map[string]string {
+func (l *ls) stackResources(t *testing.T, tpl *template, stack string) map[string]string {
 	t.Helper()
 	var res struct {
 		StackResourceSummaries []struct {

@@ -343,7 +343,7 @@ func zipDir(t *testing.T, dir, to string) {
 // `cdk deploy` would, then creates the stack from the template in S3 (it
 // is over CloudFormation's 51,200-byte limit for a request body, so the
 // CLI uploads it too) and waits for it.
-func (l *ls) deploy(t *testing.T, out string) {
+func (l *ls) deploy(t *testing.T, out, stack string) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(out, stack+".assets.json"))
 	if err != nil {
@@ -361,7 +361,9 @@ func (l *ls) deploy(t *testing.T, out string) {
 	for hash, f := range m.Files {
 		for _, d := range f.Destinations {
 			if !buckets[d.BucketName] {
-				l.mustAWS(nil, "s3api", "create-bucket", "--bucket", d.BucketName)
+				if err := l.aws(nil, "s3api", "create-bucket", "--bucket", d.BucketName); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
+					t.Fatal(err)
+				}
 				buckets[d.BucketName] = true
 			}
 			src := filepath.Join(out, f.Source.Path)
@@ -424,7 +426,7 @@ type template struct {
 	physical map[string]string // logical id -> physical id
 }
 
-func readTemplate(t *testing.T, out string) *template {
+func readTemplate(t *testing.T, out, stack string) *template {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(out, stack+".template.json"))
 	if err != nil {
@@ -498,13 +500,15 @@ func TestLocalStack_TheStackDeploysAndEventsReachThePlanner(t *testing.T) {
 	buildBootstraps(t, assets)
 	step("bootstraps built")
 	out := synth(t, deployContext(assets))
-	tpl := readTemplate(t, out)
-	step("stack synthesized")
+	tpl := readTemplate(t, out, stack)
+	glue, glueURL := newGlueStandIn(t)
+	pipelineOut := synth(t, pipelineContext(assets, glueURL))
+	step("stacks synthesized")
 	l := startLocalStack(t, venv, rie)
 	step("LocalStack healthy at " + l.endpoint)
-	l.deploy(t, out)
+	l.deploy(t, out, stack)
 	step("stack CREATE_COMPLETE")
-	tpl.physical = l.stackResources(t, tpl)
+	tpl.physical = l.stackResources(t, tpl, stack)
 
 	t.Run("queues", func(t *testing.T) { l.checkQueues(t, tpl) })
 	t.Run("bucket", func(t *testing.T) { l.checkBucket(t, tpl) })
@@ -514,4 +518,13 @@ func TestLocalStack_TheStackDeploysAndEventsReachThePlanner(t *testing.T) {
 	step("resources checked")
 	t.Run("events", func(t *testing.T) { l.checkEvents(t, tpl) })
 	step("events checked")
+	if t.Failed() {
+		return
+	}
+	ptpl := readTemplate(t, pipelineOut, pipelineStack)
+	l.deploy(t, pipelineOut, pipelineStack)
+	ptpl.physical = l.stackResources(t, ptpl, pipelineStack)
+	step("second stack (Glue stand-in) CREATE_COMPLETE")
+	t.Run("pipeline", func(t *testing.T) { l.checkPipeline(t, ptpl, glue, glueURL) })
+	step("pipeline checked")
 }
