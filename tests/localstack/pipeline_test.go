@@ -25,12 +25,23 @@ import (
 // hourly as by default.
 const pipelineStack = "IcekeeperPipeline"
 
-func pipelineContext(assets, glueURL string) map[string]any {
+// pipelineContext also sets s3.endpoint: with glue.endpoint set, icekeeper
+// hands iceberg-go an AWS configuration whose base endpoint is Glue's
+// (shared/catalogs/catalogs.go), and iceberg-go's S3 FileIO uses that
+// configuration unless s3.endpoint is given (third_party/iceberg-go/io/
+// gocloud/s3/s3.go, createS3Bucket): without it the tables' files were
+// read from the Glue endpoint ("GetObject ... StatusCode: 400 ... Bad
+// Request" from the stand-in).
+func pipelineContext(assets, glueURL, s3Endpoint string) map[string]any {
 	ctx := deployContext(assets)
 	ctx["stackName"] = pipelineStack
-	ctx["catalogProperties"] = "glue.endpoint=" + glueURL + ",glue.region=" + region
+	ctx["catalogProperties"] = pipelineCatalogProperties(glueURL, s3Endpoint)
 	delete(ctx, "sweepSchedule")
 	return ctx
+}
+
+func pipelineCatalogProperties(glueURL, s3Endpoint string) string {
+	return "glue.endpoint=" + glueURL + ",glue.region=" + region + ",s3.endpoint=" + s3Endpoint + ",s3.region=" + region
 }
 
 // checkPipeline: a compaction end to end on LocalStack, by the second
@@ -58,7 +69,7 @@ func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *glueStandIn, glueU
 		t.Fatal(err)
 	}
 	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "glue", Name: "default", Warehouse: "s3://warehouse",
-		Properties: map[string]string{"glue.endpoint": glueURL, "glue.region": region}}, awsCfg)
+		Properties: map[string]string{"glue.endpoint": glueURL, "glue.region": region, "s3.endpoint": l.endpoint, "s3.region": region}}, awsCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
