@@ -5,6 +5,8 @@
 // mappings and the planner's asynchronous invocation settings are as
 // synthesized, and real-shaped events reach the planner through the
 // stack's own EventBridge rules, where the planner's real bootstrap runs.
+// Then a second deployment of the stack, whose catalog is a Glue stand-in,
+// compacts a table end to end on LocalStack's queues, tables and bucket.
 //
 // Skipped unless ICEKEEPER_LOCALSTACK is set; `make localstack-test` sets
 // it after installing the pinned LocalStack into localstack/.venv. See
