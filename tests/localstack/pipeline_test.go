@@ -55,7 +55,13 @@ func pipelineCatalogProperties(glueURL, s3Endpoint string) string {
 // new files to S3 and the commit request to the commit queue, whose mapping
 // hands it to the committer, which commits through Glue. The leases and
 // jobs are in the stack's DynamoDB tables (moto's, in LocalStack). The
-// table must end with fewer data files, no delete file and every row once.
+// table must end with fewer data files and every row once. The S3 rule
+// fires on the table's metadata files while the test is still writing
+// them, so the planner may pin a snapshot before the test's deletes are
+// committed; the committer then rebases those deletes onto the new files
+// and they stay (seen: 12 data files and 4 delete files became 2 and 4,
+// "rebased deletes committed during the job"). Otherwise no delete file is
+// left.
 func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *glueStandIn, glueURL string) {
 	ctx := context.Background()
 	// The test's own catalog connection reaches LocalStack's S3 through
@@ -110,7 +116,8 @@ func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *glueStandIn, glueU
 		if after, err = health.Measure(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
-		if after.DataFiles < before.DataFiles && after.DeleteFiles() == 0 {
+		// The writer only adds files: fewer means icekeeper's commit.
+		if after.DataFiles < before.DataFiles {
 			got, err := fingerprint.Table(ctx, cur)
 			if err != nil {
 				t.Fatal(err)
@@ -119,15 +126,18 @@ func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *glueStandIn, glueU
 				t.Fatalf("rows changed by the compaction: %+v, want %+v", got, want)
 			}
 			snap := cur.CurrentSnapshot()
-			t.Logf("committed by the stack's committer through Glue (UpdateTable calls %d): snapshot %d (%s), %d -> %d data files, %d -> 0 delete files, %d rows unchanged",
-				glue.callCount("UpdateTable"), snap.SnapshotID, snap.Summary.Operation, before.DataFiles, after.DataFiles, before.DeleteFiles(), got.Rows)
+			t.Logf("committed by the stack's committer through Glue (UpdateTable calls %d): snapshot %d (%s), %d -> %d data files, %d -> %d delete files, %d rows unchanged",
+				glue.callCount("UpdateTable"), snap.SnapshotID, snap.Summary.Operation, before.DataFiles, after.DataFiles, before.DeleteFiles(), after.DeleteFiles(), got.Rows)
+			if after.DeleteFiles() > 0 && !strings.Contains(l.functionLogs(t, fns["committer"]), "rebased deletes committed during the job") {
+				t.Errorf("%d delete files left, and the committer rebased none", after.DeleteFiles())
+			}
 			break
 		}
 		if time.Now().After(deadline) {
 			for name, fn := range fns {
 				t.Logf("%s logged:\n%s", name, l.functionLogs(t, fn))
 			}
-			t.Fatalf("no compaction within 4 min: %d data files, %d delete files", after.DataFiles, after.DeleteFiles())
+			t.Fatalf("no compaction within 4 min: %d data files", after.DataFiles)
 		}
 		time.Sleep(2 * time.Second)
 	}
