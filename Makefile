@@ -227,6 +227,36 @@ lambdas-local:
 			-o $(LOCAL_LAMBDA)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
+# LocalStack's own server from PyPI, run in host mode (no Docker), in a
+# venv under localstack/.venv (git-ignored): localstack-core and every
+# package it runs with pinned in localstack/requirements.txt, plus
+# icekeeper's two LocalStack plugins (localstack/plugin: functions under
+# AWS's runtime interface emulator, DynamoDB through moto). See
+# localstack/README.md.
+LOCALSTACK_VENV  := localstack/.venv
+LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
+LOCALSTACK_TEST_TIMEOUT ?= 15m
+
+.PHONY: localstack-venv localstack-test
+
+## localstack-venv: install the pinned LocalStack (host mode) and icekeeper's plugins into localstack/.venv (needs Python 3.13)
+localstack-venv: $(LOCALSTACK_STAMP)
+
+$(LOCALSTACK_STAMP): localstack/requirements.txt localstack/plugin/pyproject.toml localstack/plugin/icekeeper_localstack.py localstack/python.sh
+	rm -rf $(LOCALSTACK_VENV)
+	py=$$(localstack/python.sh) && "$$py" -m venv $(LOCALSTACK_VENV)
+	timeout 15m $(LOCALSTACK_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r localstack/requirements.txt
+	timeout 5m $(LOCALSTACK_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps ./localstack/plugin
+	$(LOCALSTACK_VENV)/bin/pip check --disable-pip-version-check
+	rm -rf localstack/plugin/build localstack/plugin/*.egg-info
+	touch $@
+
+## localstack-test: deploy the synthesized stack to LocalStack (started and stopped by the test, host mode,
+## no Docker) and check its resources and that events reach the planner through its rules (tests/localstack)
+localstack-test: $(LOCALSTACK_STAMP)
+	ICEKEEPER_LOCALSTACK=1 ICEKEEPER_LOCALSTACK_VENV=$(CURDIR)/$(LOCALSTACK_VENV) \
+		timeout --kill-after=30s $(LOCALSTACK_TEST_TIMEOUT) $(GO) test -count=1 -timeout $(LOCALSTACK_TEST_TIMEOUT) -v ./tests/localstack
+
 ## localstack-up: LocalStack and an Iceberg REST catalog in Docker (not run on the dev machine: no Docker there)
 localstack-up:
 	$(LOCAL_COMPOSE) up -d --wait
