@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/commit"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
@@ -193,4 +196,40 @@ func s3Setup(t *testing.T, endpoint string, mutate ...func(*config.Config)) (*en
 			"s3.force-virtual-addressing": "false",
 		}
 	}}, mutate...)...), bucket
+}
+
+// TestCatalogs_AGlueEndpointIsGluesAlone: a Glue catalog at its own
+// endpoint (glue.endpoint: a VPC endpoint, a stand-in) over a table in S3,
+// with no s3.endpoint: the table's files are still read and written at
+// S3's endpoint (the environment's, here the emulator's), not sent to
+// Glue's, and within the functions' synthesized policies (the bucket and
+// warehouse they grant, infra/testdata/policies.json). Found on
+// LocalStack, where every GetObject went to the Glue endpoint and failed.
+func TestCatalogs_AGlueEndpointIsGluesAlone(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", cloud.URL)
+	const bucket = "lake" // the policies' warehouse: s3://lake/warehouse/demo.db
+	if _, err := cloud.Clients.S3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		var owned *s3types.BucketAlreadyOwnedByYou
+		if !errors.As(err, &owned) {
+			t.Fatal(err)
+		}
+	}
+	_, glueURL := newGlueStandIn(t)
+	e := setup(t, func(c *config.Config) {
+		c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "s3://" + bucket + "/warehouse",
+			Properties: map[string]string{
+				"glue.endpoint": glueURL, "glue.region": "us-east-1",
+				"s3.region": "us-east-1", "s3.access-key-id": "test", "s3.secret-access-key": "test",
+				"s3.force-virtual-addressing": "false",
+			}}
+	})
+	tbl := e.createTable(smallTable)
+	if !strings.HasPrefix(tbl.Location(), "s3://"+bucket+"/warehouse/") {
+		t.Fatalf("table location %s is not in the S3 warehouse", tbl.Location())
+	}
+	want := e.fingerprint()
+	r := e.plan()
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
 }

@@ -99,17 +99,11 @@ func open(ctx context.Context, c Config, awsCfg aws.Config) (catalog.Catalog, er
 			// (iceberg-go's default table location).
 			props["warehouse"] = c.Warehouse
 		}
-		// iceberg-go reads glue.region and glue.endpoint only when it loads
-		// its own AWS configuration; with the one given here it would
-		// silently call the default region's Glue. Apply them to a copy.
-		gcfg := awsCfg.Copy()
-		if r := props[glue.Region]; r != "" {
-			gcfg.Region = r
-		}
-		if ep := props[glue.Endpoint]; ep != "" {
-			gcfg.BaseEndpoint = aws.String(ep)
-		}
-		opts := []glue.Option{glue.WithAwsConfig(gcfg)}
+		// glue.region and glue.endpoint go to the Glue client alone
+		// (third_party/iceberg-go's patch, ICEKEEPER.md): the catalog hands
+		// this configuration to the file IO of its tables, and an endpoint
+		// set on it would send every object request to Glue's endpoint.
+		opts := []glue.Option{glue.WithAwsConfig(awsCfg)}
 		if len(props) > 0 {
 			opts = append(opts, glue.WithAwsProperties(glue.AwsProperties(props)))
 		}

@@ -191,7 +191,7 @@ func NewCatalog(opts ...Option) (*Catalog, error) {
 	}
 
 	cat := &Catalog{
-		glueSvc:   glue.NewFromConfig(glueOps.awsConfig),
+		glueSvc:   glue.NewFromConfig(glueOps.awsConfig, glueClientOverrides(glueOps.awsProperties)),
 		catalogId: catalogId,
 		awsCfg:    &glueOps.awsConfig,
 		props:     iceberg.Properties(glueOps.awsProperties),
@@ -1101,4 +1101,19 @@ func isConcurrentModificationException(err error) bool {
 // for a type-only check.
 func isAlreadyExistsException(err error) bool {
 	return errors.As(err, new(*types.AlreadyExistsException))
+}
+
+// glueClientOverrides applies glue.region and glue.endpoint to the Glue
+// client alone (icekeeper patch, ICEKEEPER.md): the configuration given
+// stays the one the catalog hands its file IO, so a Glue endpoint never
+// becomes the endpoint of the table's files.
+func glueClientOverrides(props AwsProperties) func(*glue.Options) {
+	return func(o *glue.Options) {
+		if r := props[Region]; r != "" {
+			o.Region = r
+		}
+		if ep := props[Endpoint]; ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	}
 }
