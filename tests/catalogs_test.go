@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"github.com/icekeeper/icekeeper/shared/harness/gluestandin"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestCatalogs_PipelineCompactsOverEachCatalog(t *testing.T) {
 // committer treats it as a conflict: it reloads, re-validates, rebuilds and
 // commits, and the other writer's rows are kept.
 func TestCatalogs_GlueVersionConflictIsRetried(t *testing.T) {
-	g, url := newGlueStandIn(t)
+	g, url := gluestandin.ForTest(t)
 	dir := t.TempDir()
 	e := setup(t, func(c *config.Config) {
 		c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "file://" + dir + "/warehouse",
@@ -48,7 +49,7 @@ func TestCatalogs_GlueVersionConflictIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	fired := false
-	g.beforeUpdate = func(db, name string) {
+	g.BeforeUpdate(func(db, name string) {
 		if fired {
 			return
 		}
@@ -61,7 +62,7 @@ func TestCatalogs_GlueVersionConflictIsRetried(t *testing.T) {
 		if _, err := sampletable.AppendRows(e.ctx, tbl, 3_000_000, 2, 7); err != nil {
 			t.Error(err)
 		}
-	}
+	})
 	before := e.fingerprint()
 	e.drainCommits()
 	if !fired {
@@ -74,8 +75,8 @@ func TestCatalogs_GlueVersionConflictIsRetried(t *testing.T) {
 	if got := e.fingerprint(); got.Rows != before.Rows+14 {
 		t.Fatalf("rows %d, want %d (the other writer's 14 kept)", got.Rows, before.Rows+14)
 	}
-	if g.calls["UpdateTable"] < 3 {
-		t.Fatalf("UpdateTable called %d times; want the refused one, the other writer's and the retry", g.calls["UpdateTable"])
+	if n := g.Calls("UpdateTable"); n < 3 {
+		t.Fatalf("UpdateTable called %d times; want the refused one, the other writer's and the retry", n)
 	}
 	if m := e.metrics.metricTotals(t); m["CommitConflicts"] < 1 {
 		t.Fatalf("conflict not counted: %v", m)

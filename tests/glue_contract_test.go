@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/icekeeper/icekeeper/shared/harness/gluestandin"
 	"os"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ import (
 //   - a missing table is EntityNotFoundException; creating an existing one
 //     is AlreadyExistsException.
 //
-// The stand-in the end-to-end tests use (glueStandIn) must keep all of it;
+// The stand-in the end-to-end tests use (shared/harness/gluestandin) must keep all of it;
 // moto's Glue (make moto-test) is held to it too, except where it is
 // known not to (secondOpinionGaps), which the test asserts so that a moto
 // that closes a gap is noticed.
@@ -114,7 +115,7 @@ func TestGlue_TheStandInKeepsWhatIcekeeperReliesOnOfGlue(t *testing.T) {
 			Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	}
 	t.Run("stand-in", func(t *testing.T) {
-		_, url := newGlueStandIn(t)
+		_, url := gluestandin.ForTest(t)
 		glueContract(t, client(url), nil)
 	})
 	t.Run("second emulator", func(t *testing.T) {

@@ -7,6 +7,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"github.com/icekeeper/icekeeper/shared/harness/gluestandin"
 	"io"
 	"log/slog"
 	"os"
@@ -405,7 +406,7 @@ func (e *env) requireAborted(jobID, why string, want fingerprint.Fingerprint) {
 
 // catalogKinds are the catalogs the core pipeline, concurrency and conflict
 // tests run over: iceberg-go's sql catalog (sqlite), its glue catalog
-// against the Glue stand-in (glue_standin_test.go), and its rest catalog
+// against the Glue stand-in (shared/harness/gluestandin), and its rest catalog
 // with SigV4 (signing name glue, as for AWS Glue's Iceberg REST endpoint)
 // against the REST stand-in (rest_standin_test.go).
 var catalogKinds = []string{"sql", "glue", "rest"}
@@ -424,7 +425,7 @@ func withCatalog(t *testing.T, kind string) func(*config.Config) {
 	case "sql":
 		return func(*config.Config) {}
 	case "glue":
-		_, url := newGlueStandIn(t)
+		_, url := gluestandin.ForTest(t)
 		dir := t.TempDir()
 		return func(c *config.Config) {
 			c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "file://" + filepath.Join(dir, "warehouse"),

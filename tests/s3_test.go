@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/icekeeper/icekeeper/shared/harness/gluestandin"
 	"strings"
 	"testing"
 	"time"
@@ -214,7 +215,7 @@ func TestCatalogs_AGlueEndpointIsGluesAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, glueURL := newGlueStandIn(t)
+	_, glueURL := gluestandin.ForTest(t)
 	e := setup(t, func(c *config.Config) {
 		c.Catalog = catalogs.Config{Type: "glue", Name: "test", Warehouse: "s3://" + bucket + "/warehouse",
 			Properties: map[string]string{

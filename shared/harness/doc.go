@@ -13,5 +13,8 @@
 //     S3 requests;
 //   - bootstraps: the functions built as `make lambdas` builds them, for
 //     the benchmark's cold starts and the tests under AWS's runtime
-//     emulator.
+//     emulator;
+//   - gluestandin: AWS Glue's Data Catalog calls with Glue's version lock,
+//     where kumo (no UpdateTable) and LocalStack (no Glue) cannot serve
+//     them.
 package harness

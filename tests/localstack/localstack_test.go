@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/icekeeper/icekeeper/shared/harness/gluestandin"
 	"io"
 	"net"
 	"net/http"
@@ -506,7 +507,7 @@ func TestLocalStack_TheStackDeploysAndEventsReachThePlanner(t *testing.T) {
 	step("stack synthesized")
 	l := startLocalStack(t, venv, rie)
 	step("LocalStack healthy at " + l.endpoint)
-	glue, glueURL := newGlueStandIn(t)
+	glue, glueURL := gluestandin.ForTest(t)
 	pipelineOut := synth(t, pipelineContext(assets, glueURL, l.endpoint))
 	step("second stack synthesized")
 	l.deploy(t, out, stack)

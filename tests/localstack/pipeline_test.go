@@ -3,6 +3,7 @@ package localstack
 import (
 	"context"
 	"encoding/json"
+	"github.com/icekeeper/icekeeper/shared/harness/gluestandin"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func pipelineCatalogProperties(glueURL, s3Endpoint string) string {
 // and they stay (seen: 12 data files and 4 delete files became 2 and 4,
 // "rebased deletes committed during the job"). Otherwise no delete file is
 // left.
-func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *glueStandIn, glueURL string) {
+func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *gluestandin.Server, glueURL string) {
 	ctx := context.Background()
 	// The test's own catalog connection reaches LocalStack's S3 through
 	// the SDK's standard configuration, as the functions do.
@@ -127,7 +128,7 @@ func (l *ls) checkPipeline(t *testing.T, tpl *template, glue *glueStandIn, glueU
 			}
 			snap := cur.CurrentSnapshot()
 			t.Logf("committed by the stack's committer through Glue (UpdateTable calls %d): snapshot %d (%s), %d -> %d data files, %d -> %d delete files, %d rows unchanged",
-				glue.callCount("UpdateTable"), snap.SnapshotID, snap.Summary.Operation, before.DataFiles, after.DataFiles, before.DeleteFiles(), after.DeleteFiles(), got.Rows)
+				glue.Calls("UpdateTable"), snap.SnapshotID, snap.Summary.Operation, before.DataFiles, after.DataFiles, before.DeleteFiles(), after.DeleteFiles(), got.Rows)
 			if after.DeleteFiles() > 0 && !strings.Contains(l.functionLogs(t, fns["committer"]), "rebased deletes committed during the job") {
 				t.Errorf("%d delete files left, and the committer rebased none", after.DeleteFiles())
 			}

@@ -1,4 +1,22 @@
-package tests
+// Package gluestandin serves the AWS Glue Data Catalog calls iceberg-go's
+// glue catalog makes (AWS JSON 1.1 protocol: POST / with X-Amz-Target
+// AWSGlue.<Operation>), for the tests: kumo has no Glue UpdateTable, and
+// LocalStack's free tier no Glue at all (every call answers 501).
+//
+// It keeps Glue's semantics for what icekeeper relies on: UpdateTable is
+// guarded by the VersionId the caller read, and a stale one fails with
+// ConcurrentModificationException (AWS Glue API reference, UpdateTable:
+// "VersionId – The version ID at which to update the table contents");
+// every update gives the table a new VersionId; a missing database or table
+// is EntityNotFoundException; creating an existing one is
+// AlreadyExistsException. tests/glue_contract_test.go holds it (and moto's
+// Glue) to that.
+//
+// Simpler than the real service: no catalog ids (one catalog), no
+// pagination (every list fits one page), no table versions kept
+// (SkipArchive is ignored), no Lake Formation, no request validation beyond
+// the fields read, and no signature check.
+package gluestandin
 
 import (
 	"encoding/json"
@@ -9,42 +27,47 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 )
 
-// glueStandIn serves the AWS Glue Data Catalog calls iceberg-go's glue
-// catalog makes (AWS JSON 1.1 protocol: POST / with X-Amz-Target
-// AWSGlue.<Operation>), because the kumo emulator has no UpdateTable.
-//
-// It keeps Glue's semantics for what icekeeper relies on: UpdateTable is
-// guarded by the VersionId the caller read, and a stale one fails with
-// ConcurrentModificationException (AWS Glue API reference, UpdateTable:
-// "VersionId – The version ID at which to update the table contents");
-// every update gives the table a new VersionId; a missing database or table
-// is EntityNotFoundException; creating an existing one is
-// AlreadyExistsException.
-//
-// Simpler than the real service: no catalog ids (one catalog), no
-// pagination (every list fits one page), no table versions kept
-// (SkipArchive is ignored), no Lake Formation, no request validation beyond
-// the fields read, and no signature check.
-type glueStandIn struct {
+// Server is a running stand-in, on a loopback port.
+type Server struct {
+	// URL is its endpoint (the catalog property glue.endpoint).
+	URL string
+
+	srv     *httptest.Server
 	mu      sync.Mutex
 	dbs     map[string]map[string]any            // name -> Database
 	tables  map[string]map[string]map[string]any // db -> name -> Table
 	version map[string]int                       // "db.table" -> VersionId
-	// calls counts operations, for the tests' assertions.
-	calls map[string]int
-	// beforeUpdate, when set, runs before an UpdateTable is applied (with
-	// the lock released), as another writer committing in between would.
+	calls   map[string]int
+	// beforeUpdate runs before an UpdateTable is applied (lock released).
 	beforeUpdate func(db, table string)
 }
 
-func newGlueStandIn(t *testing.T) (*glueStandIn, string) {
-	g := &glueStandIn{dbs: map[string]map[string]any{}, tables: map[string]map[string]map[string]any{}, version: map[string]int{}, calls: map[string]int{}}
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return g, srv.URL
+// Start serves a new, empty catalog on 127.0.0.1.
+func Start() *Server {
+	g := &Server{dbs: map[string]map[string]any{}, tables: map[string]map[string]map[string]any{}, version: map[string]int{}, calls: map[string]int{}}
+	g.srv = httptest.NewServer(g)
+	g.URL = g.srv.URL
+	return g
+}
+
+// Close stops it.
+func (g *Server) Close() { g.srv.Close() }
+
+// Calls counts the operation op (UpdateTable, GetTable, ...) served so far.
+func (g *Server) Calls(op string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls[op]
+}
+
+// BeforeUpdate sets a function run before each UpdateTable is applied, as
+// another writer committing in between would.
+func (g *Server) BeforeUpdate(f func(db, table string)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.beforeUpdate = f
 }
 
 type glueError struct {
@@ -52,16 +75,19 @@ type glueError struct {
 	msg  string
 }
 
-func (g *glueStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AWSGlue.")
 	var in map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		writeGlue(w, nil, &glueError{"InvalidInputException", err.Error()})
 		return
 	}
-	if op == "UpdateTable" && g.beforeUpdate != nil {
+	g.mu.Lock()
+	before := g.beforeUpdate
+	g.mu.Unlock()
+	if op == "UpdateTable" && before != nil {
 		ti, _ := in["TableInput"].(map[string]any)
-		g.beforeUpdate(str(in["DatabaseName"]), str(ti["Name"]))
+		before(str(in["DatabaseName"]), str(ti["Name"]))
 	}
 	g.mu.Lock()
 	g.calls[op]++
@@ -86,7 +112,7 @@ func writeGlue(w http.ResponseWriter, out any, gerr *glueError) {
 
 func str(v any) string { s, _ := v.(string); return s }
 
-func (g *glueStandIn) handle(op string, in map[string]any) (any, *glueError) {
+func (g *Server) handle(op string, in map[string]any) (any, *glueError) {
 	notFound := func(what string) *glueError { return &glueError{"EntityNotFoundException", what + " not found"} }
 	switch op {
 	case "CreateDatabase":
@@ -189,7 +215,7 @@ func (g *glueStandIn) handle(op string, in map[string]any) (any, *glueError) {
 }
 
 // table renders a stored TableInput as a Table.
-func (g *glueStandIn) table(db, name string, ti map[string]any) map[string]any {
+func (g *Server) table(db, name string, ti map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range ti {
 		out[k] = v
@@ -197,4 +223,12 @@ func (g *glueStandIn) table(db, name string, ti map[string]any) map[string]any {
 	out["DatabaseName"] = db
 	out["VersionId"] = strconv.Itoa(g.version[db+"."+name])
 	return out
+}
+
+// ForTest starts a stand-in that stops when the test (or benchmark) ends,
+// and returns it with its endpoint.
+func ForTest(t interface{ Cleanup(func()) }) (*Server, string) {
+	g := Start()
+	t.Cleanup(g.Close)
+	return g, g.URL
 }
