@@ -48,14 +48,24 @@ interop: interop-setup
 	ICEKEEPER_INTEROP=all $(GO) test -count=1 -timeout 90m -v ./tests/interop
 
 ## interop-setup: resolve the interop harness's pinned Java modules from
-## Maven Central and build them (needs Java 17 and Maven; see .ci/run)
+## Maven Central and build them (needs Java 17 and Maven; see .ci/run), and
+## install the pinned PyIceberg from PyPI (needs Python 3 with venv)
 INTEROP_MODULES := tests/interop/driver tests/interop/restserver
-interop-setup:
+# PyIceberg, the third reader (tests/interop/pyiceberg), pinned, in a venv
+PYICEBERG_DIR   := tests/interop/pyiceberg
+PYICEBERG_STAMP := $(PYICEBERG_DIR)/.venv/.installed
+interop-setup: $(PYICEBERG_STAMP)
 	@for m in $(INTEROP_MODULES); do \
 		[ -f $$m/pom.xml ] || continue; \
 		echo "building $$m"; \
 		(cd $$m && mvn -B -q package -DskipTests dependency:build-classpath -Dmdep.outputFile=target/classpath.txt) || exit 1; \
 	done
+
+$(PYICEBERG_STAMP): $(PYICEBERG_DIR)/requirements.txt
+	rm -rf $(PYICEBERG_DIR)/.venv
+	$(PYTHON) -m venv $(PYICEBERG_DIR)/.venv
+	timeout 10m $(PYICEBERG_DIR)/.venv/bin/pip install --quiet --disable-pip-version-check -r $(PYICEBERG_DIR)/requirements.txt
+	touch $@
 
 ## hygiene: gofmt, go vet and go mod tidy report nothing, in both modules
 hygiene:

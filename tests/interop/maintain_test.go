@@ -60,6 +60,7 @@ func (w *world) maintain(a action) outcome {
 	w.t.Helper()
 	w.icekeeper()
 	before := w.read()
+	beforeMeta := w.load().MetadataLocation()
 	var orphan string
 	if a == removeOrphans {
 		orphan = w.plantOrphan()
@@ -89,6 +90,7 @@ func (w *world) maintain(a action) outcome {
 	bad := w.requireSame(before, after, a == expire)
 	bad = append(bad, w.requireFilesOnStorage()...)
 	bad = append(bad, w.agreeWithSpark()...)
+	bad = append(bad, w.agreeWithPyIceberg(beforeMeta, after)...)
 	if orphan != "" && out.Result == resultKept {
 		if _, err := os.Stat(orphan); err == nil {
 			bad = append(bad, "the planted orphan file is still there")

@@ -17,6 +17,15 @@
 // is still kept are exactly the rows it read before, compared row by row;
 // every file Spark's metadata tables name is still on storage.
 //
+// A third opinion: PyIceberg (pinned, tests/interop/pyiceberg, installed by
+// make interop-setup) reads the table as each job left it from its
+// metadata file, and its rows at the current snapshot must be Spark's, on
+// the top-level columns both write alike in JSON (int, long, string,
+// boolean). PyIceberg 0.12 does not apply equality deletes ("PyIceberg does
+// not yet support equality deletes"): such a table is logged, not compared,
+// unless PyIceberg read it before the job and cannot after, which is
+// damage (pyiceberg_test.go).
+//
 // ICEKEEPER_INTEROP=all (make interop) runs every case and writes the
 // compatibility matrix, docs/INTEROP.md; otherwise (make test) a
 // representative subset runs and each of its results must match the
