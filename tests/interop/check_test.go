@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -25,6 +26,9 @@ type reading struct {
 	metadata map[string]json.RawMessage
 	// nextRowID is a v3 table's next-row-id (it only grows).
 	nextRowID int64
+	// lineage is a v3 table's current rows with their row lineage
+	// (_row_id, _last_updated_sequence_number), as Spark reads them.
+	lineage []string
 }
 
 type refReading struct {
@@ -40,6 +44,10 @@ const maxSnapshotsRead = 40
 func (w *world) read() reading {
 	w.t.Helper()
 	r := reading{current: w.rows(""), refs: map[string]refReading{}, snapshots: map[int64][]string{}}
+	r.metadata, r.nextRowID = w.currentMetadata()
+	if r.nextRowID > 0 {
+		r.lineage = sortedRows(w.sql("SELECT *, _row_id, _last_updated_sequence_number FROM {t}"))
+	}
 	for _, raw := range w.sql("SELECT name, type, snapshot_id FROM {t}.refs") {
 		var ref struct {
 			Name       string `json:"name"`
@@ -55,7 +63,6 @@ func (w *world) read() reading {
 		}
 		r.snapshots[id] = w.rows(fmt.Sprint(id))
 	}
-	r.metadata, r.nextRowID = w.currentMetadata()
 	return r
 }
 
@@ -186,6 +193,11 @@ func (w *world) requireSame(before, after reading, expired bool) []string {
 		}
 		if !bytes.Equal(v, after.metadata[k]) {
 			bad = append(bad, fmt.Sprintf("metadata %s changed:\n  before %s\n  after  %s", k, v, after.metadata[k]))
+		}
+	}
+	if len(before.lineage) > 0 || len(after.lineage) > 0 {
+		if d := diffRows(before.lineage, after.lineage); !slices.Equal(before.lineage, after.lineage) {
+			bad = append(bad, "row lineage (_row_id, _last_updated_sequence_number) changed: "+d)
 		}
 	}
 	if after.nextRowID < before.nextRowID {

@@ -15,7 +15,9 @@
 // The oracle is Spark: after every icekeeper job, the rows Spark reads at
 // the current snapshot, at every branch and tag and at every snapshot that
 // is still kept are exactly the rows it read before, compared row by row;
-// every file Spark's metadata tables name is still on storage.
+// every file Spark's metadata tables name is still on storage; on a v3
+// table every current row keeps its row lineage as Spark reads it through
+// the metadata columns _row_id and _last_updated_sequence_number.
 //
 // A third opinion: PyIceberg (pinned, tests/interop/pyiceberg, installed by
 // make interop-setup) reads the table as each job left it from its
