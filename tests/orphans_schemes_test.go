@@ -143,31 +143,7 @@ func TestOrphans_AFileMatchingAReferenceButForItsBucketRefusesTheCleanup(t *test
 	tbl := e.createTable(smallTable)
 	want := e.fingerprint()
 	referenced := e.referencedFiles()
-	current := tbl.CurrentSnapshot().SnapshotID
-	dir := s3Key(bucket, tbl.Location()) + "/data/region=region-00/"
-	key := dir + "00000-0-elsewhere.parquet"
-	foreign := "s3a://" + bucket + "-other/" + key
-	b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, foreign, iceberg.ParquetFile,
-		map[int]any{1000: "region-00"}, nil, nil, 1, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(e.ctx, []iceberg.DataFile{b.Build()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Back to the snapshot before: the file stays referenced by the newer
-	// one, which is not read.
-	tx = tbl.NewTransaction()
-	if err := tx.RollbackToSnapshot(current); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, key, foreign := referenceInOtherBucket(t, e, tbl, bucket)
 	stray := dir + "00000-0-stray.parquet"
 	e.putObject(bucket, stray)
 	e.later(96 * time.Hour)
@@ -213,31 +189,7 @@ func TestOrphans_AFannedOutListingThatMustRefuseEndsTheJobAtOnce(t *testing.T) {
 	tbl := e.createTable(smallTable)
 	want := e.fingerprint()
 	referenced := e.referencedFiles()
-	current := tbl.CurrentSnapshot().SnapshotID
-	dir := s3Key(bucket, tbl.Location()) + "/data/region=region-00/"
-	key := dir + "00000-0-elsewhere.parquet"
-	foreign := "s3a://" + bucket + "-other/" + key
-	b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, foreign, iceberg.ParquetFile,
-		map[int]any{1000: "region-00"}, nil, nil, 1, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(e.ctx, []iceberg.DataFile{b.Build()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Back to the snapshot before: the file stays referenced by the newer
-	// one, which is not read.
-	tx = tbl.NewTransaction()
-	if err := tx.RollbackToSnapshot(current); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, key, foreign := referenceInOtherBucket(t, e, tbl, bucket)
 	e.putObject(bucket, key)
 	stray := dir + "00000-0-stray.parquet"
 	e.putObject(bucket, stray)
@@ -267,4 +219,37 @@ func TestOrphans_AFannedOutListingThatMustRefuseEndsTheJobAtOnce(t *testing.T) {
 	if got := e.fingerprint(); got != want {
 		t.Fatalf("rows %s, want %s", got, want)
 	}
+}
+
+// referenceInOtherBucket commits a data file of tbl named
+// s3a://<bucket>-other/<key>, a key under the table's own location in its
+// own bucket, then rolls main back to the snapshot before: the file stays
+// referenced by the newer snapshot, which is not read. It returns the
+// directory of key, key, and the file's URI.
+func referenceInOtherBucket(t *testing.T, e *env, tbl *table.Table, bucket string) (dir, key, foreign string) {
+	t.Helper()
+	current := tbl.CurrentSnapshot().SnapshotID
+	dir = s3Key(bucket, tbl.Location()) + "/data/region=region-00/"
+	key = dir + "00000-0-elsewhere.parquet"
+	foreign = "s3a://" + bucket + "-other/" + key
+	b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, foreign, iceberg.ParquetFile,
+		map[int]any{1000: "region-00"}, nil, nil, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddDataFiles(e.ctx, []iceberg.DataFile{b.Build()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx = tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(current); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	return dir, key, foreign
 }
