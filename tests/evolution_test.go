@@ -325,6 +325,12 @@ func TestEvolution_PartitionSpecChanges(t *testing.T) {
 		{"partition field removed", evolvedTable, func(e *env) {
 			e.evolveSpec(func(u *table.UpdateSpec) { u.RemoveField("region") })
 		}, nil, func(cur int) []int { return []int{cur} }},
+		// Each old partition holds 3 files, fewer than min-input-files (5):
+		// the old spec's files are grouped across its partitions, as
+		// Spark's rewrite_data_files groups them, so they still move.
+		{"an old spec's partitions each too small to compact still move", sampletable.Options{Partitions: 3, Files: 3, RowsPerFile: 40, PositionDeletes: true}, func(e *env) {
+			e.evolveSpec(func(u *table.UpdateSpec) { u.AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket") })
+		}, nil, func(cur int) []int { return []int{cur} }},
 		{"output-spec-id=input keeps each group's spec", evolvedTable, func(e *env) {
 			e.evolveSpec(func(u *table.UpdateSpec) { u.AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket") })
 		}, map[string]string{optin.PropertyOutputSpec: "input"}, func(cur int) []int { return []int{0, cur} }},

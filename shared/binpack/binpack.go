@@ -16,7 +16,9 @@
 //     at least DeleteRatioThreshold of its rows, or when it is smaller than
 //     MinFileSizeBytes and not larger than MaxFileSizeBytes;
 //   - the same buckets: one per partition spec and partition tuple, in the
-//     order the partitions first appear;
+//     order the partitions first appear (PlanInto departs from this for
+//     files a compaction moves to another spec: one bucket per spec, as
+//     Iceberg Java's rewrite_data_files groups them);
 //   - the same bins: iceberg-go's PackEnd (first fit over at most
 //     PackingLookback open bins, walking the candidates from the end);
 //   - the same drops: a bucket or bin of fewer than MinInputFiles files is
@@ -48,6 +50,27 @@ import (
 // tasks), then every other file's task, then (when files were split)
 // cleared tasks.
 func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, error) {
+	return PlanInto(cfg, tasks, EachOwnSpec)
+}
+
+// EachOwnSpec is PlanInto's into for a compaction that writes each file's
+// rows back in the file's own partition spec.
+const EachOwnSpec = -1
+
+// PlanInto is Plan for a compaction that writes its groups in partition
+// spec into (EachOwnSpec: in each file's own spec, which is Plan).
+//
+// A file of another spec than into is bucketed by its spec alone, not by
+// its partition: its rows may belong to several partitions of into
+// anyway, and after a partition spec change the old spec's partitions
+// each hold too few files to be worth a group (MinInputFiles), so they
+// would never move. This is what Iceberg Java's rewrite_data_files does
+// (RewriteFileGroupPlanner.groupByPartition: "Treating all such files as
+// un-partitioned and grouping them together helps to minimize new files
+// made"), except that Java buckets the files of every other spec
+// together and PlanInto keeps one spec a bucket, since a group's scan
+// tasks are read with one spec (messages.PlanGroup.SpecID).
+func PlanInto(cfg compaction.Config, tasks []table.FileScanTask, into int) (compaction.Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return compaction.Plan{}, fmt.Errorf("invalid compaction config: %w", err)
 	}
@@ -64,7 +87,7 @@ func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, e
 	index := map[string]int{}
 	var buckets []bucket
 	for i := range tasks {
-		key := bucketKey(tasks[i].File)
+		key := bucketKey(tasks[i].File, into)
 		b, ok := index[key]
 		if !ok {
 			b = len(buckets)
@@ -235,8 +258,13 @@ func FileScoped(d iceberg.DataFile) bool {
 }
 
 // bucketKey is iceberg-go's partition bucket key: the spec id and the
-// sorted partition tuple ("3:1=a;2=7;", "0:_" when unpartitioned).
-func bucketKey(f iceberg.DataFile) string {
+// sorted partition tuple ("3:1=a;2=7;", "0:_" when unpartitioned), or,
+// for a file that moves to spec into (into >= 0, another spec than the
+// file's), the spec id alone ("3:*", see PlanInto).
+func bucketKey(f iceberg.DataFile, into int) string {
+	if into >= 0 && int(f.SpecID()) != into {
+		return fmt.Sprintf("%d:*", f.SpecID())
+	}
 	part := f.Partition()
 	if len(part) == 0 {
 		return fmt.Sprintf("%d:_", f.SpecID())

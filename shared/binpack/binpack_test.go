@@ -160,3 +160,68 @@ func TestPlan_ReordersTasksInPlaceWithoutLosingAny(t *testing.T) {
 		t.Fatal("reordering lost or duplicated a task")
 	}
 }
+
+// TestPlanInto_FilesOfAnOlderSpecAreGroupedAcrossTheirPartitions: after a
+// partition spec change, the old spec's partitions each hold fewer files
+// than MinInputFiles; moving them into the current spec groups them by
+// spec, as Iceberg Java's rewrite_data_files does, while the current
+// spec's files stay grouped by partition and each group holds one spec.
+func TestPlanInto_FilesOfAnOlderSpecAreGroupedAcrossTheirPartitions(t *testing.T) {
+	old := iceberg.NewPartitionSpecID(0, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
+	cur := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1001, Name: "q", Transform: iceberg.IdentityTransform{}})
+	file := func(spec iceberg.PartitionSpec, part map[int]any, i int) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, fmt.Sprintf("s3://b/t/data/%d-%03d.parquet", spec.ID(), i), iceberg.ParquetFile, part, nil, nil, 10, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table.FileScanTask{File: b.Build()}
+	}
+	var tasks []table.FileScanTask
+	for i := range 9 { // 3 files in each of 3 partitions of the old spec
+		tasks = append(tasks, file(old, map[int]any{1000: int32(i % 3)}, i))
+	}
+	for i := range 4 { // 2 files in each of 2 partitions of the current spec
+		tasks = append(tasks, file(cur, map[int]any{1001: int32(i % 2)}, i))
+	}
+	cfg := compaction.DefaultConfig()
+	cfg.MinInputFiles = 5
+
+	own, err := Plan(cfg, slices.Clone(tasks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(own.Groups) != 0 {
+		t.Fatalf("each partition keeping its spec: %d groups, want none (no partition has %d files)", len(own.Groups), cfg.MinInputFiles)
+	}
+
+	into, err := PlanInto(cfg, slices.Clone(tasks), cur.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(into.Groups) != 1 {
+		t.Fatalf("moving into spec %d: %d groups, want the old spec's one", cur.ID(), len(into.Groups))
+	}
+	g := into.Groups[0]
+	if len(g.Tasks) != 9 {
+		t.Fatalf("the old spec's group holds %d files, want all 9 of its three partitions", len(g.Tasks))
+	}
+	for _, task := range g.Tasks {
+		if task.File.SpecID() != int32(old.ID()) {
+			t.Errorf("group of spec %d holds %s of spec %d", old.ID(), task.File.FilePath(), task.File.SpecID())
+		}
+	}
+	if into.SkippedFiles != 4 {
+		t.Errorf("skipped %d files, want the current spec's 4 (2 a partition)", into.SkippedFiles)
+	}
+
+	// A file already in the spec written keeps its partition's bucket:
+	// writing into the old spec groups nothing (3 files a partition) but
+	// the current spec's 4 files, which move, as one group of 4 < 5.
+	back, err := PlanInto(cfg, slices.Clone(tasks), old.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Groups) != 0 {
+		t.Fatalf("moving into spec %d: %d groups, want none", old.ID(), len(back.Groups))
+	}
+}

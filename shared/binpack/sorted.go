@@ -34,6 +34,9 @@ type SortedPlan struct {
 
 // PlanSorted plans a sort compaction of the whole files of tasks.
 //
+// Files of an older partition spec are planned per partition of their
+// spec (not per spec, as PlanInto does): a run is one partition's.
+//
 // Within each partition the files are cut, by their range on the key
 // column (manifest bounds), into runs: a run is a maximal set of files
 // whose ranges overlap, chained. Ranges that only touch ([1,5] and [5,9])
@@ -97,7 +100,7 @@ func planSorted(cfg compaction.Config, key SortKey, tasks []table.FileScanTask, 
 	var keys []string
 	var buckets [][]file
 	for i := range tasks {
-		k := bucketKey(tasks[i].File)
+		k := bucketKey(tasks[i].File, EachOwnSpec)
 		b, ok := index[k]
 		if !ok {
 			b = len(buckets)

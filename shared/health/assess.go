@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/filescan"
+	"github.com/icekeeper/icekeeper/shared/optin"
 )
 
 // Assess reports the health of tbl's current snapshot as of now, with the
@@ -304,7 +305,13 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 			r.partition(index, names, t.File).FilesOverDeleteRatio++
 		}
 	}
-	plan, err := binpack.Plan(th.CompactionConfig(), tasks)
+	// As the planner groups them: files of another spec than the one
+	// compaction writes are bucketed by spec (binpack.PlanInto).
+	outSpec, err := optin.ParseOutputSpec(tbl.Properties()[optin.PropertyOutputSpec])
+	if err != nil {
+		outSpec = optin.OutputSpecCurrent // the planner refuses the table
+	}
+	plan, err := binpack.PlanInto(th.CompactionConfig(), tasks, optin.WrittenSpec(outSpec, tbl.Metadata().DefaultPartitionSpec()))
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: compaction plan: %w", r.Table, err)
 	}

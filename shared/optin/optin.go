@@ -474,6 +474,20 @@ func ParseOutputSpec(v string) (int, error) {
 	return id, nil
 }
 
+// WrittenSpec is the partition spec a compaction writes for the parsed
+// PropertyOutputSpec outSpec on a table whose default spec is
+// defaultSpec: a spec id, or -1 (binpack.EachOwnSpec) when each group
+// keeps its own spec.
+func WrittenSpec(outSpec, defaultSpec int) int {
+	switch outSpec {
+	case OutputSpecCurrent:
+		return defaultSpec
+	case OutputSpecInput:
+		return -1
+	}
+	return outSpec
+}
+
 // Orphan cleanup's safety ages: Iceberg's DeleteOrphanFiles default, and
 // the least icekeeper accepts (a writer may take hours to commit what it
 // wrote; S3 Tables' unreferenced file removal also waits at least a day).

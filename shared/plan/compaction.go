@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -75,6 +76,14 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
+	outSpec, err := optin.ParseOutputSpec(tbl.Properties()[optin.PropertyOutputSpec])
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if outSpec >= 0 && tbl.Metadata().PartitionSpecByID(outSpec) == nil {
+		return res, false, fmt.Errorf("plan %s: %w: %s=%d: the table has no such partition spec", name, optin.ErrBadProperty, optin.PropertyOutputSpec, outSpec)
+	}
+	into := optin.WrittenSpec(outSpec, tbl.Metadata().DefaultPartitionSpec())
 	var cp compaction.Plan
 	var grouped int // the plan's tasks, first in scanTasks
 	var exchangeGroups []compaction.Group
@@ -142,7 +151,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		if res.OverlappingSortRuns = sp.Oversized; sp.Oversized > 0 {
 			log.Warn("runs of overlapping files are larger than one rewriter's group: only their candidates are rewritten and they stay overlapping", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
 		}
-	} else if cp, err = binpack.Plan(cfg, scanTasks); err != nil {
+	} else if cp, err = binpack.PlanInto(cfg, scanTasks, into); err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
 	} else {
 		grouped = binpack.Grouped(cp)
@@ -207,13 +216,6 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		return res, false, nil
 	}
 
-	outSpec, err := optin.ParseOutputSpec(tbl.Properties()[optin.PropertyOutputSpec])
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
-	}
-	if outSpec >= 0 && tbl.Metadata().PartitionSpecByID(outSpec) == nil {
-		return res, false, fmt.Errorf("plan %s: %w: %s=%d: the table has no such partition spec", name, optin.ErrBadProperty, optin.PropertyOutputSpec, outSpec)
-	}
 	planObj := messages.Plan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin}
 	job := jobs.Job{
 		ID: jobID, Table: name, Kind: jobs.KindCompaction, Trigger: trigger, Token: l.Token,
@@ -222,16 +224,17 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	}
 	jobGroups := make([]jobs.Group, 0, len(groups))
 	outputSpec := func(specID int) int {
-		switch outSpec {
-		case optin.OutputSpecCurrent:
-			return tbl.Metadata().DefaultPartitionSpec()
-		case optin.OutputSpecInput:
+		if into == binpack.EachOwnSpec {
 			return specID
 		}
-		return outSpec
+		return into
 	}
 	for i, g := range groups {
 		pg := messages.PlanGroup{Index: i, SpecID: int(g.Tasks[0].File.SpecID()), Partition: PartitionString(g.Tasks[0]), InputBytes: g.TotalSizeBytes}
+		if strings.HasSuffix(g.PartitionKey, ":*") {
+			// binpack.PlanInto: files of an older spec, of any partition.
+			pg.Partition = fmt.Sprintf("every partition of spec %d", pg.SpecID)
+		}
 		pg.OutputSpecID = outputSpec(pg.SpecID)
 		for _, t := range g.Tasks {
 			pg.InputPaths = append(pg.InputPaths, t.File.FilePath())
