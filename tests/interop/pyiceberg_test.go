@@ -32,6 +32,14 @@ func (w *world) pyicebergPython() string {
 
 // pyicebergReading is read.py's answer for one metadata file.
 type pyicebergReading struct {
+	pyicebergRows
+	// Refs are the rows at each branch and tag.
+	Refs map[string]pyicebergRows `json:"refs"`
+}
+
+// pyicebergRows are PyIceberg's rows at one snapshot, or why it cannot
+// read them.
+type pyicebergRows struct {
 	Columns    []string          `json:"columns"`
 	Rows       []json.RawMessage `json:"rows"`
 	Unreadable string            `json:"unreadable"`
@@ -39,11 +47,12 @@ type pyicebergReading struct {
 
 // agreeWithPyIceberg is the third opinion: PyIceberg (pyiceberg/read.py)
 // reads the table as the job left it, and the rows at its current snapshot
-// must be Spark's (after.current), compared row by row on the top-level
-// columns whose JSON both write alike (int, long, string, boolean). A table
-// PyIceberg could read before the job and cannot after is damage; one it
-// could not read before either (equality deletes, which PyIceberg does
-// not apply, or a v3 feature it lacks) is logged, not compared.
+// and at every branch and tag must be Spark's (after), compared row by row
+// on the top-level columns whose JSON both write alike (int, long, string,
+// boolean). A table or ref PyIceberg could read before the job and cannot
+// after is damage; one it could not read before either (equality deletes,
+// which PyIceberg does not apply, or a v3 feature it lacks) is logged, not
+// compared.
 func (w *world) agreeWithPyIceberg(before string, after reading) []string {
 	w.t.Helper()
 	py := w.pyicebergPython()
@@ -63,25 +72,53 @@ func (w *world) agreeWithPyIceberg(before string, after reading) []string {
 		return []string{fmt.Sprintf("PyIceberg's reader answered %q: %v", out, err)}
 	}
 	b, a := res[before], res[now]
+	problems := w.samePyIcebergRows("the current snapshot", b.pyicebergRows, a.pyicebergRows, after.current)
+	if a.Unreadable != "" {
+		return problems
+	}
+	names := make([]string, 0, len(after.refs))
+	for name := range after.refs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		got, ok := a.Refs[name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("PyIceberg does not see ref %s, which Spark reads", name))
+			continue
+		}
+		was, known := b.Refs[name]
+		if !known {
+			was = pyicebergRows{} // a ref new since the job started: must be readable
+		}
+		problems = append(problems, w.samePyIcebergRows("ref "+name, was, got, after.refs[name].Rows)...)
+	}
+	return problems
+}
+
+// samePyIcebergRows compares PyIceberg's rows at one snapshot (a, and b
+// before the job) with Spark's (spark).
+func (w *world) samePyIcebergRows(what string, b, a pyicebergRows, spark []string) []string {
+	w.t.Helper()
 	switch {
 	case a.Unreadable != "" && b.Unreadable == "":
-		return []string{"PyIceberg read the table before the job and cannot after: " + a.Unreadable}
+		return []string{fmt.Sprintf("PyIceberg read %s before the job and cannot after: %s", what, a.Unreadable)}
 	case a.Unreadable != "":
-		w.t.Logf("PyIceberg cannot read the table, before the job either (not compared): %s", a.Unreadable)
+		w.t.Logf("PyIceberg cannot read %s, before the job either (not compared): %s", what, a.Unreadable)
 		return nil
 	}
 	got := make([]string, 0, len(a.Rows))
 	for _, r := range a.Rows {
 		got = append(got, projectRow(w, r, a.Columns))
 	}
-	want := make([]string, 0, len(after.current))
-	for _, r := range after.current {
+	want := make([]string, 0, len(spark))
+	for _, r := range spark {
 		want = append(want, projectRow(w, json.RawMessage(r), a.Columns))
 	}
 	sort.Strings(got)
 	sort.Strings(want)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		return []string{"PyIceberg reads other rows than Spark (on " + strings.Join(a.Columns, ", ") + "): " + diffRows(want, got)}
+		return []string{fmt.Sprintf("PyIceberg reads other rows than Spark at %s (on %s): %s", what, strings.Join(a.Columns, ", "), diffRows(want, got))}
 	}
 	return nil
 }
