@@ -101,7 +101,17 @@ the rows it read before (compared row by row), every file Spark's metadata
 tables name must still be on storage, the table's properties, schemas,
 specs, sort orders and statistics must be as they were, and Spark's
 ` + "`data_files`, `delete_files` and `snapshots`" + ` tables must agree with
-icekeeper's measure.
+icekeeper's measure. On v3 tables every current row's row lineage
+(` + "`_row_id`, `_last_updated_sequence_number`" + `, as Spark reads them) must be
+as it was. PyIceberg is the third reader: from the metadata file alone it
+reads the rows at the current snapshot and at every branch and tag, which
+must be Spark's (on the int, long, string and boolean columns); a table or
+ref it read before a job and cannot after is damage. PyIceberg 0.12 does
+not apply equality deletes, so those tables are logged, not compared.
+
+Every case runs on both catalogs: ` + "`jdbc`" + ` is Iceberg Java's JdbcCatalog over
+sqlite, shared with iceberg-go's sql catalog; ` + "`rest`" + ` is Apache Iceberg's
+own REST catalog server (the ` + "`iceberg-open-api`" + ` test-fixtures jar).
 
 - **kept**: the job committed and the checks passed.
 - **nothing to do**: the planner found nothing for this job (the reason is in the test's log).
