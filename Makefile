@@ -50,7 +50,7 @@ interop: interop-setup
 ## interop-setup: resolve the interop harness's pinned Java modules from
 ## Maven Central and build them (needs Java 17 and Maven; see .ci/run), and
 ## install the pinned PyIceberg from PyPI (needs Python 3 with venv)
-INTEROP_MODULES := tests/interop/driver tests/interop/restserver
+INTEROP_MODULES := shared/harness/sparkdriver/java tests/interop/restserver
 # PyIceberg, the third reader (tests/interop/pyiceberg), pinned, in a venv
 PYICEBERG_DIR   := tests/interop/pyiceberg
 PYICEBERG_STAMP := $(PYICEBERG_DIR)/.venv/.installed

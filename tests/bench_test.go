@@ -3,11 +3,14 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/sparkdriver"
 )
 
 // TestBench_SmokeRunMeasuresEveryEngine runs the benchmark harness on a
@@ -24,12 +27,12 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	var stderr bytes.Buffer
-	run := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--json", "--dir", t.TempDir())
+	run := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--spark-cores", "", "--json", "--dir", t.TempDir())
 	run.Stderr = &stderr
 	out, err := run.Output()
 	if err != nil {
 		// The harness says what failed on stderr, after its progress.
-		t.Fatalf("bench: %v\n%s", err, lastLines(stderr.String(), 40))
+		t.Fatalf("bench: %v\n%s", err, bench.LastLines(stderr.String(), 40))
 	}
 	var rep bench.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
@@ -81,11 +84,62 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	}
 }
 
-// lastLines is the end of a long output: its last n lines.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+// TestBench_SparkRunsBesideIcekeeperOnTheSameTable runs the benchmark
+// with Spark's rewrite_data_files as the peer (one table, one run, local[1])
+// and checks that Spark was measured on the same table and kept the same
+// rows as icekeeper. Skipped when the Java driver is not built (make test
+// builds it).
+func TestBench_SparkRunsBesideIcekeeperOnTheSameTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchmark binary and a JVM")
 	}
-	return strings.Join(lines, "\n")
+	if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(sparkdriver.Dir), "target", "classpath.txt")); err != nil {
+		t.Skipf("SKIPPED: the Spark driver is not built (make interop-setup): %v", err)
+	}
+	bin := t.TempDir() + "/icekeeper-bench"
+	build := exec.Command("go", "build", "-o", bin, "./cmd/icekeeper-bench")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	var stderr bytes.Buffer
+	run := exec.Command(bin, "--kinds", "position", "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2",
+		"--repeats", "1", "--memory=false", "--planner-files", "", "--commit-files", "0", "--busy-jobs", "0", "--cold-starts", "0",
+		"--spark-cores", "1", "--json", "--dir", t.TempDir())
+	run.Dir = ".."
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, bench.LastLines(stderr.String(), 40))
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	if len(rep.Tables) != 1 {
+		t.Fatalf("%d tables, want position (v2)", len(rep.Tables))
+	}
+	tr := rep.Tables[0]
+	sp, ok := tr.Find(bench.EngineSpark, 1)
+	if !ok {
+		t.Fatalf("Spark was not measured: %+v", tr.Measurements)
+	}
+	ice, ok := tr.Find("icekeeper", 1)
+	if !ok {
+		t.Fatalf("icekeeper was not measured: %+v", tr.Measurements)
+	}
+	if sp.Wall <= 0 || sp.CPU <= 0 || sp.StartCPU <= 0 || sp.PeakRSS <= 0 || sp.FilesOut <= 0 || sp.OutputB <= 0 || !sp.Committed {
+		t.Fatalf("Spark unmeasured: %+v", sp)
+	}
+	// The harness fails a Spark run whose live rows differ before and
+	// after. The data files' records after each engine differ by the
+	// deleted rows of files one engine left alone (each plans its own
+	// groups), so Spark's are at most icekeeper's, and no fewer than
+	// the rows left after every delete (at least 90% of the input).
+	if sp.RowsOut <= 0 || sp.RowsOut > ice.RowsOut || float64(sp.RowsOut) < 0.9*float64(ice.RowsOut) {
+		t.Fatalf("the data files hold %d rows after Spark's rewrite, %d after icekeeper's", sp.RowsOut, ice.RowsOut)
+	}
+	if !strings.Contains(rep.Markdown(), "Against Spark") {
+		t.Fatalf("the report has no side-by-side with Spark:\n%s", rep.Markdown())
+	}
 }

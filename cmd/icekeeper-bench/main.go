@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/sparkdriver"
 )
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	fs.StringVar(&o.Storage, "storage", "local", "where the tables live: local (a folder) or s3 (a bucket in the emulator, every engine's S3 requests counted)")
 	fs.IntVar(&o.ColdStartRuns, "cold-starts", 7, "starts of each function binary to measure its cold start; 0 to skip")
 	fs.StringVar(&o.ColdStartBaseline, "cold-start-baseline", "", "also start the function binaries of this git revision, interleaved with these, and compare (e.g. HEAD~1)")
+	sparkCores := fs.String("spark-cores", "1,2", "also run Spark's rewrite_data_files on every table, in local[N] for each N (the Java driver that make interop-setup builds); empty to skip")
 	outFile := fs.String("out", "", "also write the Markdown report to this file")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	_ = fs.Parse(os.Args[1:])
@@ -73,6 +75,22 @@ func main() {
 			}
 			o.PlannerFiles = append(o.PlannerFiles, n)
 		}
+	}
+	for _, c := range strings.Split(*sparkCores, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			n, err := strconv.Atoi(c)
+			if err != nil || n < 1 {
+				fail(fmt.Errorf("--spark-cores: %q is not a count of cores", c))
+			}
+			o.SparkCores = append(o.SparkCores, n)
+		}
+	}
+	if len(o.SparkCores) > 0 {
+		root, err := moduleRoot()
+		if err != nil {
+			fail(fmt.Errorf("--spark-cores runs the Java driver in the repository: %w", err))
+		}
+		o.SparkDriver = filepath.Join(root, filepath.FromSlash(sparkdriver.Dir))
 	}
 	o.Progress = os.Stderr
 	self, err := os.Executable()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/icekeeper/icekeeper/shared/harness/sparkdriver"
 )
 
 // restDir is the Maven module that resolves the REST catalog server's
@@ -84,7 +86,7 @@ func startRESTServerOn(dir, warehouse, classpath string, port int) (string, func
 		"CATALOG_IO__IMPL=org.apache.iceberg.hadoop.HadoopFileIO",
 		fmt.Sprintf("CATALOG_REST_PORT=%d", port),
 	)
-	logs := &tail{max: 64 << 10}
+	logs := &sparkdriver.Tail{Max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("interop: start the REST catalog server: %w", err)

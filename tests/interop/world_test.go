@@ -2,7 +2,7 @@
 // Apache Spark and Iceberg Java (the reference implementation), maintained
 // by icekeeper's whole pipeline, and read back by Spark.
 //
-// One JVM (tests/interop/driver, started by TestMain) runs Spark in local
+// One JVM (package sparkdriver, started by TestMain) runs Spark in local
 // mode with Iceberg's Spark runtime and Iceberg Java's API. Each test has
 // its own catalog, shared by Spark and icekeeper: Iceberg Java's JdbcCatalog
 // over a sqlite file, which iceberg-go's sql catalog reads with the same
@@ -56,6 +56,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
+	"github.com/icekeeper/icekeeper/shared/harness/sparkdriver"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -67,7 +68,7 @@ import (
 
 var (
 	cloud  *localcloud.Cloud
-	driver *spark
+	driver *sparkdriver.Driver
 	seq    atomic.Int64
 )
 
@@ -76,7 +77,7 @@ func runAll() bool { return os.Getenv("ICEKEEPER_INTEROP") == "all" }
 
 func TestMain(m *testing.M) {
 	var err error
-	driver, err = startSpark("driver")
+	driver, err = sparkdriver.Start(filepath.Join("..", "..", filepath.FromSlash(sparkdriver.Dir)), sparkdriver.Options{})
 	if err != nil {
 		if os.Getenv("ICEKEEPER_INTEROP") == "" {
 			// Plain `go test ./...` without the driver built: say so and
@@ -151,7 +152,7 @@ func (w *world) T() string { return w.name + ".db.t" }
 
 func (w *world) spark(req map[string]any) []json.RawMessage {
 	w.t.Helper()
-	rows, err := driver.request(req)
+	rows, err := driver.Request(req, 0)
 	if err != nil {
 		w.t.Fatalf("spark: %v", err)
 	}
@@ -168,7 +169,7 @@ func (w *world) sql(format string, args ...any) []json.RawMessage {
 // trySQL is sql that returns Spark's error instead of failing the test.
 func (w *world) trySQL(format string, args ...any) ([]json.RawMessage, error) {
 	stmt := strings.ReplaceAll(fmt.Sprintf(format, args...), "{t}", w.T())
-	return driver.request(map[string]any{"op": "sql", "sql": stmt})
+	return driver.Request(map[string]any{"op": "sql", "sql": stmt}, 0)
 }
 
 // icekeeper opens icekeeper's side of the world (once): its catalog

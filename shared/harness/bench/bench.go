@@ -116,6 +116,12 @@ type Options struct {
 	// ColdStartBaseline, when set, is a git revision whose function
 	// binaries start interleaved with these, side by side in the report.
 	ColdStartBaseline string
+	// SparkDriver is the Java module of package sparkdriver (built by make
+	// interop-setup): when set, Spark's rewrite_data_files runs on every
+	// table beside the other engines, in local[N] for each N in
+	// SparkCores (default 1 and 2).
+	SparkDriver string
+	SparkCores  []int
 	// Self is the benchmark executable (re-run as children).
 	Self string
 	// Progress receives progress lines.
@@ -133,6 +139,9 @@ type Measurement struct {
 	RowsOut   int64         `json:"rows_out"`
 	FilesOut  int           `json:"files_out"`
 	CoordCPU  time.Duration `json:"coordinator_cpu_ns,omitempty"`
+	// StartCPU is what the engine spent before its run, not counted in
+	// CPU: a JVM's start and warm-up (Spark).
+	StartCPU time.Duration `json:"start_cpu_ns,omitempty"`
 	Committed bool          `json:"committed,omitempty"`
 	// OutputB is the size of the data files the table had after the run
 	// (icekeeper's runs; every input file is rewritten).
@@ -231,6 +240,9 @@ func (o *Options) defaults() {
 	}
 	if o.Repeats <= 0 {
 		o.Repeats = 3
+	}
+	if len(o.SparkCores) == 0 {
+		o.SparkCores = []int{1, 2}
 	}
 }
 
@@ -502,6 +514,34 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
 				return m, err
 			}
+			return m, rollback()
+		}})
+	}
+	// 3a. Spark's rewrite_data_files, the peer a user would pick, in
+	// local[N] with N concurrent file groups.
+	for _, n := range o.SparkCores {
+		if o.SparkDriver == "" {
+			break
+		}
+		engines = append(engines, engine{fmt.Sprintf("Spark rewrite_data_files, local[%d]", n), func() (Measurement, error) {
+			m, err := storage.measure(func() (Measurement, error) {
+				m, _, err := runSpark(ctx, o, cc, storage, name, n)
+				return m, err
+			})
+			if err != nil {
+				return m, err
+			}
+			m.InputB = tr.InputBytes
+			// As the other engines' rows: the data files' records.
+			after, err := cat.LoadTable(ctx, ident)
+			if err != nil {
+				return m, err
+			}
+			st, err := health.Measure(ctx, after)
+			if err != nil {
+				return m, err
+			}
+			m.RowsOut, m.OutputB = st.DataRecords, st.DataBytes
 			return m, rollback()
 		}})
 	}

@@ -82,6 +82,7 @@ func (r Report) Markdown() string {
 			}
 		}
 	}
+	b.WriteString(r.againstSpark())
 	b.WriteString(r.targets())
 	if r.Memory != nil && len(r.Memory.PeakRSS) == 2 {
 		m := r.Memory
@@ -121,17 +122,17 @@ func spread(m Measurement) string {
 	return fmt.Sprintf("%d runs, ±%.0f%%", len(m.Walls), 100*m.Spread()/2)
 }
 
-// shapeProcs and shapeCores: iceberg-go runs in one process on Procs
-// cores, the others in Procs processes of one core.
+// shapeProcs and shapeCores: iceberg-go and Spark run in one process on
+// Procs cores, the others in Procs processes of one core.
 func (m Measurement) shapeProcs() int {
-	if m.Engine == "iceberg-go" {
+	if m.Engine == "iceberg-go" || m.Engine == EngineSpark {
 		return 1
 	}
 	return m.Procs
 }
 
 func (m Measurement) shapeCores() int {
-	if m.Engine == "iceberg-go" {
+	if m.Engine == "iceberg-go" || m.Engine == EngineSpark {
 		return m.Procs
 	}
 	return 1
@@ -369,5 +370,46 @@ func (r Report) scale() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f | %.1f | %.0f |\n", p.Stage, p.TableFiles, p.Files, p.Groups, p.Wall.Seconds(), p.CPU.Seconds(), float64(p.PeakRSS)/(1<<20))
 	}
 	b.WriteString("\n")
+	return b.String()
+}
+
+// againstSpark renders each table's engines per CPU-second and per wall
+// second beside Spark's rewrite_data_files at the same cores, with their
+// output, when Spark ran.
+func (r Report) againstSpark() string {
+	var b strings.Builder
+	for _, t := range r.Tables {
+		if _, ok := t.Find(EngineSpark, 1); !ok {
+			if _, ok := t.Find(EngineSpark, 2); !ok {
+				continue
+			}
+		}
+		fmt.Fprintf(&b, "#### Against Spark: %s deletes (v%d)\n\n", t.Kind, formatVersion(t.Kind))
+		b.WriteString("Spark's CPU and wall time are its procedure's call alone; its JVM's start and a warm-up query came before (their CPU in brackets). icekeeper's CPU is its rewriters'; the planner, committer and emulator are in the table above.\n\n")
+		b.WriteString("| engine | processes × cores | input MB per CPU s | input MB per wall s | CPU s | peak RSS MB | output MB | output files | per CPU s vs Spark | per wall s vs Spark |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, m := range t.Measurements {
+			if m.Engine == "raw arrow-go" {
+				continue
+			}
+			perCPU := float64(m.InputB) / 1e6 / max(m.CPU.Seconds(), 1e-9)
+			cpu := fmt.Sprintf("%.1f", m.CPU.Seconds())
+			if m.StartCPU > 0 {
+				cpu += fmt.Sprintf(" (+%.1f start)", m.StartCPU.Seconds())
+			}
+			vsCPU, vsWall := "", ""
+			if sp, ok := t.Find(EngineSpark, m.shapeProcs()*m.shapeCores()); ok && m.Engine != EngineSpark {
+				spPerCPU := float64(sp.InputB) / 1e6 / max(sp.CPU.Seconds(), 1e-9)
+				vsCPU = fmt.Sprintf("%.2fx", perCPU/spPerCPU)
+				vsWall = fmt.Sprintf("%.2fx", m.MBps()/sp.MBps())
+			}
+			out := ""
+			if m.OutputB > 0 {
+				out = fmt.Sprintf("%.1f", float64(m.OutputB)/1e6)
+			}
+			fmt.Fprintf(&b, "| %s | %d × %d | %.1f | %.1f | %s | %.0f | %s | %d | %s | %s |\n", m.Engine, m.shapeProcs(), m.shapeCores(),
+				perCPU, m.MBps(), cpu, float64(m.PeakRSS)/(1<<20), out, m.FilesOut, vsCPU, vsWall)
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }

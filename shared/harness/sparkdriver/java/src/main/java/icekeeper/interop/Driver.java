@@ -16,7 +16,7 @@ import org.apache.iceberg.spark.SparkCatalog;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * The interop driver: one Spark session (local[2], Iceberg's Spark runtime and
+ * The interop driver: one Spark session (local[N], Iceberg's Spark runtime and
  * SQL extensions) and Iceberg Java's core API, driven by icekeeper's Go tests
  * over stdin and stdout, one JSON request per line.
  *
@@ -45,16 +45,18 @@ public final class Driver {
     // the real stdout, everything else to stderr.
     PrintStream answers = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     System.setOut(System.err);
+    // -Dicekeeper.spark.cores=N: local[N] and N partitions (default 2).
+    String cores = System.getProperty("icekeeper.spark.cores", "2");
     SparkSession spark =
         SparkSession.builder()
-            .master("local[2]")
+            .master("local[" + cores + "]")
             .appName("icekeeper-interop")
             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.host", "127.0.0.1")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.default.parallelism", "2")
+            .config("spark.sql.shuffle.partitions", cores)
+            .config("spark.default.parallelism", cores)
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate();
     spark.sparkContext().setLogLevel("WARN");
