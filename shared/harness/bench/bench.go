@@ -130,18 +130,18 @@ type Options struct {
 
 // Measurement is one engine's run on one table.
 type Measurement struct {
-	Engine    string        `json:"engine"`
-	Procs     int           `json:"procs"`
-	Wall      time.Duration `json:"wall_ns"`
-	CPU       time.Duration `json:"cpu_ns"`
-	PeakRSS   int64         `json:"peak_rss_bytes"`
-	InputB    int64         `json:"input_bytes"`
-	RowsOut   int64         `json:"rows_out"`
-	FilesOut  int           `json:"files_out"`
-	CoordCPU  time.Duration `json:"coordinator_cpu_ns,omitempty"`
+	Engine   string        `json:"engine"`
+	Procs    int           `json:"procs"`
+	Wall     time.Duration `json:"wall_ns"`
+	CPU      time.Duration `json:"cpu_ns"`
+	PeakRSS  int64         `json:"peak_rss_bytes"`
+	InputB   int64         `json:"input_bytes"`
+	RowsOut  int64         `json:"rows_out"`
+	FilesOut int           `json:"files_out"`
+	CoordCPU time.Duration `json:"coordinator_cpu_ns,omitempty"`
 	// StartCPU is what the engine spent before its run, not counted in
 	// CPU: a JVM's start and warm-up (Spark).
-	StartCPU time.Duration `json:"start_cpu_ns,omitempty"`
+	StartCPU  time.Duration `json:"start_cpu_ns,omitempty"`
 	Committed bool          `json:"committed,omitempty"`
 	// OutputB is the size of the data files the table had after the run
 	// (icekeeper's runs; every input file is rewritten).
