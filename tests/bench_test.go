@@ -139,6 +139,14 @@ func TestBench_SparkRunsBesideIcekeeperOnTheSameTable(t *testing.T) {
 	if sp.RowsOut <= 0 || sp.RowsOut > ice.RowsOut || float64(sp.RowsOut) < 0.9*float64(ice.RowsOut) {
 		t.Fatalf("the data files hold %d rows after Spark's rewrite, %d after icekeeper's", sp.RowsOut, ice.RowsOut)
 	}
+	// The bill: every AWS request the stages sent was counted.
+	if b := ice.Bill; b.AWS == nil || b.AWS.Service("sqs") == 0 || b.AWS.Service("dynamodb") == 0 || b.AWS.WriteUnits <= 0 || b.AWS.SQSRequests <= 0 ||
+		b.PlannerInvocations != 1 || b.RewriterInvocations <= 0 || b.CommitterInvocations <= 0 || b.LogBytes <= 0 {
+		t.Fatalf("icekeeper's bill uncounted: %+v (aws %+v)", b, b.AWS)
+	}
+	if !strings.Contains(rep.Markdown(), "The whole bill, per TB compacted") {
+		t.Fatalf("the report has no bill:\n%s", rep.Markdown())
+	}
 	if !strings.Contains(rep.Markdown(), "Against Spark") {
 		t.Fatalf("the report has no side-by-side with Spark:\n%s", rep.Markdown())
 	}

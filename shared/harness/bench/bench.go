@@ -35,8 +35,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
@@ -122,6 +124,9 @@ type Options struct {
 	// SparkCores (default 1 and 2).
 	SparkDriver string
 	SparkCores  []int
+	// awsCounter counts every AWS request icekeeper's stages send (set
+	// by Run).
+	awsCounter *awsrequests.Proxy
 	// Self is the benchmark executable (re-run as children).
 	Self string
 	// Progress receives progress lines.
@@ -142,6 +147,9 @@ type Measurement struct {
 	// StartCPU is what the engine spent before its run, not counted in
 	// CPU: a JVM's start and warm-up (Spark).
 	StartCPU  time.Duration `json:"start_cpu_ns,omitempty"`
+	// Bill is what icekeeper's run used of what AWS bills beyond S3
+	// (icekeeper's runs).
+	Bill Bill `json:"bill,omitempty"`
 	Committed bool          `json:"committed,omitempty"`
 	// OutputB is the size of the data files the table had after the run
 	// (icekeeper's runs; every input file is rewritten).
@@ -272,6 +280,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	if o.awsCounter, err = awsrequests.Start(cloud.URL); err != nil {
+		return rep, err
+	}
+	defer o.awsCounter.Close()
 
 	var rowsPerMB float64
 	if slices.ContainsFunc(o.Kinds, func(k string) bool { return k != "" }) || o.Memory {
@@ -777,17 +789,30 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 		return m, 0, err
 	}
 	res.Apply(&cfg)
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	deps, err := stages.NewDeps(cfg, cloud.Clients, log, stages.AllNeeds...)
+	// The stages reach AWS through the request counter (the bill) and
+	// log as the functions do, counted; the harness watches the job
+	// through its own clients, not counted.
+	endpoint, clients := cloud.URL, cloud.Clients
+	if o.awsCounter != nil {
+		endpoint, clients = o.awsCounter.URL, awsclients.ForEndpoint(o.awsCounter.URL, "us-east-1")
+		o.awsCounter.Reset()
+	}
+	logs := &LogCounter{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	deps, err := stages.NewDeps(cfg, clients, log, stages.AllNeeds...)
 	if err != nil {
 		return m, 0, err
 	}
-	deps.Metrics = metrics.NewEmitter(io.Discard, "", nil)
+	deps.Metrics = metrics.NewEmitter(logs, "", nil)
 	st, _, err := deps.LocalStages(cat)
 	if err != nil {
 		return m, 0, err
 	}
-	env := []string{"GOMAXPROCS=1", "AWS_ENDPOINT_URL=" + cloud.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
+	watch, err := jobs.NewStore(cloud.Clients.DynamoDB, cfg.JobsTable, time.Now)
+	if err != nil {
+		return m, 0, err
+	}
+	env := []string{"GOMAXPROCS=1", "AWS_ENDPOINT_URL=" + endpoint, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
 	if o.RewriterMemoryMB > 0 {
 		env = append(env, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(o.RewriterMemoryMB))
 	}
@@ -818,6 +843,7 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	// comes back only when its visibility timeout runs out, as on SQS.
 	var j jobs.Job
 	var delivered, failed int
+	var rewriterLogs int64
 	deadline := time.Now().Add(roundsFor)
 	for round := 0; ; round++ {
 		var waits []func() (Proc, error)
@@ -833,13 +859,15 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			if err != nil {
 				return m, 0, err
 			}
-			var out localrun.Stats
+			var out RewriterOut
 			if err := decodeOut(p, &out); err != nil {
 				return m, 0, err
 			}
 			m.CPU += p.CPU
 			m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
 			delivered, failed = delivered+out.Delivered, failed+out.Failed
+			rewriterLogs += out.LogBytes
+			m.Bill.RewriterInvocations += int64(out.Delivered)
 		}
 		if maxGroups > 0 {
 			m.Wall = time.Since(start)
@@ -850,7 +878,8 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			return m, 0, err
 		}
 		delivered, failed = delivered+cs.Delivered, failed+cs.Failed
-		if j, err = deps.Jobs.Get(ctx, pr.JobID); err != nil {
+		m.Bill.CommitterInvocations += int64(cs.Delivered)
+		if j, err = watch.Get(ctx, pr.JobID); err != nil {
 			return m, 0, err
 		}
 		if j.State.Terminal() || time.Now().After(deadline) {
@@ -863,6 +892,12 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	m.Wall = time.Since(start)
 	m.CoordCPU = selfCPU() - cpu0
 	m.Committed = j.State == "committed"
+	m.Bill.PlannerInvocations, m.Bill.Groups = 1, pr.Groups
+	m.Bill.LogBytes = logs.Bytes() + rewriterLogs
+	if o.awsCounter != nil {
+		c := o.awsCounter.Counts()
+		m.Bill.AWS = &c
+	}
 	if !m.Committed {
 		return m, 0, fmt.Errorf("pipeline job %s: %s (%s) after %d deliveries, %d of them failed", j.ID, j.State, j.Reason, delivered, failed)
 	}

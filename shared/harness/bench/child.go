@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -172,39 +173,73 @@ func icebergRewrite(ctx context.Context, a IcebergArgs) (IcebergOut, error) {
 	return out, nil
 }
 
+// RewriterOut is a rewriter process's deliveries and the bytes it logged.
+type RewriterOut struct {
+	localrun.Stats
+	LogBytes int64 `json:"log_bytes"`
+}
+
+// LogCounter counts the bytes a stage logs (its slog JSON and its metrics'
+// embedded metric format lines), as the function's stdout would send them
+// to CloudWatch Logs, and keeps none of them.
+type LogCounter struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (c *LogCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.n += int64(len(p))
+	c.mu.Unlock()
+	return len(p), nil
+}
+
+// Bytes is what was written so far.
+func (c *LogCounter) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // rewriterDrain is one rewriter process: the same handler the Lambda
-// function runs, fed from the task queue.
-func rewriterDrain(ctx context.Context, a RewriterArgs) (localrun.Stats, error) {
+// function runs, fed from the task queue, logging as the function does
+// (JSON at Info, counted, not kept).
+func rewriterDrain(ctx context.Context, a RewriterArgs) (RewriterOut, error) {
+	var out RewriterOut
 	cfg, err := config.FromEnv()
 	if err != nil {
-		return localrun.Stats{}, err
+		return out, err
 	}
 	clients, err := awsclients.Load(ctx)
 	if err != nil {
-		return localrun.Stats{}, err
+		return out, err
 	}
-	deps, err := stages.NewDeps(cfg, clients, slog.New(slog.NewJSONHandler(io.Discard, nil)), append(stages.RewriterNeeds, config.NeedTaskQueue)...)
+	logs := &LogCounter{}
+	deps, err := stages.NewDeps(cfg, clients, slog.New(slog.NewJSONHandler(logs, nil)).With("function", "rewriter"), append(stages.RewriterNeeds, config.NeedTaskQueue)...)
 	if err != nil {
-		return localrun.Stats{}, err
+		return out, err
 	}
-	deps.Metrics = metrics.NewEmitter(io.Discard, "", nil)
+	deps.Metrics = metrics.NewEmitter(logs, "", nil)
 	r, err := deps.Rewriter()
 	if err != nil {
-		return localrun.Stats{}, err
+		return out, err
 	}
 	h := rewriterstage.Handler{Rewrite: r}.Handle
 	if a.MaxGroups > 0 {
-		return localrun.Drain(ctx, deps.Tasks, h, 1, a.MaxGroups)
+		out.Stats, err = localrun.Drain(ctx, deps.Tasks, h, 1, a.MaxGroups)
+		out.LogBytes = logs.Bytes()
+		return out, err
 	}
 	// Keep polling briefly after the queue looks empty: a task another
 	// rewriter released for redelivery, or one still becoming visible,
 	// must not be stranded when this process exits.
-	var total localrun.Stats
+	total := &out.Stats
 	for idle := 0; idle < 3; {
 		st, err := localrun.Drain(ctx, deps.Tasks, h, 1, 0)
 		total.Batches, total.Delivered, total.Failed = total.Batches+st.Batches, total.Delivered+st.Delivered, total.Failed+st.Failed
 		if err != nil {
-			return total, err
+			out.LogBytes = logs.Bytes()
+			return out, err
 		}
 		if st.Delivered == 0 {
 			idle++
@@ -213,7 +248,8 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (localrun.Stats, error) 
 			idle = 0
 		}
 	}
-	return total, nil
+	out.LogBytes = logs.Bytes()
+	return out, nil
 }
 
 func decodeOut(p Proc, v any) error {

@@ -110,6 +110,7 @@ func (r Report) Markdown() string {
 	b.WriteString(r.coldStarts())
 	b.WriteString(r.busy())
 	b.WriteString(r.costs())
+	b.WriteString(r.bill())
 	return b.String()
 }
 
