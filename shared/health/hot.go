@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -181,20 +182,38 @@ func RecentWrites(ctx context.Context, tbl *table.Table, now time.Time, idle tim
 	return out, nil
 }
 
+// WriterActivity is what a table's writers committed to its main branch
+// within a window.
+type WriterActivity struct {
+	// Commits are the snapshots icekeeper did not make.
+	Commits int
+	// Removing are those of them that removed data or delete files
+	// (RemovesFiles): the commits that can abort a compaction, whose
+	// inputs, or deletes it applied, they may remove. An append never can
+	// (the committer keeps it, docs/DESIGN.md section 7.2), nor can a
+	// position delete or deletion vector added (it is rebased, section
+	// 20).
+	Removing int
+	// Last is when the newest of them was committed (zero: none).
+	Last time.Time
+}
+
 // WriterCommits counts the snapshots of the table's main branch (the
 // current snapshot and its ancestors) committed within window before now
-// that icekeeper did not make, and returns the newest one's time (zero
-// when there is none). It reads the metadata only: the rate of the
-// writers' commits that package throttle weighs.
-func WriterCommits(meta table.Metadata, now time.Time, window time.Duration) (int, time.Time) {
+// that icekeeper did not make. It reads the metadata only: the writers'
+// rate that package throttle weighs.
+func WriterCommits(meta table.Metadata, now time.Time, window time.Duration) WriterActivity {
 	since := now.Add(-window).UnixMilli()
-	n, last := 0, time.Time{}
+	var w WriterActivity
 	s := meta.CurrentSnapshot()
 	for steps := len(meta.Snapshots()); s != nil && s.TimestampMs >= since && steps > 0; steps-- {
 		if !ours(*s) {
-			n++
-			if at := time.UnixMilli(s.TimestampMs).UTC(); at.After(last) {
-				last = at
+			w.Commits++
+			if RemovesFiles(*s) {
+				w.Removing++
+			}
+			if at := time.UnixMilli(s.TimestampMs).UTC(); at.After(w.Last) {
+				w.Last = at
 			}
 		}
 		if s.ParentSnapshotID == nil {
@@ -202,7 +221,23 @@ func WriterCommits(meta table.Metadata, now time.Time, window time.Duration) (in
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
-	return n, last
+	return w
+}
+
+// RemovesFiles reports whether a snapshot removed data or delete files: by
+// its summary's deleted-data-files and removed-delete-files, or, when it
+// has neither, by its operation (anything but an append may have).
+func RemovesFiles(s table.Snapshot) bool {
+	if s.Summary == nil {
+		return true
+	}
+	deleted, d := s.Summary.Properties["deleted-data-files"]
+	removed, r := s.Summary.Properties["removed-delete-files"]
+	if !d && !r {
+		return s.Summary.Operation != table.OpAppend
+	}
+	nonZero := func(v string) bool { return v != "" && strings.TrimSpace(v) != "0" }
+	return nonZero(deleted) || nonZero(removed)
 }
 
 // PartitionNamer renders data files' partitions for people, as the

@@ -149,29 +149,54 @@ func metadataWith(t *testing.T, snaps []snapshotAt, main int64) table.Metadata {
 
 // TestWriterCommits_CountsTheWritersOfTheMainBranchWithinTheWindow: from
 // recorded snapshots, the writers' commits of the main branch within the
-// window are counted, and the newest one's time returned; icekeeper's own
-// snapshots, older ones and another branch's are not.
+// window are counted, those that removed files among them, and the
+// newest one's time returned; icekeeper's own snapshots, older ones and
+// another branch's are not.
 func TestWriterCommits_CountsTheWritersOfTheMainBranchWithinTheWindow(t *testing.T) {
 	base := time.Now().Add(time.Hour).Truncate(time.Second) // after the metadata's creation, as commits are
 	ours := iceberg.Properties{messages.SummaryJobID: "job-1"}
+	removed := iceberg.Properties{"deleted-data-files": "2", "removed-delete-files": "0"}
 	meta := metadataWith(t, []snapshotAt{
 		{id: 1, seq: 1, at: base},
-		{id: 2, parent: 1, seq: 2, at: base.Add(10 * time.Minute)},
-		{id: 3, parent: 2, seq: 3, at: base.Add(70 * time.Minute)},
+		{id: 2, parent: 1, seq: 2, at: base.Add(10 * time.Minute), props: removed},
+		{id: 3, parent: 2, seq: 3, at: base.Add(70 * time.Minute), props: removed},
 		{id: 4, parent: 3, seq: 4, at: base.Add(80 * time.Minute), props: ours},
-		{id: 9, parent: 3, seq: 5, at: base.Add(85 * time.Minute)}, // another branch
+		{id: 9, parent: 3, seq: 5, at: base.Add(85 * time.Minute), props: removed}, // another branch
 		{id: 5, parent: 4, seq: 6, at: base.Add(90 * time.Minute)},
 	}, 5)
 	now := base.Add(100 * time.Minute)
-	n, last := WriterCommits(meta, now, time.Hour)
-	if n != 2 || !last.Equal(base.Add(90*time.Minute)) {
-		t.Fatalf("last hour: %d writer commits, newest at %s; want 2 (snapshots 3 and 5), newest %s", n, last, base.Add(90*time.Minute))
+	w := WriterCommits(meta, now, time.Hour)
+	if w.Commits != 2 || w.Removing != 1 || !w.Last.Equal(base.Add(90*time.Minute)) {
+		t.Fatalf("last hour: %+v; want 2 writer commits (snapshots 3 and 5), 1 removing files (3), newest at %s", w, base.Add(90*time.Minute))
 	}
-	if n, _ := WriterCommits(meta, now, 2*time.Hour); n != 4 {
-		t.Fatalf("last two hours: %d writer commits; want 4", n)
+	if w := WriterCommits(meta, now, 2*time.Hour); w.Commits != 4 || w.Removing != 2 {
+		t.Fatalf("last two hours: %+v; want 4 writer commits, 2 removing files", w)
 	}
-	if n, last := WriterCommits(meta, now, time.Minute); n != 0 || !last.IsZero() {
-		t.Fatalf("last minute: %d, %s; want none", n, last)
+	if w := WriterCommits(meta, now, time.Minute); w.Commits != 0 || !w.Last.IsZero() {
+		t.Fatalf("last minute: %+v; want none", w)
+	}
+}
+
+// TestRemovesFiles_BySummaryCountsElseByOperation: a snapshot removed
+// files when its summary counts deleted data files or removed delete
+// files; without counts, anything but an append may have.
+func TestRemovesFiles_BySummaryCountsElseByOperation(t *testing.T) {
+	for _, c := range []struct {
+		op    table.Operation
+		props iceberg.Properties
+		want  bool
+	}{
+		{table.OpAppend, iceberg.Properties{"added-data-files": "3"}, false},
+		{table.OpOverwrite, iceberg.Properties{"deleted-data-files": "0", "added-delete-files": "1"}, false}, // a merge-on-read delete
+		{table.OpOverwrite, iceberg.Properties{"deleted-data-files": "4"}, true},                            // copy-on-write
+		{table.OpDelete, iceberg.Properties{"removed-delete-files": "1"}, true},
+		{table.OpReplace, iceberg.Properties{"deleted-data-files": "9", "added-data-files": "1"}, true}, // another engine's compaction
+		{table.OpOverwrite, nil, true},
+		{table.OpAppend, nil, false},
+	} {
+		if got := RemovesFiles(table.Snapshot{Summary: &table.Summary{Operation: c.op, Properties: c.props}}); got != c.want {
+			t.Errorf("%s %v: removes files %t, want %t", c.op, c.props, got, c.want)
+		}
 	}
 }
 

@@ -66,10 +66,10 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	decision := p.throttle(tbl.Metadata(), l, now)
 	res.Throttle = &decision
 	log.Info("throttle", "start", decision.Start, "max_groups", decision.MaxGroups, "concurrency", decision.Concurrency, "level", decision.Level,
-		"writer_commits", decision.WriterCommits, "conflict_aborts", decision.ConflictAborts, "why", decision.Reason)
+		"writer_commits", decision.WriterCommits, "removing_commits", decision.RemovingCommits, "conflict_aborts", decision.ConflictAborts, "why", decision.Reason)
 	if !decision.Start {
 		res.Outcome, res.Reason = OutcomeBackedOff, decision.Reason
-		log.Warn("skip: the table's writers are busy and its last jobs were aborted by their commits", "why", decision.Reason)
+		log.Warn("skip: the table's writers keep removing files and its last jobs were aborted by concurrent commits", "why", decision.Reason)
 		return res, false, nil
 	}
 
@@ -350,7 +350,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 // throttle decides how hard a compaction of the table may press on its
 // writers (package throttle), from its lease's failure record (the
 // conflict aborts in a row) and its metadata (the writers' commits within
-// throttle.Window). An operator's cycle, which ignores backoffs, ignores
+// throttle.Window, and those of them that removed files). An operator's cycle, which ignores backoffs, ignores
 // the throttle too: its decision is recorded, and neither backs off nor
 // bounds.
 func (p *Planner) throttle(meta table.Metadata, l lease.Lease, now time.Time) throttle.Decision {
@@ -358,8 +358,8 @@ func (p *Planner) throttle(meta table.Metadata, l lease.Lease, now time.Time) th
 	if l.Backoff.Class == lease.ClassConflict {
 		conflicts = l.Backoff.Streak
 	}
-	writes, _ := health.WriterCommits(meta, now, throttle.Window)
-	d := throttle.Decide(throttle.Signals{ConflictAborts: conflicts, WriterCommits: writes, Concurrency: p.settings.RewriterConcurrency})
+	w := health.WriterCommits(meta, now, throttle.Window)
+	d := throttle.Decide(throttle.Signals{ConflictAborts: conflicts, WriterCommits: w.Commits, RemovingCommits: w.Removing, Concurrency: p.settings.RewriterConcurrency})
 	if p.ignoreBackoff && (d.Bounded() || !d.Start) {
 		d.Reason = "ignored by an operator's cycle: " + d.Reason
 		d.Start, d.MaxGroups = true, 0

@@ -7,7 +7,8 @@ import (
 )
 
 // TestDecide_TheDecisionTable: the decision for recorded signals, case by
-// case, with the stack's concurrency at 10.
+// case, with the stack's concurrency at 10; the writes are commits that
+// removed files, unless said otherwise.
 func TestDecide_TheDecisionTable(t *testing.T) {
 	for _, c := range []struct {
 		name              string
@@ -17,6 +18,7 @@ func TestDecide_TheDecisionTable(t *testing.T) {
 		why               string
 	}{
 		{"a quiet table is not bounded", 0, 0, true, 0, 10, "quiet"},
+		{"appends only, however many, are quiet", 0, -6000, true, 0, 10, "quiet"},
 		{"a few writer commits are still quiet", 0, BusyWriterCommits - 1, true, 0, 10, "quiet"},
 		{"busy writers: one wave", 0, BusyWriterCommits, true, 10, 10, "busy writers"},
 		{"a commit a minute: half a wave", 0, 60, true, 5, 5, "busy writers"},
@@ -29,12 +31,18 @@ func TestDecide_TheDecisionTable(t *testing.T) {
 		{"many conflict aborts on a quiet table still start, with one group", 9, 0, true, 1, 1, "aborted by concurrent commits"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d := Decide(Signals{ConflictAborts: c.conflicts, WriterCommits: c.writes, Concurrency: 10})
+			// A negative count stands for that many appends: writer
+			// commits that removed nothing.
+			s := Signals{ConflictAborts: c.conflicts, WriterCommits: c.writes, RemovingCommits: c.writes, Concurrency: 10}
+			if c.writes < 0 {
+				s.WriterCommits, s.RemovingCommits = -c.writes, 0
+			}
+			d := Decide(s)
 			if d.Start != c.start || d.MaxGroups != c.maxGroups || d.Concurrency != c.conc || !strings.Contains(d.Reason, c.why) {
 				t.Fatalf("Decide(conflicts %d, writes %d) = %+v; want start %t, max groups %d, concurrency %d, a reason with %q", c.conflicts, c.writes, d, c.start, c.maxGroups, c.conc, c.why)
 			}
-			if d.ConflictAborts != c.conflicts || d.WriterCommits != c.writes {
-				t.Fatalf("signals recorded %+v, want %d conflicts and %d writes", d, c.conflicts, c.writes)
+			if d.ConflictAborts != c.conflicts || d.WriterCommits != s.WriterCommits || d.RemovingCommits != s.RemovingCommits {
+				t.Fatalf("signals recorded %+v, want %+v", d, s)
 			}
 		})
 	}
@@ -56,7 +64,7 @@ func TestDecide_NeverZeroGroupsAndMonotone(t *testing.T) {
 	for _, conc := range []int{0, 1, 2, 3, 10, 50, 1000} {
 		for k := 0; k <= 12; k++ {
 			for i, w := range writes {
-				d := Decide(Signals{ConflictAborts: k, WriterCommits: w, Concurrency: conc})
+				d := Decide(Signals{ConflictAborts: k, WriterCommits: 2 * w, RemovingCommits: w, Concurrency: conc})
 				if d.Start && groups(d) < 1 || d.Concurrency < 1 {
 					t.Fatalf("conc %d, conflicts %d, writes %d: %+v allows no group", conc, k, w, d)
 				}
@@ -71,8 +79,8 @@ func TestDecide_NeverZeroGroupsAndMonotone(t *testing.T) {
 					t.Fatalf("conc %d, conflicts %d, writes %d: no reason", conc, k, w)
 				}
 				for _, more := range []Decision{
-					Decide(Signals{ConflictAborts: k + 1, WriterCommits: w, Concurrency: conc}),
-					Decide(Signals{ConflictAborts: k, WriterCommits: writes[min(i+1, len(writes)-1)], Concurrency: conc}),
+					Decide(Signals{ConflictAborts: k + 1, WriterCommits: 2 * w, RemovingCommits: w, Concurrency: conc}),
+					Decide(Signals{ConflictAborts: k, RemovingCommits: writes[min(i+1, len(writes)-1)], Concurrency: conc}),
 				} {
 					if groups(more) > groups(d) || !d.Start && more.Start {
 						t.Fatalf("conc %d, conflicts %d, writes %d: %+v, then with more contention %+v", conc, k, w, d, more)
