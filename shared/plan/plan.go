@@ -17,7 +17,9 @@
 // Each action has its file: compaction.go (bin-pack, sort and z-order
 // groups with iceberg-go's compaction planner, honouring
 // write.target-file-size-bytes, split above the per-rewriter limit, and
-// two-stage sorts for runs too large for one rewriter), deletes.go
+// two-stage sorts for runs too large for one rewriter; a busy table's job
+// bounded, or backed off, by package throttle; hot partitions scoped by
+// package health), deletes.go
 // (delete-file rewrite), expiry.go (snapshot expiry, decided by package
 // expire), manifests.go (manifest rewrite), orphans.go (orphan cleanup,
 // decided by package orphans) and layout.go (a change of sort order or
