@@ -188,7 +188,7 @@ func TestRemovesFiles_BySummaryCountsElseByOperation(t *testing.T) {
 	}{
 		{table.OpAppend, iceberg.Properties{"added-data-files": "3"}, false},
 		{table.OpOverwrite, iceberg.Properties{"deleted-data-files": "0", "added-delete-files": "1"}, false}, // a merge-on-read delete
-		{table.OpOverwrite, iceberg.Properties{"deleted-data-files": "4"}, true},                            // copy-on-write
+		{table.OpOverwrite, iceberg.Properties{"deleted-data-files": "4"}, true},                             // copy-on-write
 		{table.OpDelete, iceberg.Properties{"removed-delete-files": "1"}, true},
 		{table.OpReplace, iceberg.Properties{"deleted-data-files": "9", "added-data-files": "1"}, true}, // another engine's compaction
 		{table.OpOverwrite, nil, true},
