@@ -20,6 +20,7 @@ func managedEnvNames() []string {
 		envvars.CatalogSignName, envvars.CatalogSignRegion, envvars.CatalogProperties, envvars.LeaseTable, envvars.JobsTable,
 		envvars.TaskQueueURL, envvars.CommitQueueURL, envvars.Bucket, envvars.Prefix, envvars.Mode, envvars.Grants, envvars.GrantsFile, envvars.EventBus,
 		envvars.MaxTaskAttempts, envvars.CommitTakeover, envvars.LeaseTTL, envvars.RewriterMemoryMB, envvars.CoordinatorMemMB,
+		envvars.RewriterConcurrency,
 	}
 }
 
@@ -110,6 +111,9 @@ func (s Settings) environment(n Names, grantsInline bool) map[string]string {
 		// What the committer's memory can commit (overridable through the
 		// environment setting).
 		envvars.MaxJobFiles: strconv.FormatInt(MaxJobFilesFor(s.Committer.MemoryMB), 10),
+		// How many groups the task queue's event source rewrites at once:
+		// the planner's throttle bounds a busy table's job within it.
+		envvars.RewriterConcurrency: strconv.Itoa(s.RewriterConcurrency),
 	}
 	if s.CatalogSigV4 {
 		env[envvars.CatalogSigV4] = "true"

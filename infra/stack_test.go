@@ -556,7 +556,8 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		envvars.LeaseTable: table("Leases"), envvars.JobsTable: table("Jobs"), envvars.Bucket: bucket,
 		envvars.EventBus: "default", envvars.CommitTakeover: "16m0s", envvars.LeaseTTL: "45m0s", "ICEKEEPER_SWEEP_MAX_JOBS": "20",
 		envvars.RewriterMemoryMB: "1769", envvars.CoordinatorMemMB: "1024",
-		envvars.MaxJobFiles: "100000", // the default committer's 1024 MB (MaxJobFilesFor)
+		envvars.MaxJobFiles:         "100000", // the default committer's 1024 MB (MaxJobFilesFor)
+		envvars.RewriterConcurrency: "10",     // the task event source's maximum concurrency (rewriterMaxConcurrency)
 	}
 	for _, name := range functionIDs {
 		_, p := f.function(t, name)

@@ -26,46 +26,47 @@ var ErrInvalid = errors.New("config: invalid setting")
 
 // Environment variable names (package envvars).
 const (
-	EnvCatalogType       = envvars.CatalogType
-	EnvCatalogName       = envvars.CatalogName
-	EnvCatalogURI        = envvars.CatalogURI
-	EnvCatalogWarehouse  = envvars.CatalogWarehouse
-	EnvCatalogConfig     = envvars.CatalogConfig
-	EnvCatalogSigV4      = envvars.CatalogSigV4
-	EnvCatalogSignName   = envvars.CatalogSignName
-	EnvCatalogSignRegion = envvars.CatalogSignRegion
-	EnvCatalogProperties = envvars.CatalogProperties
-	EnvLeaseTable        = envvars.LeaseTable
-	EnvJobsTable         = envvars.JobsTable
-	EnvTaskQueueURL      = envvars.TaskQueueURL
-	EnvCommitQueueURL    = envvars.CommitQueueURL
-	EnvBucket            = envvars.Bucket
-	EnvPrefix            = envvars.Prefix
-	EnvMode              = envvars.Mode
-	EnvGrants            = envvars.Grants
-	EnvGrantsFile        = envvars.GrantsFile
-	EnvEventBus          = envvars.EventBus
-	EnvMinInterval       = envvars.MinInterval
-	EnvSweepMaxJobs      = envvars.SweepMaxJobs
-	EnvSweepMaxBytes     = envvars.SweepMaxBytes
-	EnvLeaseTTL          = envvars.LeaseTTL
-	EnvMaxGroupBytes     = envvars.MaxGroupBytes
-	EnvInlineTaskBytes   = envvars.InlineTaskBytes
-	EnvMaxTaskAttempts   = envvars.MaxTaskAttempts
-	EnvCommitRetries     = envvars.CommitRetries
-	EnvScanConcurrency   = envvars.ScanConcurrency
-	EnvSortWindowBytes   = envvars.SortWindowBytes
-	EnvScanPricePerTB    = envvars.ScanPricePerTB
-	EnvLedgerBackOff     = envvars.LedgerBackOff
-	EnvExchangePageBytes = envvars.ExchangePageBytes
-	EnvTargetFileSize    = envvars.TargetFileSize
-	EnvS3PathStyle       = envvars.S3PathStyle
-	EnvCommitTakeover    = envvars.CommitTakeover
-	EnvRewriterMemoryMB  = envvars.RewriterMemoryMB
-	EnvCoordinatorMemMB  = envvars.CoordinatorMemMB
-	EnvOrphanListFanOut  = envvars.OrphanListFanOut
-	EnvMaxJobFiles       = envvars.MaxJobFiles
-	EnvRebaseDeletes     = envvars.RebaseDeletes
+	EnvCatalogType         = envvars.CatalogType
+	EnvCatalogName         = envvars.CatalogName
+	EnvCatalogURI          = envvars.CatalogURI
+	EnvCatalogWarehouse    = envvars.CatalogWarehouse
+	EnvCatalogConfig       = envvars.CatalogConfig
+	EnvCatalogSigV4        = envvars.CatalogSigV4
+	EnvCatalogSignName     = envvars.CatalogSignName
+	EnvCatalogSignRegion   = envvars.CatalogSignRegion
+	EnvCatalogProperties   = envvars.CatalogProperties
+	EnvLeaseTable          = envvars.LeaseTable
+	EnvJobsTable           = envvars.JobsTable
+	EnvTaskQueueURL        = envvars.TaskQueueURL
+	EnvCommitQueueURL      = envvars.CommitQueueURL
+	EnvBucket              = envvars.Bucket
+	EnvPrefix              = envvars.Prefix
+	EnvMode                = envvars.Mode
+	EnvGrants              = envvars.Grants
+	EnvGrantsFile          = envvars.GrantsFile
+	EnvEventBus            = envvars.EventBus
+	EnvMinInterval         = envvars.MinInterval
+	EnvSweepMaxJobs        = envvars.SweepMaxJobs
+	EnvSweepMaxBytes       = envvars.SweepMaxBytes
+	EnvLeaseTTL            = envvars.LeaseTTL
+	EnvMaxGroupBytes       = envvars.MaxGroupBytes
+	EnvInlineTaskBytes     = envvars.InlineTaskBytes
+	EnvMaxTaskAttempts     = envvars.MaxTaskAttempts
+	EnvCommitRetries       = envvars.CommitRetries
+	EnvScanConcurrency     = envvars.ScanConcurrency
+	EnvSortWindowBytes     = envvars.SortWindowBytes
+	EnvScanPricePerTB      = envvars.ScanPricePerTB
+	EnvLedgerBackOff       = envvars.LedgerBackOff
+	EnvExchangePageBytes   = envvars.ExchangePageBytes
+	EnvTargetFileSize      = envvars.TargetFileSize
+	EnvS3PathStyle         = envvars.S3PathStyle
+	EnvCommitTakeover      = envvars.CommitTakeover
+	EnvRewriterMemoryMB    = envvars.RewriterMemoryMB
+	EnvCoordinatorMemMB    = envvars.CoordinatorMemMB
+	EnvOrphanListFanOut    = envvars.OrphanListFanOut
+	EnvMaxJobFiles         = envvars.MaxJobFiles
+	EnvRewriterConcurrency = envvars.RewriterConcurrency
+	EnvRebaseDeletes       = envvars.RebaseDeletes
 )
 
 // Mode is what the functions may do.
@@ -98,6 +99,8 @@ const (
 	DefaultOrphanListFanOut = int64(100_000)
 	// DefaultMaxJobFiles: see envvars.DefaultMaxJobFiles.
 	DefaultMaxJobFiles = envvars.DefaultMaxJobFiles
+	// DefaultRewriterConcurrency: see envvars.DefaultRewriterConcurrency.
+	DefaultRewriterConcurrency = envvars.DefaultRewriterConcurrency
 )
 
 // Config is every setting of the pipeline.
@@ -143,6 +146,11 @@ type Config struct {
 	// metadata, with statistics): the groups beyond are left for the next
 	// jobs. 0: no cap.
 	MaxJobFiles int64
+	// RewriterConcurrency is how many groups the stack rewrites at once
+	// (the task queue's event source's maximum concurrency): a busy
+	// table's compaction takes at most that many groups (package
+	// throttle).
+	RewriterConcurrency int
 	// MaxTaskAttempts is how many deliveries a rewriter task gets before its
 	// group fails the job; it must equal the task queue's maxReceiveCount.
 	MaxTaskAttempts int
@@ -193,6 +201,7 @@ func Defaults() Config {
 		InlineTaskBytes:       DefaultInlineTaskBytes,
 		OrphanListFanOutFiles: DefaultOrphanListFanOut,
 		MaxJobFiles:           DefaultMaxJobFiles,
+		RewriterConcurrency:   DefaultRewriterConcurrency,
 		MaxTaskAttempts:       DefaultMaxTaskAttempts,
 		CommitRetries:         DefaultCommitRetries,
 		RebaseDeletes:         true,
@@ -340,6 +349,14 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI64(&c.TargetFileSize, EnvTargetFileSize)
 	setI64(&c.OrphanListFanOutFiles, EnvOrphanListFanOut)
 	setI64(&c.MaxJobFiles, EnvMaxJobFiles)
+	if v := strings.TrimSpace(getenv(EnvRewriterConcurrency)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a positive integer, the task queue's maximum concurrency", ErrInvalid, EnvRewriterConcurrency, v))
+		} else {
+			c.RewriterConcurrency = n
+		}
+	}
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
@@ -362,7 +379,7 @@ func (c Config) Env() map[string]string {
 		EnvCommitTakeover:   c.CommitTakeover.String(),
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),
 		EnvOrphanListFanOut: strconv.FormatInt(c.OrphanListFanOutFiles, 10), EnvMaxJobFiles: strconv.FormatInt(c.MaxJobFiles, 10),
-		EnvRebaseDeletes: strconv.FormatBool(c.RebaseDeletes),
+		EnvRebaseDeletes: strconv.FormatBool(c.RebaseDeletes), EnvRewriterConcurrency: strconv.Itoa(c.RewriterConcurrency),
 	}
 	if len(c.Catalog.Properties) > 0 {
 		m[EnvCatalogProperties] = catalogconfig.FormatProperties(c.Catalog.Properties)
@@ -430,6 +447,9 @@ func (c Config) Validate(need ...Need) error {
 	}
 	if c.MaxJobFiles < 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvMaxJobFiles))
+	}
+	if c.RewriterConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("%w: %s must be at least 1", ErrInvalid, EnvRewriterConcurrency))
 	}
 	if c.SortWindowBytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvSortWindowBytes))

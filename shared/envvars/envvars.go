@@ -51,6 +51,10 @@ const (
 	LedgerBackOff     = "ICEKEEPER_LEDGER_BACKOFF"
 	ExchangePageBytes = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
 	MaxJobFiles       = "ICEKEEPER_MAX_JOB_FILES"
+	// RewriterConcurrency is how many groups the stack rewrites at once
+	// (the task queue's event source's maximum concurrency), which the
+	// planner's throttle bounds a busy table's jobs within.
+	RewriterConcurrency = "ICEKEEPER_REWRITER_CONCURRENCY"
 	// GrantsFile names a file holding the grant list instead of Grants
 	// (relative to LAMBDA_TASK_ROOT when that is set): the CDK stack puts
 	// a grant list too long for Lambda's 4 KB of environment variables in
@@ -64,6 +68,10 @@ const (
 // files peaked at 837 MB, 200,000 at 1,081 MB; docs/PERFORMANCE.md). The
 // stack scales it by the committer's memory.
 const DefaultMaxJobFiles = int64(100_000)
+
+// DefaultRewriterConcurrency is RewriterConcurrency's default, the
+// stack's default maximum concurrency of the task queue's event source.
+const DefaultRewriterConcurrency = 10
 
 // TaskHeartbeat is how long a rewriter keeps its task invisible at a time:
 // on receipt it sets the message's visibility to TaskHeartbeat, and renews
@@ -87,7 +95,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency,
 	}
 }
 

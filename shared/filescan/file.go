@@ -22,6 +22,7 @@ type File struct {
 	spec      int32
 	sortOrder int32 // -1: none
 	content   iceberg.ManifestEntryContent
+	young     bool // added at or after Options.AddedSince; in content's padding
 	format    iceberg.FileFormat
 	bounds    *fileBounds
 	ext       *extra // what only delete files (and encrypted files) have
@@ -89,6 +90,13 @@ func (f *File) keepColumnSizes(sizes map[int]int64, deletes []iceberg.DataFile) 
 		f.ext = &extra{}
 	}
 	f.ext.columnSizes = kept
+}
+
+// AddedSince reports whether df is a File that Plan marked as added at
+// or after Options.AddedSince.
+func AddedSince(df iceberg.DataFile) bool {
+	f, ok := df.(*File)
+	return ok && f.young
 }
 
 // PartitionKey is the file's spec and partition tuple (PartitionKey).

@@ -52,6 +52,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -80,6 +81,15 @@ type Options struct {
 	// Concurrency is how many manifests are read at once; 0 means eight, or
 	// GOMAXPROCS when that is more (reads are mostly waiting on S3).
 	Concurrency int
+	// AddedSince, when not zero, marks the data files added at or after
+	// it (File.AddedSince): those whose adding snapshot, the one their
+	// manifest entry names, was committed then or later. A file whose
+	// adding snapshot is no longer in the metadata (expired) is dated by
+	// the earliest snapshot still there whose sequence number is not
+	// below the file's sequence number: the adding snapshot was committed
+	// no later than that one, so the file is marked whenever it might be
+	// young. It costs no memory: the mark fits in File's padding.
+	AddedSince time.Time
 }
 
 // Plan returns the snapshot's file scan tasks (see the package comment for
@@ -108,6 +118,9 @@ func Plan(ctx context.Context, meta table.Metadata, snap *table.Snapshot, fs ice
 	deletes = slices.DeleteFunc(deletes, func(m iceberg.ManifestFile) bool { return m.SequenceNum() < minSeq })
 
 	s := &scanner{meta: meta, fs: fs, opts: opts, parts: map[string]*tuple{}, seqs: map[int64]*int64{}}
+	if !opts.AddedSince.IsZero() {
+		s.added = newAddedIndex(meta, opts.AddedSince)
+	}
 	if s.opts.Concurrency <= 0 {
 		s.opts.Concurrency = max(8, runtime.GOMAXPROCS(0))
 	}
@@ -126,6 +139,50 @@ type scanner struct {
 	mu    sync.Mutex
 	parts map[string]*tuple // interned partition tuples, by key
 	seqs  map[int64]*int64  // interned data sequence numbers
+
+	added *addedIndex // nil: Options.AddedSince not set
+}
+
+// addedIndex dates data files by their adding snapshot (Options.AddedSince).
+type addedIndex struct {
+	since int64           // ms
+	byID  map[int64]int64 // snapshot id -> committed at, ms
+	// bySeq are the snapshots by sequence number, each with the earliest
+	// commit time of it and every later one (a bound for an expired
+	// snapshot of a lower sequence number).
+	bySeq []seqTime
+}
+
+type seqTime struct{ seq, ms int64 }
+
+func newAddedIndex(meta table.Metadata, since time.Time) *addedIndex {
+	a := &addedIndex{since: since.UnixMilli(), byID: map[int64]int64{}}
+	for _, snap := range meta.Snapshots() {
+		a.byID[snap.SnapshotID] = snap.TimestampMs
+		a.bySeq = append(a.bySeq, seqTime{snap.SequenceNumber, snap.TimestampMs})
+	}
+	slices.SortFunc(a.bySeq, func(x, y seqTime) int { return cmp.Or(cmp.Compare(x.seq, y.seq), cmp.Compare(x.ms, y.ms)) })
+	for i := len(a.bySeq) - 2; i >= 0; i-- {
+		a.bySeq[i].ms = min(a.bySeq[i].ms, a.bySeq[i+1].ms)
+	}
+	return a
+}
+
+// young reports whether the entry's file was, or may have been, added at
+// or after since.
+func (a *addedIndex) young(e iceberg.ManifestEntry) bool {
+	if ms, ok := a.byID[e.SnapshotID()]; ok {
+		return ms >= a.since
+	}
+	fseq := e.FileSequenceNum()
+	if fseq == nil {
+		return false // a v1 table's expired snapshot: older than what is kept
+	}
+	i := sort.Search(len(a.bySeq), func(i int) bool { return a.bySeq[i].seq >= *fseq })
+	if i == len(a.bySeq) {
+		return true // nothing to date it by: take it for young
+	}
+	return a.bySeq[i].ms >= a.since
 }
 
 // entry is one delete file with the sequence number of its entry.
@@ -322,6 +379,9 @@ func (s *scanner) readData(ctx context.Context, manifests []iceberg.ManifestFile
 // apply to it.
 func (s *scanner) task(e iceberg.ManifestEntry, idx *deleteIndex) table.FileScanTask {
 	f := s.dataFile(e.DataFile())
+	if s.added != nil {
+		f.young = s.added.young(e)
+	}
 	seq := e.SequenceNum()
 	t := table.FileScanTask{File: f, Start: 0, Length: f.size}
 	if dv, ok := idx.dvs[f.path]; ok && (dv.seq < 0 || seq <= dv.seq) {

@@ -292,7 +292,11 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: open table IO: %w", r.Table, err)
 	}
-	tasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, filescan.Options{})
+	var opts filescan.Options
+	if th.HotIdle > 0 && th.HotMinFileAge > 0 {
+		opts.AddedSince = r.GeneratedAt.Add(-th.HotMinFileAge)
+	}
+	tasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, opts)
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: plan files at snapshot %d: %w", r.Table, snap.SnapshotID, err)
 	}
@@ -303,6 +307,20 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 	for _, t := range tasks {
 		if binpack.OverDeleteRatio(t, th.DeleteRatio) {
 			r.partition(index, names, t.File).FilesOverDeleteRatio++
+		}
+	}
+	// What the planner leaves alone is not recommended either: the young
+	// files of hot partitions (before the plan, as the planner), then hot
+	// partitions with too few candidates.
+	name := func(df iceberg.DataFile) string { return names.name(df.SpecID(), df.Partition()) }
+	var writes map[string]time.Time
+	var young map[string]YoungFiles
+	if th.HotIdle > 0 {
+		if writes, err = RecentWrites(ctx, tbl, r.GeneratedAt, th.HotIdle); err != nil {
+			return compaction.Plan{}, fmt.Errorf("health: assess %s: %w", r.Table, err)
+		}
+		if th.HotMinFileAge > 0 {
+			tasks, young = ScopeYoung(tasks, writes, r.GeneratedAt, th.HotIdle, filescan.AddedSince)
 		}
 	}
 	// As the planner groups them: files of another spec than the one
@@ -316,14 +334,8 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: compaction plan: %w", r.Table, err)
 	}
 	if th.HotIdle > 0 {
-		// What the planner leaves alone is not recommended either.
-		writes, err := RecentWrites(ctx, tbl, r.GeneratedAt, th.HotIdle)
-		if err != nil {
-			return compaction.Plan{}, fmt.Errorf("health: assess %s: %w", r.Table, err)
-		}
-		plan.Groups, r.HotPartitions = ScopeHot(plan.Groups, writes, r.GeneratedAt, th.HotIdle, th.HotMinFiles, func(df iceberg.DataFile) string {
-			return names.name(df.SpecID(), df.Partition())
-		})
+		plan.Groups, r.HotPartitions = ScopeHot(plan.Groups, writes, r.GeneratedAt, th.HotIdle, th.HotMinFiles, name)
+		r.HotPartitions = NoteYoung(r.HotPartitions, young, writes, r.GeneratedAt, th.HotIdle, th.HotMinFileAge, name)
 	}
 	return plan, nil
 }

@@ -7,11 +7,27 @@ package health
 // commits. So compaction leaves a hot partition alone unless it has piled
 // up icekeeper.compaction.hot-partition.min-files candidate files, and the
 // health report lists every hot partition with what was decided and why.
+//
+// With icekeeper.compaction.hot-partition.min-file-age set, compaction
+// takes only the old files of a hot partition (ScopeYoung, before the
+// compaction plan): a data file added within that age, which a writer
+// may still be racing for, is not a candidate there, and the partition's
+// older files are planned by the compaction planner's own rules, as if
+// the young ones were not there (its min-input-files counts old files
+// only, and so does min-files above). The report counts the young files
+// left, per hot partition.
+//
+// Invariants: only hot partitions lose candidates (a cold partition's
+// young files are compacted as before); a young file is never a
+// candidate of a hot partition; what a hot partition gives up is always
+// described (ScopeHot, NoteYoung).
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -35,6 +51,88 @@ type HotPartition struct {
 	// it is compacted anyway.
 	Skipped bool   `json:"skipped"`
 	Why     string `json:"why"`
+	// YoungFiles are its data files added within the table's min file
+	// age: not candidates, left for the writer (ScopeYoung).
+	YoungFiles int `json:"young_files,omitempty"`
+
+	key string // messages.PartitionKey
+}
+
+// YoungFiles are the data files of one hot partition that ScopeYoung took
+// out of compaction's candidates.
+type YoungFiles struct {
+	Files int
+	Bytes int64
+	// File is one of them, to name the partition by.
+	File iceberg.DataFile
+}
+
+// ScopeYoung takes out of tasks, in place, the data files of hot
+// partitions (written within idle of now, per writes) that young reports
+// added within the table's min file age, and returns the rest, in order,
+// with what it took per partition (messages.PartitionKey). young is
+// filescan.AddedSince over a plan made with Options.AddedSince: now minus
+// the age. Only young files have their partition looked up, so a million
+// tasks cost a million calls of young.
+func ScopeYoung(tasks []table.FileScanTask, writes map[string]time.Time, now time.Time, idle time.Duration, young func(iceberg.DataFile) bool) ([]table.FileScanTask, map[string]YoungFiles) {
+	if idle <= 0 || len(writes) == 0 {
+		return tasks, nil
+	}
+	var left map[string]YoungFiles
+	kept := slices.DeleteFunc(tasks, func(t table.FileScanTask) bool {
+		if !young(t.File) {
+			return false
+		}
+		k := messages.PartitionKey(t.File)
+		if at, ok := writes[k]; !ok || now.Sub(at) > idle {
+			return false
+		}
+		if left == nil {
+			left = map[string]YoungFiles{}
+		}
+		y := left[k]
+		y.Files++
+		y.Bytes += t.File.FileSizeBytes()
+		if y.File == nil {
+			y.File = t.File
+		}
+		left[k] = y
+		return true
+	})
+	return kept, left
+}
+
+// NoteYoung adds to hot (ScopeHot's descriptions) the young files
+// ScopeYoung left per partition, and describes the hot partitions that
+// had only young files to give, or old files too few for a group. writes,
+// now and idle are ScopeHot's; minAge is the table's min file age.
+func NoteYoung(hot []HotPartition, young map[string]YoungFiles, writes map[string]time.Time, now time.Time, idle, minAge time.Duration, name func(iceberg.DataFile) string) []HotPartition {
+	if len(young) == 0 {
+		return hot
+	}
+	noted := map[string]bool{}
+	for i := range hot {
+		y, ok := young[hot[i].key]
+		if !ok {
+			continue
+		}
+		noted[hot[i].key] = true
+		hot[i].YoungFiles = y.Files
+		hot[i].Why += fmt.Sprintf("; its %d files added within the min file age of %s are not candidates: left for the writer", y.Files, minAge)
+	}
+	for k, y := range young {
+		if noted[k] {
+			continue
+		}
+		at := writes[k]
+		hot = append(hot, HotPartition{
+			Partition: name(y.File), SpecID: int(y.File.SpecID()), LastWriteAt: at, Skipped: true, YoungFiles: y.Files, key: k,
+			Why: fmt.Sprintf("written %s ago, within the idle time of %s: its %d files added within the min file age of %s are not candidates, left for the writer, and its older files make no group worth rewriting",
+				now.Sub(at).Round(time.Second), idle, y.Files, minAge),
+		})
+	}
+	sort.Slice(hot, func(i, j int) bool { return hot[i].Partition < hot[j].Partition })
+	return hot
 }
 
 // RecentWrites returns, per partition (messages.PartitionKey), when the
@@ -84,6 +182,64 @@ func RecentWrites(ctx context.Context, tbl *table.Table, now time.Time, idle tim
 	return out, nil
 }
 
+// WriterActivity is what a table's writers committed to its main branch
+// within a window.
+type WriterActivity struct {
+	// Commits are the snapshots icekeeper did not make.
+	Commits int
+	// Removing are those of them that removed data or delete files
+	// (RemovesFiles): the commits that can abort a compaction, whose
+	// inputs, or deletes it applied, they may remove. An append never can
+	// (the committer keeps it, docs/DESIGN.md section 7.2), nor can a
+	// position delete or deletion vector added (it is rebased, section
+	// 20).
+	Removing int
+	// Last is when the newest of them was committed (zero: none).
+	Last time.Time
+}
+
+// WriterCommits counts the snapshots of the table's main branch (the
+// current snapshot and its ancestors) committed within window before now
+// that icekeeper did not make. It reads the metadata only: the writers'
+// rate that package throttle weighs.
+func WriterCommits(meta table.Metadata, now time.Time, window time.Duration) WriterActivity {
+	since := now.Add(-window).UnixMilli()
+	var w WriterActivity
+	s := meta.CurrentSnapshot()
+	for steps := len(meta.Snapshots()); s != nil && s.TimestampMs >= since && steps > 0; steps-- {
+		if !ours(*s) {
+			w.Commits++
+			if RemovesFiles(*s) {
+				w.Removing++
+			}
+			if at := time.UnixMilli(s.TimestampMs).UTC(); at.After(w.Last) {
+				w.Last = at
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return w
+}
+
+// RemovesFiles reports whether a snapshot removed data or delete files: by
+// its summary's deleted-data-files and removed-delete-files, or, when it
+// has neither, by its operation (anything but an append may have).
+func RemovesFiles(s table.Snapshot) bool {
+	if s.Summary == nil {
+		return true
+	}
+	deleted, d := s.Summary.Properties["deleted-data-files"]
+	removed, r := s.Summary.Properties["removed-delete-files"]
+	if !d && !r {
+		return s.Summary.Operation != table.OpAppend
+	}
+	nonZero := func(v string) bool { return v != "" && strings.TrimSpace(v) != "0" }
+	return nonZero(deleted) || nonZero(removed)
+}
+
 // PartitionNamer renders data files' partitions for people, as the
 // report's partitions read ("region=region-01").
 func PartitionNamer(meta table.Metadata) func(iceberg.DataFile) string {
@@ -129,7 +285,7 @@ func ScopeHot(groups []compaction.Group, writes map[string]time.Time, now time.T
 			continue
 		}
 		described[k] = true
-		h := HotPartition{Partition: name(g.Tasks[0].File), SpecID: int(g.Tasks[0].File.SpecID()), LastWriteAt: at, CandidateFiles: files[k], Skipped: skip}
+		h := HotPartition{Partition: name(g.Tasks[0].File), SpecID: int(g.Tasks[0].File.SpecID()), LastWriteAt: at, CandidateFiles: files[k], Skipped: skip, key: k}
 		ago := now.Sub(at).Round(time.Second)
 		if skip {
 			h.Why = fmt.Sprintf("written %s ago, within the idle time of %s, and %d candidate files, fewer than %d: left until writes pause", ago, idle, files[k], minFiles)

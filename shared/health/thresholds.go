@@ -89,6 +89,10 @@ type Thresholds struct {
 	// .min-files; see hot.go).
 	HotIdle     time.Duration `json:"-"`
 	HotMinFiles int           `json:"hot_partition_min_files,omitempty"`
+	// HotMinFileAge: in a hot partition, only data files added longer ago
+	// are compaction candidates (icekeeper.compaction.hot-partition.min-file-age,
+	// 0: off; ScopeYoung).
+	HotMinFileAge time.Duration `json:"-"`
 }
 
 // thresholdsJSON is Thresholds' JSON form: the age in milliseconds, as the
@@ -98,13 +102,14 @@ type thresholdsJSON struct {
 	MaxSnapshotAgeMs int64 `json:"max_snapshot_age_ms"`
 	MaxRefAgeMs      int64 `json:"max_ref_age_ms"`
 	HotIdleMs        int64 `json:"hot_partition_idle_ms,omitempty"`
+	HotMinFileAgeMs  int64 `json:"hot_partition_min_file_age_ms,omitempty"`
 }
 
 type thresholdsAlias Thresholds
 
 // MarshalJSON encodes MaxSnapshotAge as max_snapshot_age_ms.
 func (th Thresholds) MarshalJSON() ([]byte, error) {
-	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds(), th.MaxRefAge.Milliseconds(), th.HotIdle.Milliseconds()})
+	return json.Marshal(thresholdsJSON{thresholdsAlias(th), th.MaxSnapshotAge.Milliseconds(), th.MaxRefAge.Milliseconds(), th.HotIdle.Milliseconds(), th.HotMinFileAge.Milliseconds()})
 }
 
 // UnmarshalJSON decodes what MarshalJSON writes.
@@ -117,6 +122,7 @@ func (th *Thresholds) UnmarshalJSON(b []byte) error {
 	th.MaxSnapshotAge = time.Duration(v.MaxSnapshotAgeMs) * time.Millisecond
 	th.MaxRefAge = expire.DurationMs(v.MaxRefAgeMs)
 	th.HotIdle = time.Duration(v.HotIdleMs) * time.Millisecond
+	th.HotMinFileAge = time.Duration(v.HotMinFileAgeMs) * time.Millisecond
 	return nil
 }
 
@@ -171,6 +177,9 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 	}
 	if idle > 0 {
 		th.HotIdle, th.HotMinFiles = idle, minFiles
+		if th.HotMinFileAge, err = optin.HotPartitionMinFileAge(props); err != nil {
+			return th, fmt.Errorf("%w: %w", ErrInvalidThresholds, err)
+		}
 	}
 	if v, ok := property(props, table.GCEnabledKey); ok {
 		b, err := strconv.ParseBool(v)

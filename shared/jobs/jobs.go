@@ -145,6 +145,9 @@ type Job struct {
 	DeferredGroups int   `json:"deferred_groups,omitempty"`
 	DeferredBytes  int64 `json:"deferred_bytes,omitempty"`
 	Continues      bool  `json:"continues,omitempty"`
+	// Throttle says why package throttle bounded the compaction's groups
+	// (a busy table's job takes at most one wave); empty when it did not.
+	Throttle string `json:"throttle,omitempty"`
 	// CommittedSnapshotID is set once the job is committed.
 	CommittedSnapshotID int64 `json:"committed_snapshot_id,string,omitempty"`
 	// DeletionsLeft: a committed expiry or orphan cleanup ended before it
@@ -714,6 +717,9 @@ func encodeJob(j Job) map[string]types.AttributeValue {
 		it["deferred_bytes"] = num(j.DeferredBytes)
 		it["continues"] = &types.AttributeValueMemberBOOL{Value: j.Continues}
 	}
+	if j.Throttle != "" {
+		it["throttle"] = str(boundReason(j.Throttle))
+	}
 	it["created_at"] = num(j.CreatedAt.UnixMilli())
 	it["updated_at"] = num(j.UpdatedAt.UnixMilli())
 	return it
@@ -741,6 +747,7 @@ func decodeJob(it map[string]types.AttributeValue) Job {
 		DeferredGroups:      int(getN(it, "deferred_groups")),
 		DeferredBytes:       getN(it, "deferred_bytes"),
 		Continues:           getBool(it, "continues"),
+		Throttle:            getS(it, "throttle"),
 		DeletionsLeft:       getBool(it, "deletions_left"),
 		CommittedSnapshotID: getN(it, "committed_snapshot"),
 		CommitterID:         getS(it, "committer_id"),

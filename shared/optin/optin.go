@@ -79,6 +79,13 @@ const (
 	// partition must have to be compacted anyway (default
 	// DefaultHotPartitionMinFiles).
 	PropertyHotPartitionMinFiles = "icekeeper.compaction.hot-partition.min-files"
+	// PropertyHotPartitionMinFileAge narrows what compaction takes in a
+	// hot partition to the old files: only data files whose adding
+	// snapshot was committed longer ago than this (a Go duration such as
+	// 2h) are candidates there; the younger ones, which a writer may still
+	// be racing for, stay. "0" or unset: off. It applies to hot partitions
+	// only, so it needs PropertyHotPartitionIdleTime.
+	PropertyHotPartitionMinFileAge = "icekeeper.compaction.hot-partition.min-file-age"
 	// PropertyPartialProgressEnabled ("true") lets a compaction commit its
 	// file groups in batches, each its own atomic commit, so that a
 	// failure loses only the batches not yet committed (Spark's
@@ -281,6 +288,10 @@ func ValidateProperties(props map[string]string) error {
 			if _, _, err := HotPartitions(map[string]string{k: v}); err != nil {
 				errs = append(errs, err)
 			}
+		case PropertyHotPartitionMinFileAge:
+			if _, err := HotPartitionMinFileAge(map[string]string{k: v}); err != nil {
+				errs = append(errs, err)
+			}
 		case PropertyMinInterval, PropertyRewriteManifestsMinInterval, PropertyRewriteDeletesMinInterval, PropertyExpireMinInterval, PropertyOrphansMinInterval:
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d < 0 {
 				errs = append(errs, fmt.Errorf("%w: %s=%q: want a duration such as 30m or 6h", ErrBadProperty, k, v))
@@ -450,6 +461,21 @@ func HotPartitions(props map[string]string) (time.Duration, int, error) {
 		minFiles = n
 	}
 	return idle, minFiles, nil
+}
+
+// HotPartitionMinFileAge reads PropertyHotPartitionMinFileAge: the age a
+// data file of a hot partition must exceed to be a compaction candidate
+// (0: off).
+func HotPartitionMinFileAge(props map[string]string) (time.Duration, error) {
+	v := strings.TrimSpace(props[PropertyHotPartitionMinFileAge])
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: %s=%q: want a duration such as 2h (0 turns it off)", ErrBadProperty, PropertyHotPartitionMinFileAge, v)
+	}
+	return d, nil
 }
 
 // Output specs (see PropertyOutputSpec).

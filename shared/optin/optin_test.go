@@ -97,6 +97,24 @@ func TestHotPartitions_OffByDefaultAndBadValuesAreRefused(t *testing.T) {
 	}
 }
 
+func TestHotPartitionMinFileAge_OffByDefaultAndBadValuesAreRefused(t *testing.T) {
+	if age, err := HotPartitionMinFileAge(map[string]string{}); err != nil || age != 0 {
+		t.Fatalf("default: %s %v", age, err)
+	}
+	if age, err := HotPartitionMinFileAge(map[string]string{PropertyHotPartitionMinFileAge: "2h"}); err != nil || age != 2*time.Hour {
+		t.Fatalf("set: %s %v", age, err)
+	}
+	for _, bad := range []string{"later", "-1h"} {
+		props := map[string]string{PropertyHotPartitionMinFileAge: bad}
+		if _, err := HotPartitionMinFileAge(props); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("%q: %v, want ErrBadProperty", bad, err)
+		}
+		if err := ValidateProperties(props); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("ValidateProperties(%q): %v, want ErrBadProperty", bad, err)
+		}
+	}
+}
+
 // TestPartialProgress_MaxCommitsIsCappedSoTheJobRecordStaysBounded: a
 // max-commits above MaxPartialProgressCommits is taken as the cap (each
 // batch leaves an entry in the job's DynamoDB item); the cap itself is

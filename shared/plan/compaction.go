@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -23,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/throttle"
 )
 
 // planLeased does the planning under the lease. started reports whether
@@ -57,6 +59,19 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
 	res.SnapshotID = pin.SnapshotID
 	log = log.With("snapshot_id", pin.SnapshotID)
+	now := p.now()
+	// How hard this job may press on the table's writers (package
+	// throttle), from what is recorded: decided before the scan, so that a
+	// table backed off costs no scan planning.
+	decision := p.throttle(tbl.Metadata(), l, now)
+	res.Throttle = &decision
+	log.Info("throttle", "start", decision.Start, "max_groups", decision.MaxGroups, "concurrency", decision.Concurrency, "level", decision.Level,
+		"writer_commits", decision.WriterCommits, "removing_commits", decision.RemovingCommits, "conflict_aborts", decision.ConflictAborts, "why", decision.Reason)
+	if !decision.Start {
+		res.Outcome, res.Reason = OutcomeBackedOff, decision.Reason
+		log.Warn("skip: the table's writers keep removing files and its last jobs were aborted by concurrent commits", "why", decision.Reason)
+		return res, false, nil
+	}
 
 	cfg, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
 	if err != nil {
@@ -116,15 +131,38 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	if err := p.checkPlanningMemory(ctx, tbl, snap, len(boundsFor)); err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
+	idle, hotMinFiles, err := optin.HotPartitions(tbl.Properties())
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	minAge, err := optin.HotPartitionMinFileAge(tbl.Properties())
+	if err != nil {
+		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	}
+	scanOpts := filescan.Options{Bounds: boundsFor}
+	var writes map[string]time.Time
+	if idle > 0 && minAge > 0 {
+		// The young files of hot partitions are taken out before the
+		// compaction plan (health.ScopeYoung), so the partitions' old files
+		// are planned by the planner's own rules.
+		if writes, err = health.RecentWrites(ctx, tbl, now, idle); err != nil {
+			return res, false, fmt.Errorf("plan %s: %w", name, err)
+		}
+		scanOpts.AddedSince = now.Add(-minAge)
+	}
 	// Scan planning that keeps per file only what planning reads (package
 	// filescan): a million files fit a 1 GB planner.
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: open table IO: %w", name, err)
 	}
-	scanTasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, filescan.Options{Bounds: boundsFor})
+	scanTasks, err := filescan.Plan(ctx, tbl.Metadata(), snap, fsys, scanOpts)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: plan files at snapshot %d: %w", name, pin.SnapshotID, err)
+	}
+	var young map[string]health.YoungFiles
+	if !scanOpts.AddedSince.IsZero() {
+		scanTasks, young = health.ScopeYoung(scanTasks, writes, now, idle, filescan.AddedSince)
 	}
 	if strategy == optin.StrategySort || strategy == optin.StrategyZOrder {
 		if strategy == optin.StrategyZOrder && operator {
@@ -158,22 +196,24 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	}
 	clear(scanTasks[grouped:])
 	files := cp.TotalInputFiles
-	idle, hotMinFiles, err := optin.HotPartitions(tbl.Properties())
-	if err != nil {
-		return res, false, fmt.Errorf("plan %s: %w", name, err)
+	hotGroups := len(cp.Groups) + len(exchangeGroups)
+	youngFiles := 0
+	for _, y := range young {
+		youngFiles += y.Files
 	}
-	hotGroups := len(cp.Groups)
-	if idle > 0 && len(cp.Groups) > 0 {
-		writes, err := health.RecentWrites(ctx, tbl, p.now(), idle)
-		if err != nil {
-			return res, false, fmt.Errorf("plan %s: %w", name, err)
+	if idle > 0 && (hotGroups > 0 || youngFiles > 0) {
+		if writes == nil {
+			if writes, err = health.RecentWrites(ctx, tbl, now, idle); err != nil {
+				return res, false, fmt.Errorf("plan %s: %w", name, err)
+			}
 		}
-		cp.Groups, res.HotPartitions = health.ScopeHot(cp.Groups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
+		namer := health.PartitionNamer(tbl.Metadata())
+		cp.Groups, res.HotPartitions = health.ScopeHot(cp.Groups, writes, now, idle, hotMinFiles, namer)
 		var hot []health.HotPartition
-		exchangeGroups, hot = health.ScopeHot(exchangeGroups, writes, p.now(), idle, hotMinFiles, health.PartitionNamer(tbl.Metadata()))
-		res.HotPartitions = append(res.HotPartitions, hot...)
+		exchangeGroups, hot = health.ScopeHot(exchangeGroups, writes, now, idle, hotMinFiles, namer)
+		res.HotPartitions = health.NoteYoung(append(res.HotPartitions, hot...), young, writes, now, idle, minAge, namer)
 		for _, h := range res.HotPartitions {
-			log.Info("hot partition", "partition", h.Partition, "skipped", h.Skipped, "why", h.Why)
+			log.Info("hot partition", "partition", h.Partition, "skipped", h.Skipped, "young_files", h.YoungFiles, "why", h.Why)
 		}
 	}
 	groups := SplitGroups(cp.Groups, p.settings.MaxGroupBytes)
@@ -192,10 +232,14 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			return res, false, fmt.Errorf("plan %s: %w", name, err)
 		}
 	}
-	if budget > 0 || p.settings.MaxJobFiles > 0 || len(groups) > jobs.MaxGroups {
+	maxGroups := jobs.MaxGroups
+	if decision.Bounded() {
+		maxGroups = min(maxGroups, decision.MaxGroups)
+	}
+	if budget > 0 || p.settings.MaxJobFiles > 0 || len(groups) > maxGroups {
 		var regularGroups []compaction.Group
 		var paced bool
-		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes, paced = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, layoutJob)
+		regularGroups, exchanges, res.DeferredGroups, res.DeferredBytes, paced = p.withinBudget(ctx, log, name, tbl.Metadata(), groups[:regular], exchanges, budget, p.settings.MaxJobFiles, maxGroups, layoutJob)
 		res.Continues = res.DeferredGroups > 0 && !paced
 		groups, regular = regularGroups, len(regularGroups)
 		for _, x := range exchanges {
@@ -203,6 +247,12 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		}
 	}
 	res.SkippedFiles = cp.SkippedFiles
+	if len(groups) == 0 && youngFiles > 0 {
+		res.Outcome = OutcomeNothingToDo
+		res.Reason = fmt.Sprintf("every partition with files to compact is being written (hot, written within %s): their %d files added within the min file age of %s are left for the writers, and their older files are fewer than %d candidates or make no group worth rewriting", idle, youngFiles, minAge, hotMinFiles)
+		log.Info("nothing to do: hot partitions' young files only", "hot_partitions", len(res.HotPartitions), "young_files", youngFiles)
+		return res, false, nil
+	}
 	if len(groups) == 0 && hotGroups > 0 {
 		res.Outcome = OutcomeNothingToDo
 		res.Reason = fmt.Sprintf("every partition with files to compact is being written (hot, written within %s) and has fewer than %d candidate files: left until writes pause", idle, hotMinFiles)
@@ -221,6 +271,9 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		ID: jobID, Table: name, Kind: jobs.KindCompaction, Trigger: trigger, Token: l.Token,
 		MetadataLocation: pin.MetadataLocation, SnapshotID: pin.SnapshotID, SequenceNumber: pin.SequenceNumber,
 		DeferredGroups: res.DeferredGroups, DeferredBytes: res.DeferredBytes, Continues: res.Continues,
+	}
+	if decision.Bounded() {
+		job.Throttle = decision.Reason
 	}
 	jobGroups := make([]jobs.Group, 0, len(groups))
 	outputSpec := func(specID int) int {
@@ -294,6 +347,27 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 	})
 }
 
+// throttle decides how hard a compaction of the table may press on its
+// writers (package throttle), from its lease's failure record (the
+// conflict aborts in a row) and its metadata (the writers' commits within
+// throttle.Window, and those of them that removed files). An operator's cycle, which ignores backoffs, ignores
+// the throttle too: its decision is recorded, and neither backs off nor
+// bounds.
+func (p *Planner) throttle(meta table.Metadata, l lease.Lease, now time.Time) throttle.Decision {
+	conflicts := 0
+	if l.Backoff.Class == lease.ClassConflict {
+		conflicts = l.Backoff.Streak
+	}
+	w := health.WriterCommits(meta, now, throttle.Window)
+	d := throttle.Decide(throttle.Signals{ConflictAborts: conflicts, WriterCommits: w.Commits, RemovingCommits: w.Removing, Concurrency: p.settings.RewriterConcurrency})
+	if p.ignoreBackoff && (d.Bounded() || !d.Start) {
+		d.Reason = "ignored by an operator's cycle: " + d.Reason
+		d.Start, d.MaxGroups = true, 0
+		d.Concurrency = max(p.settings.RewriterConcurrency, 1)
+	}
+	return d
+}
+
 // zOrderSpan is, per z-order column, the smallest lower bound and the
 // largest upper bound of the groups' files, as the manifests hold them
 // (nil for a column some file has no bound of).
@@ -333,15 +407,17 @@ func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (l
 
 // withinBudget keeps, of a compaction's groups and exchanges, those that
 // fit budget input bytes (a sort or z-order compaction's
-// icekeeper.compaction.max-bytes-per-job; 0: any) and maxFiles input files
-// (ICEKEEPER_MAX_JOB_FILES, what one committer can commit; 0: any), and at
-// least one. With byHeat the most queried partitions' come first
+// icekeeper.compaction.max-bytes-per-job; 0: any), maxFiles input files
+// (ICEKEEPER_MAX_JOB_FILES, what one committer can commit; 0: any) and
+// maxGroups groups (jobs.MaxGroups, or fewer when the throttle bounds the
+// job), and at least one. With byHeat the most queried partitions' come first
 // (signals.Heat of each group's partition; plan order among equals): a new
 // layout rolls out a job at a time, hottest first. Otherwise plan order.
 // It returns what it kept, how many groups (an exchange counts its maps)
-// and bytes it left for later jobs, and whether the byte budget bound
-// (paced: the rest waits for later visits, not for the next job at once).
-func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget, maxFiles int64, byHeat bool) (kept []compaction.Group, keptX []exchangePlan, deferredGroups int, deferredBytes int64, paced bool) {
+// and bytes it left for later jobs, and whether the byte budget or a
+// throttle's bound below jobs.MaxGroups bound (paced: the rest waits for
+// later visits, not for the next job at once).
+func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table string, meta table.Metadata, groups []compaction.Group, exchanges []exchangePlan, budget, maxFiles int64, maxGroups int, byHeat bool) (kept []compaction.Group, keptX []exchangePlan, deferredGroups int, deferredBytes int64, paced bool) {
 	type unit struct {
 		group    *compaction.Group
 		exchange *exchangePlan
@@ -371,13 +447,16 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 		totalFiles += u.files
 		totalGroups += u.groups
 	}
+	if maxGroups <= 0 {
+		maxGroups = jobs.MaxGroups
+	}
 	over := func(bytes, files int64, groups int) bool {
-		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles || groups > jobs.MaxGroups
+		return budget > 0 && bytes > budget || maxFiles > 0 && files > maxFiles || groups > maxGroups
 	}
 	if !over(total, totalFiles, totalGroups) {
 		return groups, exchanges, 0, 0, false
 	}
-	paced = budget > 0 && total > budget
+	paced = budget > 0 && total > budget || maxGroups < jobs.MaxGroups && totalGroups > maxGroups
 	if byHeat && p.heat != nil && budget > 0 {
 		heat, err := p.heat.PartitionHeat(ctx, table)
 		if err != nil {
@@ -414,7 +493,7 @@ func (p *Planner) withinBudget(ctx context.Context, log *slog.Logger, table stri
 			keptX = append(keptX, *u.exchange)
 		}
 	}
-	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "max_groups", jobs.MaxGroups, "kept_groups", usedGroups, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferredGroups, "deferred_bytes", deferredBytes, "paced", paced)
+	log.Info("compaction bounded: the rest is left for later jobs", "max_bytes_per_job", budget, "max_job_files", maxFiles, "max_groups", maxGroups, "kept_groups", usedGroups, "kept_bytes", used, "kept_files", usedFiles, "deferred_groups", deferredGroups, "deferred_bytes", deferredBytes, "paced", paced)
 	return kept, keptX, deferredGroups, deferredBytes, paced
 }
 

@@ -17,7 +17,9 @@
 // Each action has its file: compaction.go (bin-pack, sort and z-order
 // groups with iceberg-go's compaction planner, honouring
 // write.target-file-size-bytes, split above the per-rewriter limit, and
-// two-stage sorts for runs too large for one rewriter), deletes.go
+// two-stage sorts for runs too large for one rewriter; a busy table's job
+// bounded, or backed off, by package throttle; hot partitions scoped by
+// package health), deletes.go
 // (delete-file rewrite), expiry.go (snapshot expiry, decided by package
 // expire), manifests.go (manifest rewrite), orphans.go (orphan cleanup,
 // decided by package orphans) and layout.go (a change of sort order or
@@ -52,6 +54,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/throttle"
 	"github.com/icekeeper/icekeeper/shared/tracing"
 )
 
@@ -104,6 +107,10 @@ type Settings struct {
 	// MaxJobFiles caps a compaction job's input files (what one committer
 	// can commit; see config.Config); 0: no cap.
 	MaxJobFiles int64
+	// RewriterConcurrency is how many groups the stack rewrites at once,
+	// within which package throttle bounds a busy table's compaction (0:
+	// throttle.DefaultConcurrency).
+	RewriterConcurrency int
 }
 
 // Outcome says what planning a table did.
@@ -115,7 +122,9 @@ const (
 	OutcomeLeaseHeld   Outcome = "skipped_lease_held"
 	OutcomeNothingToDo Outcome = "nothing_to_do"
 	// OutcomeBackedOff: the table's jobs failed the same way in a row; it is
-	// left alone until its backoff ends (lease.Backoff).
+	// left alone until its backoff ends (lease.Backoff), or its jobs were
+	// aborted by concurrent commits while its writers stay busy (package
+	// throttle).
 	OutcomeBackedOff Outcome = "skipped_backoff"
 )
 
@@ -139,8 +148,13 @@ type Result struct {
 	Reason       string `json:"reason,omitempty"`
 	// HotPartitions are the partitions with files to compact that a writer
 	// committed to within the table's hot-partition idle time, and what
-	// the plan did about them (health.ScopeHot).
+	// the plan did about them (health.ScopeHot, and health.NoteYoung for
+	// the files left by the min file age).
 	HotPartitions []health.HotPartition `json:"hot_partitions,omitempty"`
+	// Throttle is how hard a compaction may press on the table's writers
+	// (package throttle): whether it starts, how many groups it takes at
+	// once, and why. A back-off is outcome skipped_backoff.
+	Throttle *throttle.Decision `json:"throttle,omitempty"`
 	// Strategy is the compaction strategy planned (compaction jobs only),
 	// and ZOrderColumns a z-order's columns.
 	Strategy      optin.Strategy `json:"strategy,omitempty"`

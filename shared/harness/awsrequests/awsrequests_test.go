@@ -39,10 +39,10 @@ func TestProxy_CountsEachServicesOperationsAndWhatTheyBill(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	send("DynamoDB_20120810.PutItem", `{"Item":{"v":{"S":"`+strings.Repeat("y", 2500)+`"}}}`) // 3 write units
-	send("DynamoDB_20120810.GetItem", `{"Key":{}}`)                                          // 3 read units (9 KB)
+	send("DynamoDB_20120810.PutItem", `{"Item":{"v":{"S":"`+strings.Repeat("y", 2500)+`"}}}`)    // 3 write units
+	send("DynamoDB_20120810.GetItem", `{"Key":{}}`)                                              // 3 read units (9 KB)
 	send("DynamoDB_20120810.TransactWriteItems", `{"TransactItems":[{"Put":{}},{"Update":{}}]}`) // 2 items, twice
-	send("AmazonSQS.SendMessage", `{"MessageBody":"`+strings.Repeat("m", 70<<10)+`"}`)      // 2 chunks
+	send("AmazonSQS.SendMessage", `{"MessageBody":"`+strings.Repeat("m", 70<<10)+`"}`)           // 2 chunks
 	send("AmazonSQS.ReceiveMessage", `{}`)
 	send("AWSEvents.PutEvents", `{"Entries":[{"Detail":"{}"},{"Detail":"{}"},{"Detail":"{}"}]}`)
 	req, _ := http.NewRequest(http.MethodGet, p.URL+"/bucket/jobs/plan.json", nil)

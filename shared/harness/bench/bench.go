@@ -146,11 +146,11 @@ type Measurement struct {
 	CoordCPU time.Duration `json:"coordinator_cpu_ns,omitempty"`
 	// StartCPU is what the engine spent before its run, not counted in
 	// CPU: a JVM's start and warm-up (Spark).
-	StartCPU  time.Duration `json:"start_cpu_ns,omitempty"`
+	StartCPU time.Duration `json:"start_cpu_ns,omitempty"`
 	// Bill is what icekeeper's run used of what AWS bills beyond S3
 	// (icekeeper's runs).
-	Bill Bill `json:"bill,omitempty"`
-	Committed bool          `json:"committed,omitempty"`
+	Bill      Bill `json:"bill,omitempty"`
+	Committed bool `json:"committed,omitempty"`
 	// OutputB is the size of the data files the table had after the run
 	// (icekeeper's runs; every input file is rewritten).
 	OutputB int64 `json:"output_bytes,omitempty"`

@@ -58,6 +58,7 @@ func PlannerWith(d *stage.Deps, cat catalog.Catalog, adjust func(*plan.Options))
 		LeaseTTL: d.Config.LeaseTTL, MaxGroupBytes: d.Config.MaxGroupBytes,
 		InlineTaskBytes: d.Config.InlineTaskBytes, TargetFileSize: d.Config.TargetFileSize,
 		OrphanListFanOutFiles: d.Config.OrphanListFanOutFiles, MaxJobFiles: d.Config.MaxJobFiles,
+		RewriterConcurrency: d.Config.RewriterConcurrency,
 	}, cat, d.Leases, d.Jobs, d.Blobs, d.Tasks, d.Commits, d.Log.With("stage", "planner"), d.Now, opts)
 }
 
