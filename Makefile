@@ -67,6 +67,21 @@ $(PYICEBERG_STAMP): $(PYICEBERG_DIR)/requirements.txt
 	timeout 10m $(PYICEBERG_DIR)/.venv/bin/pip install --quiet --disable-pip-version-check -r $(PYICEBERG_DIR)/requirements.txt
 	touch $@
 
+## tpch-setup: install the pinned TPC-H generator (tpchgen-cli, from PyPI)
+## into shared/harness/bench/tpch/.venv, for icekeeper-bench --data tpch
+## (needs Python 3 with venv)
+TPCH_DIR   := shared/harness/bench/tpch
+TPCH_STAMP := $(TPCH_DIR)/.venv/.installed
+.PHONY: tpch-setup
+tpch-setup: $(TPCH_STAMP)
+
+$(TPCH_STAMP): $(TPCH_DIR)/requirements.txt
+	rm -rf $(TPCH_DIR)/.venv
+	$(PYTHON) -m venv $(TPCH_DIR)/.venv
+	timeout 10m $(TPCH_DIR)/.venv/bin/pip install --quiet --disable-pip-version-check -r $(TPCH_DIR)/requirements.txt
+	$(TPCH_DIR)/.venv/bin/tpchgen-cli --version
+	touch $@
+
 ## hygiene: gofmt, go vet and go mod tidy report nothing, in both modules
 hygiene:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/.cdk/*')); \
