@@ -113,6 +113,11 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzGrants$$' -fuzztime $(FUZZTIME) ./shared/optin
 
 ## bench: the benchmark (1 GB per table; see docs/PERFORMANCE.md). BENCH_FLAGS adds flags.
+## Real data instead of the synthetic rows: TPC-H lineitem and orders written
+## by Spark (needs make interop-setup and make tpch-setup), e.g.
+## BENCH_FLAGS='--data tpch --scale-factor 1 --tpch-cache bin/tpch'
+## (--tpch-tables lineitem,orders, --tpch-commits 48 appends per table;
+## --tpch-cache keeps the generator's output between runs).
 bench:
 	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
 	$(BIN)/icekeeper-bench --out $(BIN)/PERFORMANCE-latest.md $(BENCH_FLAGS)

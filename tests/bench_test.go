@@ -153,7 +153,7 @@ func TestBench_SparkRunsBesideIcekeeperOnTheSameTable(t *testing.T) {
 // TestBench_TPCHTablesWrittenBySpark runs the benchmark on real data: TPC-H
 // lineitem at a tiny scale factor from the pinned generator, written by
 // Spark in five appends (one small file per month partition each) and
-// deleted from by two commits of equality deletes from Iceberg Java's API
+// deleted from by a commit of equality deletes from Iceberg Java's API
 // (the driver's eqdelete op with a query), then compacted by every engine.
 // It checks that Spark wrote the table, that it has equality deletes of
 // about 5% of the rows, and that every engine kept its live rows. Skipped

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,8 +27,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if len(os.Args) > 3 && os.Args[1] == "child" {
-		out, err := bench.Child(ctx, os.Args[2], []byte(os.Args[3]))
+	if len(os.Args) == 3 && os.Args[1] == "child" {
+		// A measured child: its arguments come on stdin.
+		args, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			fail(fmt.Errorf("child: read its arguments: %w", err))
+		}
+		out, err := bench.Child(ctx, os.Args[2], args)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "icekeeper-bench child:", err)
 			os.Exit(1)
