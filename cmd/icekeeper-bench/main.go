@@ -110,7 +110,11 @@ func main() {
 			fail(fmt.Errorf("--data tpch runs the generator in the repository: %w", err))
 		}
 		o.TPCHGen = bench.TPCHGenerator(root)
-		o.TPCHTables = strings.Split(*tpchTables, ",")
+		for _, t := range strings.Split(*tpchTables, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				o.TPCHTables = append(o.TPCHTables, t)
+			}
+		}
 	}
 	o.Progress = os.Stderr
 	self, err := os.Executable()
