@@ -14,8 +14,8 @@ demo:
 
 ## test: the hygiene checks, every test, end to end over the in-process AWS
 ## emulator, and the CDK stack's offline tests (infra/ is its own module; it
-## needs Node)
-test: hygiene interop-setup
+## needs Node); tpch-setup for the benchmark's TPC-H smoke test
+test: hygiene interop-setup tpch-setup
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/tests/interop$$')
 	ICEKEEPER_INTEROP=subset $(GO) test -count=1 -timeout 20m ./tests/interop
 	$(MAKE) moto-test
