@@ -108,6 +108,10 @@ func tpchSource(ctx context.Context, o Options) (string, string, error) {
 	if cache == "" {
 		cache = filepath.Join(o.Dir, "tpch-source")
 	}
+	// Spark reads the parts by file: URIs, which must be absolute.
+	if cache, err = filepath.Abs(cache); err != nil {
+		return "", "", err
+	}
 	dir := filepath.Join(cache, fmt.Sprintf("sf%s-parts%d", strconv.FormatFloat(o.ScaleFactor, 'f', -1, 64), o.TPCHCommits))
 	stamp := filepath.Join(dir, "generator")
 	if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == version {
