@@ -14,8 +14,8 @@ demo:
 
 ## test: the hygiene checks, every test, end to end over the in-process AWS
 ## emulator, and the CDK stack's offline tests (infra/ is its own module; it
-## needs Node)
-test: hygiene interop-setup
+## needs Node); tpch-setup for the benchmark's TPC-H smoke test
+test: hygiene interop-setup tpch-setup
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/tests/interop$$')
 	ICEKEEPER_INTEROP=subset $(GO) test -count=1 -timeout 20m ./tests/interop
 	$(MAKE) moto-test
@@ -67,6 +67,21 @@ $(PYICEBERG_STAMP): $(PYICEBERG_DIR)/requirements.txt
 	timeout 10m $(PYICEBERG_DIR)/.venv/bin/pip install --quiet --disable-pip-version-check -r $(PYICEBERG_DIR)/requirements.txt
 	touch $@
 
+## tpch-setup: install the pinned TPC-H generator (tpchgen-cli, from PyPI)
+## into shared/harness/bench/tpch/.venv, for icekeeper-bench --data tpch
+## (needs Python 3 with venv)
+TPCH_DIR   := shared/harness/bench/tpch
+TPCH_STAMP := $(TPCH_DIR)/.venv/.installed
+.PHONY: tpch-setup
+tpch-setup: $(TPCH_STAMP)
+
+$(TPCH_STAMP): $(TPCH_DIR)/requirements.txt
+	rm -rf $(TPCH_DIR)/.venv
+	$(PYTHON) -m venv $(TPCH_DIR)/.venv
+	timeout 10m $(TPCH_DIR)/.venv/bin/pip install --quiet --disable-pip-version-check -r $(TPCH_DIR)/requirements.txt
+	$(TPCH_DIR)/.venv/bin/tpchgen-cli --version
+	touch $@
+
 ## hygiene: gofmt, go vet and go mod tidy report nothing, in both modules
 hygiene:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/.cdk/*')); \
@@ -98,6 +113,11 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzGrants$$' -fuzztime $(FUZZTIME) ./shared/optin
 
 ## bench: the benchmark (1 GB per table; see docs/PERFORMANCE.md). BENCH_FLAGS adds flags.
+## Real data instead of the synthetic rows: TPC-H lineitem and orders written
+## by Spark (needs make interop-setup and make tpch-setup), e.g.
+## BENCH_FLAGS='--data tpch --scale-factor 1 --tpch-cache bin/tpch'
+## (--tpch-tables lineitem,orders, --tpch-commits 48 appends per table;
+## --tpch-cache keeps the generator's output between runs).
 bench:
 	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
 	$(BIN)/icekeeper-bench --out $(BIN)/PERFORMANCE-latest.md $(BENCH_FLAGS)

@@ -58,7 +58,7 @@ type RewriterArgs struct {
 }
 
 // Child runs one measured engine in this process and returns its JSON
-// output; the benchmark starts it as `<self> child <mode> <args>`.
+// output; the benchmark starts it as `<self> child <mode>`, args on its stdin.
 func Child(ctx context.Context, mode string, args []byte) (any, error) {
 	if path := os.Getenv(HeapProfileEnv); path != "" {
 		pctx, stop := context.WithCancel(ctx)

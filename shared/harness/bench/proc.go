@@ -20,15 +20,18 @@ type Proc struct {
 	Out     json.RawMessage
 }
 
-// child starts this executable as `<self> child <mode> <args-json>` with
-// extra environment, waits for it, and returns its rusage and its JSON
-// output (stdout). Peak RSS is the process's own maximum resident set.
+// child starts this executable as `<self> child <mode>` with its JSON
+// arguments on its stdin (a raw rewrite's list of thousands of files is
+// longer than an argument may be) and extra environment, waits for it, and
+// returns its rusage and its JSON output (stdout). Peak RSS is the
+// process's own maximum resident set.
 func child(ctx context.Context, self string, env []string, mode string, args any) (*exec.Cmd, func() (Proc, error), error) {
 	b, err := json.Marshal(args)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "child", mode, string(b))
+	cmd := exec.CommandContext(ctx, self, "child", mode)
+	cmd.Stdin = bytes.NewReader(b)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

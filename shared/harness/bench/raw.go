@@ -68,7 +68,8 @@ func RawRewrite(ctx context.Context, paths []string, outDir string, target int64
 		return nil
 	}
 	for _, p := range paths {
-		p = strings.TrimPrefix(p, "file://")
+		// file:///abs (iceberg-go) or file:/abs (Iceberg Java, Spark).
+		p = strings.TrimPrefix(strings.TrimPrefix(p, "file://"), "file:")
 		st, err := os.Stat(p)
 		if err != nil {
 			return res, err

@@ -26,6 +26,16 @@ const (
 	LambdaMBPerVCPU = 1769
 )
 
+// Title names a table in the report: its deletes and format version, and
+// its TPC-H table when it holds one.
+func (t TableResult) Title() string {
+	s := fmt.Sprintf("%s deletes (v%d)", t.Kind, formatVersion(t.Kind))
+	if t.TPCH != nil {
+		s += fmt.Sprintf(", TPC-H %s at scale factor %g", t.TPCH.Table, t.TPCH.ScaleFactor)
+	}
+	return s
+}
+
 // Find is the measurement of one engine at one count of processes.
 func (t TableResult) Find(engine string, procs int) (Measurement, bool) {
 	for _, m := range t.Measurements {
@@ -42,13 +52,21 @@ func (r Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %s.\n\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Machine)
 	o := r.Options
-	fmt.Fprintf(&b, "Input: %d MB of Parquet (zstd) per table in files of about %d KB, %d partitions, %.0f%% of the rows deleted; output files of %d MB.\n\n",
-		o.SizeMB, o.FileKB, o.Partitions, o.DeleteFraction*100, o.TargetMB)
+	if o.Data == DataTPCH {
+		fmt.Fprintf(&b, "Input: TPC-H tables (%s) at scale factor %g, each written by Spark in %d appends and deleted from by a CDC stream, about %.0f%% of the rows (each table below says how); output files of %d MB.\n\n",
+			strings.Join(o.TPCHTables, ", "), o.ScaleFactor, o.TPCHCommits, o.DeleteFraction*100, o.TargetMB)
+	} else {
+		fmt.Fprintf(&b, "Input: %d MB of Parquet (zstd) per table in files of about %d KB, %d partitions, %.0f%% of the rows deleted; output files of %d MB.\n\n",
+			o.SizeMB, o.FileKB, o.Partitions, o.DeleteFraction*100, o.TargetMB)
+	}
 	if o.Repeats > 1 {
 		fmt.Fprintf(&b, "Each engine ran %d times on each table, interleaved (every engine once, then again): the tables give the median run by wall time, and the spread is half the range between the slowest and the fastest run.\n\n", o.Repeats)
 	}
 	for _, t := range r.Tables {
-		fmt.Fprintf(&b, "### %s deletes (v%d): %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Kind, formatVersion(t.Kind), t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
+		fmt.Fprintf(&b, "### %s: %d data files, %.0f MB, %d delete files, %d live rows\n\n", t.Title(), t.InputFiles, float64(t.InputBytes)/1e6, t.DeleteFiles, t.LiveRows)
+		if t.TPCH != nil {
+			b.WriteString(t.TPCH.describe(t.Kind) + "\n\n")
+		}
 		b.WriteString("| engine | processes × cores | wall s (median) | spread | input MB/s | rows/s | CPU s | peak RSS MB | MB/s vs raw | MB/s vs iceberg-go |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, m := range t.Measurements {
 			shape := fmt.Sprintf("%d × %d", m.shapeProcs(), m.shapeCores())
@@ -152,7 +170,7 @@ func (r Report) requests() string {
 			}
 			if !header {
 				header = true
-				fmt.Fprintf(&b, "### S3 requests: %s deletes (v%d), %d data files and %d delete files read\n\n", t.Kind, formatVersion(t.Kind), t.InputFiles, t.DeleteFiles)
+				fmt.Fprintf(&b, "### S3 requests: %s, %d data files and %d delete files read\n\n", t.Title(), t.InputFiles, t.DeleteFiles)
 				b.WriteString("Counted by a proxy in front of the emulator's S3 that every engine's requests for the table's files go through: the data and delete files, and the metadata files, manifest lists and manifests that planning, the rewriters and the commit read (the catalog and icekeeper's job records are elsewhere). Prices: S3 Standard requests and Lambda arm64 compute at list prices; compute is the rewriters' CPU time at one vCPU (1769 MB).\n\n")
 				b.WriteString("| engine | processes × cores | GET of data and delete files | GET of metadata | HEAD | PUT, POST, LIST | GETs per data or delete file | MB per upload request | requests $/GB | compute $/GB | total $/GB |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 			}
@@ -385,7 +403,7 @@ func (r Report) againstSpark() string {
 				continue
 			}
 		}
-		fmt.Fprintf(&b, "#### Against Spark: %s deletes (v%d)\n\n", t.Kind, formatVersion(t.Kind))
+		fmt.Fprintf(&b, "#### Against Spark: %s\n\n", t.Title())
 		b.WriteString("Spark's CPU and wall time are its procedure's call alone; its JVM's start and a warm-up query came before (their CPU in brackets). icekeeper's CPU is its rewriters'; the planner, committer and emulator are in the table above.\n\n")
 		b.WriteString("| engine | processes × cores | input MB per CPU s | input MB per wall s | CPU s | peak RSS MB | output MB | output files | per CPU s vs Spark | per wall s vs Spark |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, m := range t.Measurements {

@@ -23,8 +23,9 @@ import org.apache.spark.sql.SparkSession;
  * <p>Requests: {"op":"catalog","name":..,"props":{..}} registers a Spark
  * catalog (its Iceberg properties, as spark.sql.catalog.NAME.KEY);
  * {"op":"sql","sql":..} runs one statement and answers its rows, each as
- * Spark's JSON of the row; {"op":"eqdelete",..} writes an equality delete
- * file with Iceberg Java's API and commits it (see EqualityDeletes).
+ * Spark's JSON of the row; {"op":"eqdelete",..} writes equality delete
+ * files with Iceberg Java's API and commits them (see EqualityDeletes), its
+ * rows given or read by a Spark SQL query.
  *
  * <p>Each answer is one line on stdout that starts with {@link #ANSWER}:
  * {"ok":true,"rows":[..]} or {"ok":false,"error":..}. Spark's own logging
@@ -89,7 +90,7 @@ public final class Driver {
       case "sql":
         return sql(req.path("sql").asText());
       case "eqdelete":
-        return EqualityDeletes.write(icebergCatalog(req.path("catalog").asText()), req);
+        return EqualityDeletes.write(spark, icebergCatalog(req.path("catalog").asText()), req);
       default:
         throw new IllegalArgumentException("unknown op " + op);
     }
