@@ -324,12 +324,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	switch o.Data {
 	case DataSynthetic:
 	case DataTPCH:
-		if o.Storage != "local" {
-			// Spark's S3FileIO signs its uploads in aws-chunked encoding
-			// over plain HTTP, which the emulator stores as it comes
-			// (Spark's rewrite_data_files on s3 fails the same way).
-			return rep, fmt.Errorf("bench: data %s is written by Spark, whose uploads the emulator's S3 cannot take yet: use storage local", DataTPCH)
-		}
 		sources = o.TPCHTables
 		for _, t := range sources {
 			if _, ok := tpchShapes[t]; !ok {

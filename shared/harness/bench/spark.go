@@ -37,6 +37,9 @@ func sparkCatalog(cc catalogs.Config, storage *s3Storage) (map[string]string, er
 		props["s3.access-key-id"] = storage.props["s3.access-key-id"]
 		props["s3.secret-access-key"] = storage.props["s3.secret-access-key"]
 		props["client.region"] = storage.props["s3.region"]
+		// Its uploads come in aws-chunked encoding over plain HTTP,
+		// which the request counter decodes as S3 does (the emulator
+		// would store the encoding).
 	}
 	return props, nil
 }

@@ -10,11 +10,16 @@
 package s3requests
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -196,6 +201,10 @@ func Start(target string) (*Proxy, error) {
 			p.c.Gets[r.URL.Path]++
 		}
 		p.mu.Unlock()
+		if err := decodeAWSChunked(r); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		cw := &countingWriter{ResponseWriter: w}
 		rp.ServeHTTP(cw, r)
 		if op == GetObject {
@@ -248,4 +257,59 @@ func (w *countingWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// decodeAWSChunked turns an upload in S3's aws-chunked encoding (each
+// chunk "size-in-hex[;chunk-signature=...]\r\n" then its bytes and
+// "\r\n", a zero-size chunk last, trailing checksums after it) into its
+// plain body, as S3 itself does on receipt. AWS's SDKs send uploads so
+// over plain HTTP (Iceberg Java's S3FileIO among them); the emulator
+// behind this proxy would store the encoding as the object's bytes.
+// Checksums and chunk signatures are not verified.
+func decodeAWSChunked(r *http.Request) error {
+	if !strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") && !strings.Contains(r.Header.Get("Content-Encoding"), "aws-chunked") {
+		return nil
+	}
+	br := bufio.NewReader(r.Body)
+	var body bytes.Buffer
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("s3requests: aws-chunked body: %w", err)
+		}
+		size, _, _ := strings.Cut(strings.TrimSpace(line), ";")
+		n, err := strconv.ParseInt(size, 16, 64)
+		if err != nil {
+			return fmt.Errorf("s3requests: aws-chunked body: chunk size %q: %w", size, err)
+		}
+		if n == 0 {
+			break // the trailers follow
+		}
+		if _, err := io.CopyN(&body, br, n); err != nil {
+			return fmt.Errorf("s3requests: aws-chunked body: %w", err)
+		}
+		if _, err := br.ReadString('\n'); err != nil {
+			return fmt.Errorf("s3requests: aws-chunked body: %w", err)
+		}
+	}
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(&body)
+	r.ContentLength = int64(body.Len())
+	r.Header.Set("Content-Length", strconv.Itoa(body.Len()))
+	r.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+	for _, h := range []string{"X-Amz-Decoded-Content-Length", "X-Amz-Trailer", "X-Amz-Sdk-Checksum-Algorithm"} {
+		r.Header.Del(h)
+	}
+	var enc []string
+	for _, e := range strings.Split(r.Header.Get("Content-Encoding"), ",") {
+		if e = strings.TrimSpace(e); e != "" && e != "aws-chunked" {
+			enc = append(enc, e)
+		}
+	}
+	if len(enc) == 0 {
+		r.Header.Del("Content-Encoding")
+	} else {
+		r.Header.Set("Content-Encoding", strings.Join(enc, ","))
+	}
+	return nil
 }
