@@ -26,24 +26,7 @@ func TestBench_SmokeRunMeasuresEveryEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the benchmark binary")
 	}
-	bin := t.TempDir() + "/icekeeper-bench"
-	build := exec.Command("go", "build", "-o", bin, "./cmd/icekeeper-bench")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	var stderr bytes.Buffer
-	run := exec.Command(bin, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--spark-cores", "", "--json", "--dir", t.TempDir())
-	run.Stderr = &stderr
-	out, err := run.Output()
-	if err != nil {
-		// The harness says what failed on stderr, after its progress.
-		t.Fatalf("bench: %v\n%s", err, bench.LastLines(stderr.String(), 40))
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
+	rep := runBench(t, "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2", "--cold-starts", "1", "--repeats", "2", "--compression-level", "1", "--spark-cores", "", "--dir", t.TempDir())
 	if len(rep.Tables) != 3 {
 		t.Fatalf("%d tables, want position (v2), dv (v3) and equality", len(rep.Tables))
 	}
@@ -102,26 +85,9 @@ func TestBench_SparkRunsBesideIcekeeperOnTheSameTable(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(sparkdriver.Dir), "target", "classpath.txt")); err != nil {
 		t.Skipf("SKIPPED: the Spark driver is not built (make interop-setup): %v", err)
 	}
-	bin := t.TempDir() + "/icekeeper-bench"
-	build := exec.Command("go", "build", "-o", bin, "./cmd/icekeeper-bench")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	var stderr bytes.Buffer
-	run := exec.Command(bin, "--kinds", "position", "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2",
+	rep := runBench(t, "--kinds", "position", "--size-mb", "4", "--file-kb", "64", "--target-mb", "2", "--partitions", "2",
 		"--repeats", "1", "--memory=false", "--planner-files", "", "--commit-files", "0", "--busy-jobs", "0", "--cold-starts", "0",
-		"--spark-cores", "1", "--json", "--dir", t.TempDir())
-	run.Dir = ".."
-	run.Stderr = &stderr
-	out, err := run.Output()
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, bench.LastLines(stderr.String(), 40))
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
+		"--spark-cores", "1", "--dir", t.TempDir())
 	if len(rep.Tables) != 1 {
 		t.Fatalf("%d tables, want position (v2)", len(rep.Tables))
 	}
@@ -177,27 +143,10 @@ func TestBench_TPCHTablesWrittenBySpark(t *testing.T) {
 	if _, err := os.Stat(bench.TPCHGenerator("..")); err != nil {
 		t.Skipf("SKIPPED: the TPC-H generator is not installed (make tpch-setup): %v", err)
 	}
-	bin := t.TempDir() + "/icekeeper-bench"
-	build := exec.Command("go", "build", "-o", bin, "./cmd/icekeeper-bench")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	dir := t.TempDir()
-	var stderr bytes.Buffer
-	run := exec.Command(bin, "--data", "tpch", "--scale-factor", "0.01", "--tpch-tables", "lineitem", "--tpch-commits", "5",
+	rep := runBench(t, "--data", "tpch", "--scale-factor", "0.01", "--tpch-tables", "lineitem", "--tpch-commits", "5",
 		"--kinds", "equality", "--target-mb", "8", "--repeats", "1", "--memory=false", "--planner-files", "", "--commit-files", "0",
-		"--busy-jobs", "0", "--cold-starts", "0", "--spark-cores", "1", "--json", "--dir", dir)
-	run.Dir = ".."
-	run.Stderr = &stderr
-	out, err := run.Output()
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, bench.LastLines(stderr.String(), 40))
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
+		"--busy-jobs", "0", "--cold-starts", "0", "--spark-cores", "1", "--dir", dir)
 	if len(rep.Tables) != 1 || rep.Tables[0].TPCH == nil || rep.Tables[0].TPCH.Table != "lineitem" {
 		t.Fatalf("tables %+v, want TPC-H lineitem with equality deletes", rep.Tables)
 	}
@@ -272,4 +221,31 @@ func TestBench_TPCHTablesWrittenBySpark(t *testing.T) {
 	if md := rep.Markdown(); !strings.Contains(md, "TPC-H `lineitem` at scale factor 0.01 from tpchgen-cli") {
 		t.Fatalf("the report does not say which data it measured:\n%s", md)
 	}
+}
+
+// runBench builds the benchmark binary and runs it with args (and --json)
+// from the repository's root, failing the test with the end of its stderr
+// when it fails.
+func runBench(t *testing.T, args ...string) bench.Report {
+	t.Helper()
+	bin := t.TempDir() + "/icekeeper-bench"
+	build := exec.Command("go", "build", "-o", bin, "./cmd/icekeeper-bench")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	var stderr bytes.Buffer
+	run := exec.Command(bin, append(args, "--json")...)
+	run.Dir = ".."
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if err != nil {
+		// The harness says what failed on stderr, after its progress.
+		t.Fatalf("bench: %v\n%s", err, bench.LastLines(stderr.String(), 40))
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	return rep
 }

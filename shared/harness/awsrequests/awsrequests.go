@@ -18,14 +18,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
@@ -187,25 +183,17 @@ func perItem(body []byte, size int64) float64 {
 // Proxy is a counting reverse proxy.
 type Proxy struct {
 	// URL is the proxy's endpoint (use it as AWS_ENDPOINT_URL).
-	URL string
-	srv *http.Server
-	mu  sync.Mutex
-	c   Counts
+	URL  string
+	stop func() error
+	mu   sync.Mutex
+	c    Counts
 }
 
 // Start serves a counting proxy to target on a free loopback port.
 func Start(target string) (*Proxy, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &Proxy{URL: "http://" + ln.Addr().String(), c: Counts{Calls: map[string]int64{}}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := &Proxy{c: Counts{Calls: map[string]int64{}}}
+	var err error
+	p.URL, p.stop, err = s3requests.Serve(target, func(w http.ResponseWriter, r *http.Request, rp http.Handler) {
 		op := Classify(r)
 		var req []byte
 		if op.Service != S3 && r.Body != nil {
@@ -222,13 +210,22 @@ func Start(target string) (*Proxy, error) {
 		p.mu.Lock()
 		p.c.Calls[op.String()]++
 		p.mu.Unlock()
-		rec := &recorder{ResponseWriter: w, keep: op.Service == DynamoDB}
+		rec := &s3requests.ResponseCounter{ResponseWriter: w}
+		if op.Service == DynamoDB {
+			rec.Body = &bytes.Buffer{}
+		}
 		rp.ServeHTTP(rec, r)
+		var resp []byte
+		if rec.Body != nil {
+			resp = rec.Body.Bytes()
+		}
 		p.mu.Lock()
-		meter(&p.c, op, req, rec.body.Bytes())
+		meter(&p.c, op, req, resp)
 		p.mu.Unlock()
-	})}
-	go func() { _ = p.srv.Serve(ln) }()
+	})
+	if err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -252,26 +249,4 @@ func (p *Proxy) Reset() {
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() error { return p.srv.Close() }
-
-// recorder passes a response through, keeping its body when asked.
-type recorder struct {
-	http.ResponseWriter
-	keep bool
-	body bytes.Buffer
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	if w.keep {
-		w.body.Write(b[:n])
-	}
-	return n, err
-}
-
-// Flush lets streamed responses through.
-func (w *recorder) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+func (p *Proxy) Close() error { return p.stop() }

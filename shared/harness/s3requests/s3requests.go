@@ -170,25 +170,36 @@ func (c Counts) Sorted() []string {
 // Proxy is a counting reverse proxy.
 type Proxy struct {
 	// URL is the proxy's endpoint (use it as s3.endpoint).
-	URL string
-	srv *http.Server
-	mu  sync.Mutex
-	c   Counts
+	URL  string
+	stop func() error
+	mu   sync.Mutex
+	c    Counts
+}
+
+// Serve serves handle on a free loopback port in front of target: handle
+// gets each request and forward, the reverse proxy to target (a counting
+// proxy counts and forwards). It answers the proxy's URL and what stops
+// it.
+func Serve(target string, handle func(w http.ResponseWriter, r *http.Request, forward http.Handler)) (string, func() error, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, rp) })}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), srv.Close, nil
 }
 
 // Start serves a counting proxy to target on a free loopback port.
 func Start(target string) (*Proxy, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &Proxy{URL: "http://" + ln.Addr().String(), c: Counts{Ops: map[string]int64{}, Gets: map[string]int64{}}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := &Proxy{c: Counts{Ops: map[string]int64{}, Gets: map[string]int64{}}}
+	var err error
+	p.URL, p.stop, err = Serve(target, func(w http.ResponseWriter, r *http.Request, rp http.Handler) {
 		// Counted when it arrives: a client may read the whole response
 		// before this handler returns, and count right after.
 		op := Classify(r)
@@ -205,15 +216,17 @@ func Start(target string) (*Proxy, error) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		cw := &countingWriter{ResponseWriter: w}
+		cw := &ResponseCounter{ResponseWriter: w}
 		rp.ServeHTTP(cw, r)
 		if op == GetObject {
 			p.mu.Lock()
-			p.c.BytesDown += cw.n
+			p.c.BytesDown += cw.N
 			p.mu.Unlock()
 		}
-	})}
-	go func() { _ = p.srv.Serve(ln) }()
+	})
+	if err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -239,21 +252,27 @@ func (p *Proxy) Reset() {
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() error { return p.srv.Close() }
+func (p *Proxy) Close() error { return p.stop() }
 
-type countingWriter struct {
+// ResponseCounter passes a response through, counting its body's bytes
+// (N) and, when Body is set, keeping them there.
+type ResponseCounter struct {
 	http.ResponseWriter
-	n int64
+	N    int64
+	Body *bytes.Buffer
 }
 
-func (w *countingWriter) Write(b []byte) (int, error) {
+func (w *ResponseCounter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
-	w.n += int64(n)
+	w.N += int64(n)
+	if w.Body != nil {
+		w.Body.Write(b[:n])
+	}
 	return n, err
 }
 
 // Flush lets streamed responses through.
-func (w *countingWriter) Flush() {
+func (w *ResponseCounter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
