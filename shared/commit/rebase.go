@@ -140,6 +140,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 	}
 	var sources []source
 	concurrentOn := map[string]*dv.RoaringPositionBitmap{} // rewritten file -> raw positions
+	cache.prefetchVectors(fs, live)
 	for _, d := range live {
 		src := source{file: d, seq: seqs[fileKey(d)], onNew: map[string]*dv.RoaringPositionBitmap{}, others: map[string]*dv.RoaringPositionBitmap{}}
 		byFile, err := cache.positionsOf(ctx, fs, d)
@@ -193,6 +194,7 @@ func (c *Committer) rebase(ctx context.Context, log *slog.Logger, cur, pinned *t
 		rows[f.FilePath()] = f.Count()
 	}
 	gone := map[string]struct{}{}
+	cache.prefetchVectors(fs, conc.Removed)
 	for _, r := range conc.Removed {
 		byFile, err := cache.positionsOf(ctx, fs, r)
 		if err != nil {
@@ -357,6 +359,29 @@ func (c *rebaseCache) positionsOf(ctx context.Context, fs icebergio.IO, d iceber
 		c.positions[fileKey(d)] = p
 	}
 	return p, err
+}
+
+// prefetchVectors reads the deletion vectors among files into the cache,
+// each Puffin file's footer decoded once (a concurrent MERGE's vectors
+// share one). It is best effort: what it cannot read is left to
+// positionsOf, which reports the error for the file it concerns.
+func (c *rebaseCache) prefetchVectors(fs icebergio.IO, files []iceberg.DataFile) {
+	var vectors []iceberg.DataFile
+	for _, d := range files {
+		if _, ok := c.positions[fileKey(d)]; !ok && table.IsDeletionVector(d) && d.ReferencedDataFile() != nil {
+			vectors = append(vectors, d)
+		}
+	}
+	if len(vectors) < 2 {
+		return
+	}
+	bms, err := deletefiles.ReadDeletionVectors(fs, vectors)
+	if err != nil {
+		return
+	}
+	for i, d := range vectors {
+		c.positions[fileKey(d)] = map[string]*dv.RoaringPositionBitmap{*d.ReferencedDataFile(): bms[i]}
+	}
 }
 
 // positionsOf reads what a position delete file or deletion vector

@@ -109,21 +109,61 @@ func Positional(ctx context.Context, fs iceio.IO, tasks []table.FileScanTask) ([
 			return nil, fmt.Errorf("read position delete file %s: %w", path, err)
 		}
 	}
+	var dvs []iceberg.DataFile
+	for _, t := range tasks {
+		dvs = append(dvs, t.DeletionVectorFiles...)
+	}
+	vectors, err := ReadDeletionVectors(fs, dvs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*dv.RoaringPositionBitmap, len(tasks))
 	for i, t := range tasks {
 		bm := dv.NewRoaringPositionBitmap()
 		if len(t.DeletionVectorFiles) > 0 {
-			for _, d := range t.DeletionVectorFiles {
-				v, err := dv.ReadDV(fs, d)
-				if err != nil {
-					return nil, fmt.Errorf("read deletion vector %s: %w", d.FilePath(), err)
-				}
-				bm.Or(v)
+			for range t.DeletionVectorFiles {
+				bm.Or(vectors[0])
+				vectors = vectors[1:]
 			}
 		} else if p := fromPos[t.File.FilePath()]; p != nil {
 			bm.Or(p)
 		}
 		out[i] = Within(bm, t.File.Count())
+	}
+	return out, nil
+}
+
+// ReadDeletionVectors reads deletion vectors, in the order given, opening
+// each Puffin file and decoding its footer once, however many of its blobs
+// are asked for. A writer such as Spark's MERGE puts the vectors of one
+// commit, thousands of them, in one Puffin file whose JSON footer lists
+// every blob: read one vector at a time (dv.ReadDV), the footer was decoded
+// once per data file, half of a rewriter's CPU on TPC-H lineitem
+// (docs/PERFORMANCE.md, "Deletion vectors: the Puffin footer once a file").
+// dv.ReadDVs also reads adjacent blobs in one range request.
+func ReadDeletionVectors(fs iceio.IO, files []iceberg.DataFile) ([]*dv.RoaringPositionBitmap, error) {
+	byPuffin := map[string][]int{}
+	var order []string
+	for i, d := range files {
+		if byPuffin[d.FilePath()] == nil {
+			order = append(order, d.FilePath())
+		}
+		byPuffin[d.FilePath()] = append(byPuffin[d.FilePath()], i)
+	}
+	out := make([]*dv.RoaringPositionBitmap, len(files))
+	for _, path := range order {
+		idx := byPuffin[path]
+		batch := make([]iceberg.DataFile, len(idx))
+		for j, i := range idx {
+			batch[j] = files[i]
+		}
+		vs, err := dv.ReadDVs(fs, batch)
+		if err != nil {
+			return nil, fmt.Errorf("read deletion vectors of %s: %w", path, err)
+		}
+		for j, i := range idx {
+			out[i] = vs[j]
+		}
 	}
 	return out, nil
 }

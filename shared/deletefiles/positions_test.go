@@ -448,4 +448,43 @@ func TestPositional_ExactlyThePositionsAScanDrops(t *testing.T) {
 			t.Errorf("opens %v, want each position delete file once", fs.opens)
 		}
 	})
+
+	t.Run("deletion vectors of two Puffin files, interleaved: each file's footer read once, each vector its own", func(t *testing.T) {
+		// A second commit's Puffin file with vectors for c and, again, b.
+		w2 := dv.NewDVWriter(iceio.LocalFS{}, func(int32) *iceberg.PartitionSpec { return iceberg.UnpartitionedSpec })
+		if err := w2.Add("s3://t/data/c", []int64{7}, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := w2.Add("s3://t/data/b", []int64{2, 3}, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		second, err := w2.Flush(ctx, filepath.Join(dir, "second.puffin"))
+		if err != nil || len(second) != 2 {
+			t.Fatalf("deletion vectors %v, %v", second, err)
+		}
+		of2 := map[string]iceberg.DataFile{}
+		for _, d := range second {
+			of2[*d.ReferencedDataFile()] = d
+		}
+		fs := &countingFS{opens: map[string]int{}}
+		tasks := []table.FileScanTask{
+			{File: c, DeletionVectorFiles: []iceberg.DataFile{of2["s3://t/data/c"]}},
+			{File: b, DeletionVectorFiles: []iceberg.DataFile{dvOf["s3://t/data/b"]}},
+			{File: a, DeletionVectorFiles: []iceberg.DataFile{dvOf["s3://t/data/a"]}},
+			{File: b, DeletionVectorFiles: []iceberg.DataFile{of2["s3://t/data/b"], dvOf["s3://t/data/b"]}},
+		}
+		got, err := Positional(ctx, fs, tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]int64{{7}, {0}, {1, 8}, {0, 2, 3}}
+		for i := range tasks {
+			if !slices.Equal(positions(got[i]), want[i]) {
+				t.Errorf("task %d: positions %v, want %v", i, positions(got[i]), want[i])
+			}
+		}
+		if fs.opens[dvOf["s3://t/data/a"].FilePath()] != 1 || fs.opens[second[0].FilePath()] != 1 {
+			t.Errorf("opens %v, want each Puffin file once", fs.opens)
+		}
+	})
 }
