@@ -52,6 +52,7 @@ func main() {
 	kinds := fs.String("kinds", "position,dv,equality", "delete kinds to measure: position (v2), dv (v3 deletion vectors), equality")
 	fs.StringVar(&o.SortColumn, "sort-column", "", "also run a sort compaction by this column (one rewriter) beside bin-packing, e.g. amount (random) or id")
 	fs.StringVar(&o.CompressionLevel, "compression-level", "", "also run the pipeline (one rewriter) with the tables' write.parquet.compression-level set to this level beside the default, e.g. 1 (zstd's fastest)")
+	rewriterGOGC := fs.String("rewriter-gogc", "", "also run the pipeline (one rewriter) with the rewriter process's GOGC at each of these values beside Go's default, e.g. 200,400,off")
 	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
 	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
@@ -78,6 +79,15 @@ func main() {
 		if _, err := strconv.Atoi(o.CompressionLevel); err != nil {
 			fail(fmt.Errorf("--compression-level: %w", err))
 		}
+	}
+	for _, g := range strings.Split(*rewriterGOGC, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if _, err := strconv.Atoi(g); err != nil && g != "off" {
+			fail(fmt.Errorf("--rewriter-gogc %q: want a percentage or off, as Go's GOGC", g))
+		}
+		o.RewriterGOGC = append(o.RewriterGOGC, g)
 	}
 	for _, f := range strings.Split(*plannerFiles, ",") {
 		if f = strings.TrimSpace(f); f != "" {

@@ -83,6 +83,12 @@ type Options struct {
 	// after it): what the table owner's level buys and costs (CPU, output
 	// size, dollars per GB) next to the default level, in the same run.
 	CompressionLevel string
+	// RewriterGOGC, each a value of Go's GOGC ("200", "off"), adds the
+	// icekeeper pipeline with one rewriter whose process has that GOGC,
+	// on the same input: what the collector costs the rewriter, next to
+	// Go's default (100) in the same run. With RewriterMemoryMB the soft
+	// memory limit still bounds the heap, as in the function.
+	RewriterGOGC []string
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
 	// PlannerFiles are the table sizes (data files) the planner is measured
@@ -653,6 +659,22 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			return m, setProperty(ctx, cat, ident, table.ParquetCompressionLevelKey, "")
 		}})
 	}
+	// 3c. The same with the rewriter's GOGC set, one rewriter each.
+	for _, gogc := range o.RewriterGOGC {
+		engines = append(engines, engine{"icekeeper pipeline, GOGC=" + gogc + ", 1 rewriter", func() (Measurement, error) {
+			m, err := storage.measure(func() (Measurement, error) {
+				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, pipelineRun{rewriterEnv: []string{"GOGC=" + gogc}})
+			})
+			if err != nil {
+				return m, err
+			}
+			m.Engine, m.InputB = EngineGOGC+gogc, tr.InputBytes
+			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
+				return m, err
+			}
+			return m, rollback()
+		}})
+	}
 	// 4. A sort compaction of the same input, one rewriter.
 	if o.SortColumn != "" {
 		engines = append(engines, engine{"icekeeper pipeline, sorted by " + o.SortColumn + ", 1 rewriter", func() (Measurement, error) {
@@ -790,6 +812,7 @@ func runPipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalog
 type pipelineRun struct {
 	layout        *plan.Layout
 	maxGroupBytes int64
+	rewriterEnv   []string // added to the rewriter processes' environment
 }
 
 // EngineSorted and EngineTwoStage name the sort compaction's
@@ -803,6 +826,10 @@ const (
 // EngineLevel names the measurement at the table's compression level
 // Options.CompressionLevel (one rewriter).
 const EngineLevel = "icekeeper, compression level"
+
+// EngineGOGC prefixes the measurements with the rewriter's GOGC set
+// (Options.RewriterGOGC): "icekeeper, GOGC=400".
+const EngineGOGC = "icekeeper, GOGC="
 
 // setProperty sets a table property (value "": removes it).
 func setProperty(ctx context.Context, cat catalog.Catalog, ident table.Identifier, key, value string) error {
@@ -924,7 +951,7 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	for round := 0; ; round++ {
 		var waits []func() (Proc, error)
 		for i := 0; i < n; i++ {
-			_, wait, err := child(ctx, o.Self, env, "rewriter", RewriterArgs{MaxGroups: maxGroups})
+			_, wait, err := child(ctx, o.Self, append(slices.Clip(env), run.rewriterEnv...), "rewriter", RewriterArgs{MaxGroups: maxGroups})
 			if err != nil {
 				return m, 0, err
 			}

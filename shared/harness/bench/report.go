@@ -74,7 +74,7 @@ func (r Report) Markdown() string {
 			if raw, ok := t.Find("raw arrow-go", m.Procs); ok && m.Engine != "raw arrow-go" {
 				vsRaw = fmt.Sprintf("%.2f", m.MBps()/raw.MBps())
 			}
-			if ice, ok := t.Find("iceberg-go", m.Procs); ok && (m.Engine == "icekeeper" || m.Engine == EngineSorted || m.Engine == EngineLevel) {
+			if ice, ok := t.Find("iceberg-go", m.Procs); ok && (m.Engine == "icekeeper" || m.Engine == EngineSorted || m.Engine == EngineLevel || strings.HasPrefix(m.Engine, EngineGOGC)) {
 				vsIce = fmt.Sprintf("%.2f", m.MBps()/ice.MBps())
 			}
 			cpu := fmt.Sprintf("%.1f", m.CPU.Seconds())
@@ -89,6 +89,14 @@ func (r Report) Markdown() string {
 				fmt.Fprintf(&b, "With the table's `write.parquet.compression-level` at %s: %.2fx the default level's CPU and %.2fx its wall time, one rewriter; output %.0f MB against %.0f MB (%.2fx), same input, same run.\n\n",
 					r.Options.CompressionLevel, lvl.CPU.Seconds()/bp.CPU.Seconds(), lvl.Wall.Seconds()/bp.Wall.Seconds(),
 					float64(lvl.OutputB)/1e6, float64(bp.OutputB)/1e6, float64(lvl.OutputB)/float64(max(bp.OutputB, 1)))
+			}
+		}
+		for _, gogc := range r.Options.RewriterGOGC {
+			g, ok := t.Find(EngineGOGC+gogc, 1)
+			bp, ok2 := t.Find("icekeeper", 1)
+			if ok && ok2 {
+				fmt.Fprintf(&b, "With the rewriter's GOGC=%s: %.2fx Go's default's CPU, %.2fx its wall time and %.2fx its peak RSS, one rewriter; output %.0f MB against %.0f MB, same input, same run.\n\n",
+					gogc, g.CPU.Seconds()/bp.CPU.Seconds(), g.Wall.Seconds()/bp.Wall.Seconds(), float64(g.PeakRSS)/float64(max(bp.PeakRSS, 1)), float64(g.OutputB)/1e6, float64(bp.OutputB)/1e6)
 			}
 		}
 		if srt, ok := t.Find(EngineSorted, 1); ok {
