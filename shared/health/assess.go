@@ -121,12 +121,15 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 		if err := r.measureLayout(ctx, fsys, snap, tbl.Schema(), overlaps, th, names); err != nil {
 			return r, err
 		}
+		var corrs [][]ColumnCorrelation
 		for i := range r.Partitions {
 			if p := &r.Partitions[i]; p.overlaps != nil {
+				corrs = append(corrs, p.overlaps.correlations())
 				p.Columns, p.overlaps = p.overlaps.results(), nil
 			}
 		}
 		r.Columns = tableOverlaps(r.Partitions)
+		r.Correlations = tableCorrelations(corrs)
 		for _, f := range tbl.SortOrder().Fields() {
 			r.SortColumn, _ = tbl.Schema().FindColumnName(f.SourceID())
 			break

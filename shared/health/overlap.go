@@ -5,6 +5,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
+	"github.com/icekeeper/icekeeper/shared/correlation"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 )
 
@@ -70,6 +71,8 @@ func overlapColumns(meta table.Metadata) []int {
 type overlapCollector struct {
 	columns []overlapColumn
 	byID    map[int]int
+	// files counts the data files added, which files indexes.
+	files int
 }
 
 type overlapColumn struct {
@@ -77,8 +80,11 @@ type overlapColumn struct {
 	id   int
 	typ  iceberg.Type
 	kind bounds.Kind
-	// ranges are the files' [lower, upper], in the column's kind.
+	// ranges are the files' [lower, upper], in the column's kind, and
+	// files the ordinal of the file each came from (for pairing two
+	// columns' bounds of the same files).
 	ranges []bounds.Range
+	files  []int
 }
 
 // newOverlapCollector tracks the given columns of the schema.
@@ -104,8 +110,10 @@ func (c *overlapCollector) add(df iceberg.DataFile) {
 		col := &c.columns[i]
 		if r, ok := bounds.InMaps(lo, hi, col.id, col.kind, col.typ); ok {
 			col.ranges = append(col.ranges, r)
+			col.files = append(col.files, c.files)
 		}
 	}
+	c.files++
 }
 
 // merge appends o's bounds (another manifest's files of the partition, the
@@ -113,7 +121,73 @@ func (c *overlapCollector) add(df iceberg.DataFile) {
 func (c *overlapCollector) merge(o *overlapCollector) {
 	for i := range c.columns {
 		c.columns[i].ranges = append(c.columns[i].ranges, o.columns[i].ranges...)
+		for _, f := range o.columns[i].files {
+			c.columns[i].files = append(c.columns[i].files, c.files+f)
+		}
 	}
+	c.files += o.files
+}
+
+// ColumnCorrelation is how two columns' values move together across the
+// live data files: Spearman's rank correlation of the files' lower bounds
+// (package correlation), within each partition, averaged over the
+// partitions weighted by their files.
+type ColumnCorrelation struct {
+	Columns [2]string `json:"columns"`
+	Rho     float64   `json:"rho"`
+	// Files are the files with bounds on both columns it was measured
+	// from (partitions of fewer than correlation.MinPairs files do not
+	// count).
+	Files int `json:"files"`
+}
+
+// correlations measures each pair of the tracked columns over the files
+// that bounded both.
+func (c *overlapCollector) correlations() []ColumnCorrelation {
+	var out []ColumnCorrelation
+	for i := range c.columns {
+		for j := i + 1; j < len(c.columns); j++ {
+			a, b := &c.columns[i], &c.columns[j]
+			at := make(map[int]int, len(a.files))
+			for k, f := range a.files {
+				at[f] = k
+			}
+			var ia, ib []int
+			for k, f := range b.files {
+				if x, ok := at[f]; ok {
+					ia, ib = append(ia, x), append(ib, k)
+				}
+			}
+			if len(ia) < correlation.MinPairs {
+				continue
+			}
+			ra := correlation.Ranks(len(ia), func(x, y int) int { return bounds.Compare(a.kind, a.ranges[ia[x]].Lo, a.ranges[ia[y]].Lo) })
+			rb := correlation.Ranks(len(ib), func(x, y int) int { return bounds.Compare(b.kind, b.ranges[ib[x]].Lo, b.ranges[ib[y]].Lo) })
+			out = append(out, ColumnCorrelation{Columns: [2]string{a.name, b.name}, Rho: correlation.Spearman(ra, rb), Files: len(ia)})
+		}
+	}
+	return out
+}
+
+// tableCorrelations averages the partitions' correlations per pair,
+// weighted by files.
+func tableCorrelations(parts [][]ColumnCorrelation) []ColumnCorrelation {
+	var out []ColumnCorrelation
+	index := map[[2]string]int{}
+	for _, p := range parts {
+		for _, c := range p {
+			i, ok := index[c.Columns]
+			if !ok {
+				i = len(out)
+				index[c.Columns] = i
+				out = append(out, ColumnCorrelation{Columns: c.Columns})
+			}
+			t := &out[i]
+			t.Rho = (t.Rho*float64(t.Files) + c.Rho*float64(c.Files)) / float64(t.Files+c.Files)
+			t.Files += c.Files
+		}
+	}
+	return out
 }
 
 // results computes each column's overlap, for the columns any file

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
@@ -89,5 +90,35 @@ func TestAssess_ColumnOverlapAndTheSortRecommendation(t *testing.T) {
 		if m.Name == MetricSortColumnOverlapDepth || m.Name == MetricSortColumnLookupFiles {
 			t.Errorf("a table without a sort order published %s", m.Name)
 		}
+	}
+}
+
+// TestOverlapCollector_CorrelatesColumnsOverTheSameFiles: two columns'
+// lower bounds are paired by file (a file without bounds on one column
+// pairs nothing), so an id and its creation time, appended together,
+// correlate, while a column of shuffled values does not.
+func TestOverlapCollector_CorrelatesColumnsOverTheSameFiles(t *testing.T) {
+	c := &overlapCollector{columns: []overlapColumn{{name: "id", kind: bounds.Int}, {name: "ts", kind: bounds.Int}, {name: "region", kind: bounds.Bytes}}}
+	regions := []string{"q", "c", "x", "a", "m", "f", "z", "b", "k", "e", "t", "h"}
+	for f := range 12 {
+		c.columns[0].ranges = append(c.columns[0].ranges, bounds.Range{Lo: bounds.IntValue(int64(100 * f)), Hi: bounds.IntValue(int64(100*f + 99))})
+		c.columns[0].files = append(c.columns[0].files, f)
+		if f != 5 { // a file without bounds on ts
+			c.columns[1].ranges = append(c.columns[1].ranges, bounds.Range{Lo: bounds.IntValue(int64(1e6 + 10*f*f))})
+			c.columns[1].files = append(c.columns[1].files, f)
+		}
+		c.columns[2].ranges = append(c.columns[2].ranges, bounds.Range{Lo: bounds.Value{S: regions[f]}})
+		c.columns[2].files = append(c.columns[2].files, f)
+	}
+	c.files = 12
+	got := map[[2]string]ColumnCorrelation{}
+	for _, cc := range tableCorrelations([][]ColumnCorrelation{c.correlations()}) {
+		got[cc.Columns] = cc
+	}
+	if idTs := got[[2]string{"id", "ts"}]; idTs.Files != 11 || idTs.Rho < 0.99 {
+		t.Errorf("id/ts %+v; want rho 1 over the 11 files with both bounds", idTs)
+	}
+	if idRegion := got[[2]string{"id", "region"}]; idRegion.Files != 12 || idRegion.Rho > 0.5 || idRegion.Rho < -0.5 {
+		t.Errorf("id/region %+v; want a weak rho over 12 files", idRegion)
 	}
 }

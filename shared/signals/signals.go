@@ -28,6 +28,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // Predicate is the kind of a filter on one column.
@@ -73,6 +75,9 @@ type Observation struct {
 	RowsReturned int64    `json:"rows_returned"`
 	Engine       string   `json:"engine,omitempty"`
 	QueryID      string   `json:"query_id,omitempty"`
+	// Class is the query's workload class (package workload: agent,
+	// dashboard, pipeline, adhoc); recorded as workload.Of(Class).
+	Class string `json:"class,omitempty"`
 	// Partitions are the partition fields' values the query read
 	// (field=value, as the health report names partitions), for
 	// rewriting the most-queried partitions first; at most MaxPartitions
@@ -150,8 +155,52 @@ type Day struct {
 	BytesScanned int64                `json:"bytes_scanned"`
 	Columns      map[string]ColumnDay `json:"columns"`
 	// Partitions counts the queries that read each partition field value
-	// (field=value), for those that said.
-	Partitions map[string]int64 `json:"partitions,omitempty"`
+	// (field=value), for those that said, and PartitionBytes the bytes
+	// those queries scanned (what a layout's trial compares, package
+	// layouttrial).
+	Partitions     map[string]int64 `json:"partitions,omitempty"`
+	PartitionBytes map[string]int64 `json:"partition_bytes,omitempty"`
+	// Classes are the same counters per workload class (package
+	// workload): each class's queries, bytes and columns.
+	Classes map[string]ClassDay `json:"classes,omitempty"`
+}
+
+// ClassDay is one workload class's counters of one day.
+type ClassDay struct {
+	Queries      int64                `json:"queries"`
+	BytesScanned int64                `json:"bytes_scanned"`
+	Columns      map[string]ColumnDay `json:"columns,omitempty"`
+}
+
+// OfClass is the days as one workload class saw them: each day's
+// queries, bytes and columns of that class only (partitions are kept
+// whole: they are counted for the table). Days recorded before classes
+// were counted hold no class and count as ad hoc.
+func OfClass(days []Day, class string) []Day {
+	out := make([]Day, 0, len(days))
+	for _, d := range days {
+		c, ok := d.Classes[class]
+		if !ok && len(d.Classes) == 0 && class == workload.AdHoc {
+			c, ok = ClassDay{Queries: d.Queries, BytesScanned: d.BytesScanned, Columns: d.Columns}, true
+		}
+		if !ok {
+			continue
+		}
+		out = append(out, Day{Date: d.Date, Queries: c.Queries, BytesScanned: c.BytesScanned, Columns: c.Columns, Partitions: d.Partitions, PartitionBytes: d.PartitionBytes})
+	}
+	return out
+}
+
+// ClassCosts are the decayed bytes each class's queries scanned: what
+// workload.Choose weighs.
+func ClassCosts(days []Day, now time.Time, halfLife time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for _, class := range workload.Classes() {
+		for _, d := range OfClass(days, class) {
+			out[class] += dayWeight(d.Date, now, halfLife) * float64(d.BytesScanned)
+		}
+	}
+	return out
 }
 
 // dayWeight is a day's weight at now: 2^(-age/halfLife), age from the
