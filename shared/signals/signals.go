@@ -342,6 +342,9 @@ type Recommendation struct {
 	// files a point lookup on it opens that a sorted layout would not
 	// (1 - 1/files per lookup, from the health report; 0 when unknown).
 	ExpectedBytesSaved float64 `json:"expected_bytes_saved"`
+	// LeftOut are the columns that scored high enough to be z-ordered
+	// with the first but add nothing to it, and why.
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // Table is what Recommend needs to know about a table.
@@ -354,6 +357,22 @@ type Table struct {
 	// LookupFiles is, per column, the files a point lookup opens on
 	// average (health's ColumnOverlap.PointLookupFiles), when known.
 	LookupFiles map[string]float64
+	// Implied are the columns non-identity partition fields come from
+	// (day(ts), truncate(10, s); not bucket): each partition already
+	// holds a narrow range of them, so they are never a second column.
+	Implied []string
+	// Redundant are the pairs of columns whose values move together
+	// (package correlation, from health's Correlations; both orders):
+	// a second column redundant with the first is left out.
+	Redundant map[[2]string]float64
+	// Rejected are the layouts a trial reverted (package layouttrial),
+	// by LayoutKey, with when: proposed again only on windows after it.
+	Rejected map[string]time.Time
+}
+
+// LayoutKey names a layout: "sort:a" or "z-order:a,b".
+func LayoutKey(layout string, columns []string) string {
+	return layout + ":" + strings.Join(columns, ",")
 }
 
 // Recommend chooses a layout from ranked signals (Aggregate's) and the
@@ -371,9 +390,18 @@ func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recomme
 	top := cands[0]
 	rec := Recommendation{Layout: LayoutSort, Columns: []string{top.Column}}
 	for _, c := range cands[1:] {
-		if len(rec.Columns) < g.MaxZOrderColumns && c.Score() >= g.ZOrderShare*top.Score() {
-			rec.Columns = append(rec.Columns, c.Column)
+		if len(rec.Columns) >= g.MaxZOrderColumns || c.Score() < g.ZOrderShare*top.Score() {
+			continue
 		}
+		if slices.Contains(t.Implied, c.Column) {
+			rec.LeftOut = append(rec.LeftOut, fmt.Sprintf("%s: implied by the partition spec", c.Column))
+			continue
+		}
+		if rho, ok := t.Redundant[[2]string{top.Column, c.Column}]; ok {
+			rec.LeftOut = append(rec.LeftOut, fmt.Sprintf("%s: correlated %.2f with %s across the files", c.Column, rho, top.Column))
+			continue
+		}
+		rec.Columns = append(rec.Columns, c.Column)
 	}
 	if len(rec.Columns) > 1 {
 		rec.Layout = LayoutZOrder
@@ -431,11 +459,16 @@ func TableFor(tbl *table.Table, lookupFiles map[string]float64) Table {
 	}
 	spec := tbl.Spec()
 	for _, pf := range spec.Fields() {
-		if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
+		col, ok := schema.FindColumnName(pf.SourceID())
+		if !ok {
 			continue
 		}
-		if col, ok := schema.FindColumnName(pf.SourceID()); ok {
+		switch pf.Transform.(type) {
+		case iceberg.IdentityTransform:
 			t.PartitionSources = append(t.PartitionSources, col)
+		case iceberg.BucketTransform, iceberg.VoidTransform:
+		default:
+			t.Implied = append(t.Implied, col)
 		}
 	}
 	return t
