@@ -9,12 +9,15 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/correlation"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/layouttrial"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // HealthAssessor is the dispatcher's Assessor: a table's health report
@@ -47,9 +50,24 @@ const (
 // layout the query signals recommend.
 type reportWithLayout struct {
 	health.Report
-	Layout      *signals.Recommendation `json:"layout,omitempty"`
-	LayoutError string                  `json:"layout_error,omitempty"`
+	Layout *signals.Recommendation `json:"layout,omitempty"`
+	// LayoutClass is the workload class the layout serves and
+	// LayoutClasses each class's recommendation side by side.
+	LayoutClass   *workload.Choice      `json:"layout_class,omitempty"`
+	LayoutClasses []signals.ClassAdvice `json:"layout_classes,omitempty"`
+	// LayoutTrial is the verdict on a layout icekeeper changed to
+	// (package layouttrial), while the table has one on trial.
+	LayoutTrial *layouttrial.Verdict `json:"layout_trial,omitempty"`
+	LayoutError string               `json:"layout_error,omitempty"`
 }
+
+// Metric names of a layout trial's gauges: the decision (0 pending, 1
+// keep, -1 revert) and its gain (the fall in bytes per query beyond the
+// control's, 0.25 for 25%).
+const (
+	MetricLayoutTrialVerdict = "LayoutTrialVerdict"
+	MetricLayoutTrialGain    = "LayoutTrialGain"
+)
 
 // Assess reads the table's metadata and summarizes its health.
 func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Table) (Assessment, error) {
@@ -68,27 +86,12 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	r.Table = name
 	out := reportWithLayout{Report: r}
 	gauges := r.Metrics()
+	var decided *plan.LayoutChange
 	if h.Signals != nil {
-		// The layout the last four weeks of query signals recommend
-		// (advisory: the owner or icekeeper.layout.auto acts on it).
-		days, err := h.Signals.Days(ctx, name, now().AddDate(0, 0, -28), now())
-		if err != nil {
+		var err error
+		if decided, err = h.layout(ctx, name, tbl, r, &out, &gauges); err != nil {
 			out.LayoutError = err.Error()
-		} else {
-			ranked, queries := signals.Aggregate(days, now(), signals.DefaultHalfLife)
-			lookups := map[string]float64{}
-			for _, c := range r.Columns {
-				lookups[c.Column] = c.PointLookupFiles
-			}
-			rec := signals.Recommend(ranked, queries, signals.TableFor(tbl, lookups), signals.DefaultGuard)
-			out.Layout = &rec
-			change := 0.0
-			if rec.Change {
-				change = 1
-			}
-			gauges = append(gauges,
-				metrics.Metric{Name: MetricLayoutChangeRecommended, Value: change, Unit: metrics.None, Publish: metrics.LogOnly},
-				metrics.Metric{Name: MetricLayoutBytesSaved, Value: rec.ExpectedBytesSaved, Unit: metrics.Bytes, Publish: metrics.LogOnly})
+			out.Layout, decided = nil, nil
 		}
 	}
 	report, err := json.Marshal(out)
@@ -96,7 +99,12 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 		return Assessment{}, fmt.Errorf("encode health report: %w", err)
 	}
 	a := Assessment{Score: r.Score, Report: report, Gauges: gauges}
-	if l := out.Layout; l != nil && l.Change && (l.Layout == signals.LayoutSort || l.Layout == signals.LayoutZOrder) {
+	switch l := out.Layout; {
+	case decided != nil:
+		a.Layout = decided
+	case out.LayoutTrial != nil:
+		// A layout on trial: no other change until its verdict.
+	case l != nil && l.Change && (l.Layout == signals.LayoutSort || l.Layout == signals.LayoutZOrder):
 		a.Layout = &plan.LayoutChange{Layout: l.Layout, Columns: l.Columns, Why: l.Why}
 	}
 	if rec, ok := r.Recommends(health.ActionCompaction); ok {
@@ -111,6 +119,99 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	_, a.ExpiryDue = r.Recommends(health.ActionExpireSnapshots)
 	_, a.ManifestsDue = r.Recommends(health.ActionRewriteManifests)
 	return a, nil
+}
+
+// layout adds the query signals' layout advice to the report (advisory:
+// the owner or icekeeper.layout.auto acts on it): per workload class, the
+// class the layout serves, and, for a table with a layout on trial, the
+// trial's verdict, which it returns as a change to settle once decided.
+func (h HealthAssessor) layout(ctx context.Context, name string, tbl *table.Table, r health.Report, out *reportWithLayout, gauges *[]metrics.Metric) (*plan.LayoutChange, error) {
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	props := tbl.Properties()
+	policy, err := signals.PolicyOf(props)
+	if err != nil {
+		return nil, err
+	}
+	rejected, err := layouttrial.ParseRejected(props)
+	if err != nil {
+		return nil, err
+	}
+	trial, onTrial, err := layouttrial.ParseTrial(props)
+	if err != nil {
+		return nil, err
+	}
+	// The last four weeks weigh the advice; a trial also needs its
+	// windows before the change.
+	since := now().AddDate(0, 0, -28)
+	rules := layouttrial.DefaultRules
+	if onTrial {
+		if t := trial.At.AddDate(0, 0, -rules.Window*rules.MaxWindows-1); t.Before(since) {
+			since = t
+		}
+	}
+	days, err := h.Signals.Days(ctx, name, since, now())
+	if err != nil {
+		return nil, err
+	}
+	var recent []signals.Day
+	for _, d := range days {
+		if d.Date >= signals.DateOf(now().AddDate(0, 0, -28)) {
+			recent = append(recent, d)
+		}
+	}
+	lookups := map[string]float64{}
+	for _, c := range r.Columns {
+		lookups[c.Column] = c.PointLookupFiles
+	}
+	t := signals.TableFor(tbl, lookups)
+	t.Redundant = map[[2]string]float64{}
+	for _, c := range r.Correlations {
+		if correlation.Redundant(c.Rho, c.Files) {
+			t.Redundant[c.Columns] = c.Rho
+			t.Redundant[[2]string{c.Columns[1], c.Columns[0]}] = c.Rho
+		}
+	}
+	t.Rejected = map[string]time.Time{}
+	for _, rj := range rejected {
+		t.Rejected[signals.LayoutKey(rj.Layout, rj.Columns)] = rj.At
+	}
+	advice, err := signals.Advise(recent, now(), t, signals.DefaultGuard, policy)
+	if err != nil {
+		return nil, err
+	}
+	rec := advice.Recommendation
+	out.Layout, out.LayoutClass, out.LayoutClasses = &rec, &advice.Choice, advice.Classes
+	change := 0.0
+	if rec.Change && !onTrial {
+		change = 1
+	}
+	*gauges = append(*gauges,
+		metrics.Metric{Name: MetricLayoutChangeRecommended, Value: change, Unit: metrics.None, Publish: metrics.LogOnly},
+		metrics.Metric{Name: MetricLayoutBytesSaved, Value: rec.ExpectedBytesSaved, Unit: metrics.Bytes, Publish: metrics.LogOnly})
+	if !onTrial {
+		return nil, nil
+	}
+	reached, err := health.Reached(ctx, tbl, trial.At)
+	if err != nil {
+		return nil, err
+	}
+	var parts []layouttrial.Partition
+	for _, p := range r.Partitions {
+		parts = append(parts, layouttrial.Partition{Name: p.Partition, RewrittenAt: reached[p.Partition]})
+	}
+	v := layouttrial.Judge(trial, parts, days, now(), rules)
+	out.LayoutTrial = &v
+	verdict := map[string]float64{layouttrial.Pending: 0, layouttrial.Keep: 1, layouttrial.Revert: -1}[v.Decision]
+	*gauges = append(*gauges,
+		metrics.Metric{Name: MetricLayoutTrialVerdict, Value: verdict, Unit: metrics.None},
+		metrics.Metric{Name: MetricLayoutTrialGain, Value: v.Evidence.Gain, Unit: metrics.None, Publish: metrics.LogOnly})
+	if v.Decision == layouttrial.Pending {
+		return nil, nil
+	}
+	return &plan.LayoutChange{Layout: trial.Layout, Columns: trial.Columns, Verdict: v.Decision, Trial: props[layouttrial.PropertyTrial], Why: v.Why}, nil
 }
 
 // Orphans lists the table's orphan files older than its safety age, as an
