@@ -92,8 +92,9 @@ func TestSignals_TheAdvisoryReportCarriesTheRecommendedLayout(t *testing.T) {
 	d := setupDispatch(t, config.ModeAdvisory, "demo")
 	d.createNamed("demo.events", withProps(smallTable, optedIn))
 	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
-	for range 30 {
-		if err := store.Record(d.ctx, signals.Observation{Table: "demo.events", BytesScanned: 1 << 20, At: time.Now(),
+	for i := range 30 {
+		// Over the last two weeks: a change must be sustained.
+		if err := store.Record(d.ctx, signals.Observation{Table: "demo.events", BytesScanned: 1 << 20, At: time.Now().AddDate(0, 0, -7*(i%2)),
 			Filters: []signals.Filter{{Column: "amount", Predicate: signals.PredicateRange}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -133,8 +134,10 @@ func TestSignals_LayoutAutoChangesTheSortOrderThenCompactionSortsByIt(t *testing
 	d.createNamed("demo.manual", withProps(smallTable, optedIn))
 	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
 	for _, table := range []string{"demo.events", "demo.manual"} {
-		for range 30 {
-			if err := store.Record(d.ctx, signals.Observation{Table: table, BytesScanned: 1 << 20, At: time.Now(),
+		for i := range 30 {
+			// Over the last two weeks: a change must be sustained.
+			at := time.Now().AddDate(0, 0, -7*(i%2))
+			if err := store.Record(d.ctx, signals.Observation{Table: table, BytesScanned: 1 << 20, At: at,
 				Filters: []signals.Filter{{Column: "amount", Predicate: signals.PredicateRange}}}); err != nil {
 				t.Fatal(err)
 			}

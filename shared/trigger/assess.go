@@ -50,6 +50,13 @@ const (
 // layout the query signals recommend.
 type reportWithLayout struct {
 	health.Report
+	LayoutReport
+	LayoutError string `json:"layout_error,omitempty"`
+}
+
+// LayoutReport is the layout advice of a table (AdviseLayout), as the
+// health report and `icekeeper signals` show it.
+type LayoutReport struct {
 	Layout *signals.Recommendation `json:"layout,omitempty"`
 	// LayoutClass is the workload class the layout serves and
 	// LayoutClasses each class's recommendation side by side.
@@ -58,7 +65,6 @@ type reportWithLayout struct {
 	// LayoutTrial is the verdict on a layout icekeeper changed to
 	// (package layouttrial), while the table has one on trial.
 	LayoutTrial *layouttrial.Verdict `json:"layout_trial,omitempty"`
-	LayoutError string               `json:"layout_error,omitempty"`
 }
 
 // Metric names of a layout trial's gauges: the decision (0 pending, 1
@@ -89,9 +95,13 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	var decided *plan.LayoutChange
 	if h.Signals != nil {
 		var err error
-		if decided, err = h.layout(ctx, name, tbl, r, &out, &gauges); err != nil {
-			out.LayoutError = err.Error()
-			out.Layout, decided = nil, nil
+		var lr LayoutReport
+		var lg []metrics.Metric
+		if lr, decided, lg, err = AdviseLayout(ctx, h.Signals, name, tbl, r, now()); err != nil {
+			out.LayoutError, decided = err.Error(), nil
+		} else {
+			out.LayoutReport = lr
+			gauges = append(gauges, lg...)
 		}
 	}
 	report, err := json.Marshal(out)
@@ -121,27 +131,31 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	return a, nil
 }
 
-// layout adds the query signals' layout advice to the report (advisory:
-// the owner or icekeeper.layout.auto acts on it): per workload class, the
-// class the layout serves, and, for a table with a layout on trial, the
-// trial's verdict, which it returns as a change to settle once decided.
-func (h HealthAssessor) layout(ctx context.Context, name string, tbl *table.Table, r health.Report, out *reportWithLayout, gauges *[]metrics.Metric) (*plan.LayoutChange, error) {
-	now := time.Now
-	if h.Now != nil {
-		now = h.Now
-	}
+// AdviseLayout is the query signals' layout advice for a table, from its
+// health report r (advisory: the owner or icekeeper.layout.auto acts on
+// it): per workload class, the class the layout serves (package
+// workload), its recommendation (package signals: sustained, without a
+// second column the partition spec implies or the files' bounds
+// correlate with the first, a rejected layout only on new evidence),
+// and, for a table with a layout on trial, the trial's verdict (package
+// layouttrial), which it returns as the change that settles it once
+// decided. The gauges are the recommendation's and the trial's.
+func AdviseLayout(ctx context.Context, reader signals.DayReader, name string, tbl *table.Table, r health.Report, at time.Time) (LayoutReport, *plan.LayoutChange, []metrics.Metric, error) {
+	now := func() time.Time { return at }
+	var out LayoutReport
+	var gauges []metrics.Metric
 	props := tbl.Properties()
 	policy, err := signals.PolicyOf(props)
 	if err != nil {
-		return nil, err
+		return out, nil, nil, err
 	}
 	rejected, err := layouttrial.ParseRejected(props)
 	if err != nil {
-		return nil, err
+		return out, nil, nil, err
 	}
 	trial, onTrial, err := layouttrial.ParseTrial(props)
 	if err != nil {
-		return nil, err
+		return out, nil, nil, err
 	}
 	// The last four weeks weigh the advice; a trial also needs its
 	// windows before the change.
@@ -152,9 +166,9 @@ func (h HealthAssessor) layout(ctx context.Context, name string, tbl *table.Tabl
 			since = t
 		}
 	}
-	days, err := h.Signals.Days(ctx, name, since, now())
+	days, err := reader.Days(ctx, name, since, now())
 	if err != nil {
-		return nil, err
+		return out, nil, nil, err
 	}
 	var recent []signals.Day
 	for _, d := range days {
@@ -180,7 +194,7 @@ func (h HealthAssessor) layout(ctx context.Context, name string, tbl *table.Tabl
 	}
 	advice, err := signals.Advise(recent, now(), t, signals.DefaultGuard, policy)
 	if err != nil {
-		return nil, err
+		return out, nil, nil, err
 	}
 	rec := advice.Recommendation
 	out.Layout, out.LayoutClass, out.LayoutClasses = &rec, &advice.Choice, advice.Classes
@@ -188,15 +202,15 @@ func (h HealthAssessor) layout(ctx context.Context, name string, tbl *table.Tabl
 	if rec.Change && !onTrial {
 		change = 1
 	}
-	*gauges = append(*gauges,
+	gauges = append(gauges,
 		metrics.Metric{Name: MetricLayoutChangeRecommended, Value: change, Unit: metrics.None, Publish: metrics.LogOnly},
 		metrics.Metric{Name: MetricLayoutBytesSaved, Value: rec.ExpectedBytesSaved, Unit: metrics.Bytes, Publish: metrics.LogOnly})
 	if !onTrial {
-		return nil, nil
+		return out, nil, gauges, nil
 	}
 	reached, err := health.Reached(ctx, tbl, trial.At)
 	if err != nil {
-		return nil, err
+		return out, nil, nil, err
 	}
 	var parts []layouttrial.Partition
 	for _, p := range r.Partitions {
@@ -205,13 +219,13 @@ func (h HealthAssessor) layout(ctx context.Context, name string, tbl *table.Tabl
 	v := layouttrial.Judge(trial, parts, days, now(), rules)
 	out.LayoutTrial = &v
 	verdict := map[string]float64{layouttrial.Pending: 0, layouttrial.Keep: 1, layouttrial.Revert: -1}[v.Decision]
-	*gauges = append(*gauges,
+	gauges = append(gauges,
 		metrics.Metric{Name: MetricLayoutTrialVerdict, Value: verdict, Unit: metrics.None},
 		metrics.Metric{Name: MetricLayoutTrialGain, Value: v.Evidence.Gain, Unit: metrics.None, Publish: metrics.LogOnly})
 	if v.Decision == layouttrial.Pending {
-		return nil, nil
+		return out, nil, gauges, nil
 	}
-	return &plan.LayoutChange{Layout: trial.Layout, Columns: trial.Columns, Verdict: v.Decision, Trial: props[layouttrial.PropertyTrial], Why: v.Why}, nil
+	return out, &plan.LayoutChange{Layout: trial.Layout, Columns: trial.Columns, Verdict: v.Decision, Trial: props[layouttrial.PropertyTrial], Why: v.Why}, gauges, nil
 }
 
 // Orphans lists the table's orphan files older than its safety age, as an
