@@ -555,8 +555,10 @@ func (n *partitionNamer) sourceType(id int) (iceberg.Type, bool) {
 func tableOverlaps(parts []PartitionHealth) []ColumnOverlap {
 	var out []ColumnOverlap
 	index := map[int]int{}
+	many := map[int]bool{} // a partition has many values of the column
 	for _, p := range parts {
 		for _, c := range p.Columns {
+			many[c.FieldID] = many[c.FieldID] || c.Values == 0 && c.Files >= MinValueFiles
 			i, ok := index[c.FieldID]
 			if !ok {
 				i = len(out)
@@ -569,6 +571,12 @@ func tableOverlaps(parts []PartitionHealth) []ColumnOverlap {
 			t.Files += c.Files
 			t.OverlapDepth = max(t.OverlapDepth, c.OverlapDepth)
 			t.OneValue = t.OneValue && c.OneValue
+			t.Values = max(t.Values, c.Values)
+		}
+	}
+	for i := range out {
+		if many[out[i].FieldID] {
+			out[i].Values = 0
 		}
 	}
 	return out

@@ -29,7 +29,19 @@ type ColumnOverlap struct {
 	// OneValue: every file holds the same single value (lower = upper =
 	// the same everywhere), which no layout can spread.
 	OneValue bool `json:"one_value,omitempty"`
+	// Values is how many distinct values the column holds in a
+	// partition, when the files' bounds show it: the distinct lower and
+	// upper bounds, counted when the files are at least twice as many
+	// (each value seen as a bound about twice); 0 when they are not
+	// (many values, or too few files to say). The table's is the largest
+	// of its partitions', 0 when any partition of MinValueFiles files or
+	// more has many.
+	Values int `json:"values,omitempty"`
 }
+
+// MinValueFiles: a partition of fewer files says nothing about a
+// column's values.
+const MinValueFiles = 4
 
 // DefaultMaxPointLookupFiles: a partition whose files a point lookup on
 // the table's first sort column must open this many of, on average, is
@@ -206,7 +218,15 @@ func (c *overlapCollector) results() []ColumnOverlap {
 				break
 			}
 		}
-		out = append(out, ColumnOverlap{Column: col.name, FieldID: col.id, Files: len(col.ranges), OverlapDepth: depth, PointLookupFiles: lookup, OneValue: one})
+		distinct := map[bounds.Value]bool{}
+		for _, r := range col.ranges {
+			distinct[r.Lo], distinct[r.Hi] = true, true
+		}
+		values := 0
+		if len(col.ranges) >= 2*len(distinct) {
+			values = len(distinct)
+		}
+		out = append(out, ColumnOverlap{Column: col.name, FieldID: col.id, Files: len(col.ranges), OverlapDepth: depth, PointLookupFiles: lookup, OneValue: one, Values: values})
 	}
 	return out
 }

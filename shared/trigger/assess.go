@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -17,6 +18,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/orphans"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/specproposal"
 	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
@@ -65,6 +67,9 @@ type LayoutReport struct {
 	// LayoutTrial is the verdict on a layout icekeeper changed to
 	// (package layouttrial), while the table has one on trial.
 	LayoutTrial *layouttrial.Verdict `json:"layout_trial,omitempty"`
+	// PartitionProposals are the partition spec changes the signals and
+	// the files call for (package specproposal): proposed, never applied.
+	PartitionProposals []specproposal.Proposal `json:"partition_proposals,omitempty"`
 }
 
 // Metric names of a layout trial's gauges: the decision (0 pending, 1
@@ -198,6 +203,7 @@ func AdviseLayout(ctx context.Context, reader signals.DayReader, name string, tb
 	}
 	rec := advice.Recommendation
 	out.Layout, out.LayoutClass, out.LayoutClasses = &rec, &advice.Choice, advice.Classes
+	out.PartitionProposals = specproposal.Propose(specTable(name, tbl, r, recent, now()), specproposal.DefaultRules)
 	change := 0.0
 	if rec.Change && !onTrial {
 		change = 1
@@ -226,6 +232,37 @@ func AdviseLayout(ctx context.Context, reader signals.DayReader, name string, tb
 		return out, nil, gauges, nil
 	}
 	return out, &plan.LayoutChange{Layout: trial.Layout, Columns: trial.Columns, Verdict: v.Decision, Trial: props[layouttrial.PropertyTrial], Why: v.Why}, gauges, nil
+}
+
+// specTable describes the table for specproposal.Propose: its spec, its
+// partitions' sizes and its columns' signals and values.
+func specTable(name string, tbl *table.Table, r health.Report, days []signals.Day, now time.Time) specproposal.Table {
+	t := specproposal.Table{Name: name, Partitions: len(r.Partitions), DataBytes: r.DataBytes, DataFiles: r.DataFiles, TargetFileSize: r.Thresholds.TargetFileSize}
+	schema := tbl.Schema()
+	spec := tbl.Spec()
+	for _, f := range spec.Fields() {
+		src, _ := schema.FindColumnName(f.SourceID())
+		t.Fields = append(t.Fields, specproposal.Field{Name: f.Name, Source: src, Transform: f.Transform.String()})
+	}
+	sizes := make([]int64, 0, len(r.Partitions))
+	for _, p := range r.Partitions {
+		sizes = append(sizes, p.DataBytes)
+	}
+	slices.Sort(sizes)
+	if len(sizes) > 0 {
+		t.MedianPartitionBytes = sizes[len(sizes)/2]
+	}
+	ranked, queries := signals.Aggregate(days, now, signals.DefaultHalfLife)
+	t.Queries = queries
+	files := map[string]health.ColumnOverlap{}
+	for _, c := range r.Columns {
+		files[c.Column] = c
+	}
+	for _, c := range ranked {
+		t.Columns = append(t.Columns, specproposal.Column{Name: c.Column, Queries: c.Queries, PointShare: c.PointShare, BytesScanned: c.BytesScanned,
+			Values: files[c.Column].Values, LookupFiles: files[c.Column].PointLookupFiles})
+	}
+	return t
 }
 
 // Orphans lists the table's orphan files older than its safety age, as an
