@@ -220,3 +220,26 @@ func TestLayoutTrial_ALayoutThatDoesNotPayIsRevertedOnce(t *testing.T) {
 		t.Fatalf("layout advice after the revert %+v, want no change until new evidence", r.Layout)
 	}
 }
+
+// TestSignals_TheReportProposesAPartitionSpecChangeAndNeverMakesIt: a
+// table split into 16 region partitions of a few KiB each (far under an
+// eighth of its target file size) gets a proposal to drop the region
+// field, with the files it would take, in the published health report;
+// the spec is not changed, in active mode either.
+func TestSignals_TheReportProposesAPartitionSpecChangeAndNeverMakesIt(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = 0 })
+	d.createNamed("demo.events", sampletable.Options{FormatVersion: 2, Partitions: 16, Files: 2, RowsPerFile: 10,
+		Properties: map[string]string{optin.PropertyEnabled: "true", optin.PropertyLayoutAuto: "true"}})
+	d.recordTrialQueries(time.Now(), -3, 0, map[string]int64{sampletable.Region(1): 1 << 20})
+	specBefore := d.load().Spec()
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	r, raw := d.trialReport(o)
+	if len(r.PartitionProposals) != 1 || r.PartitionProposals[0].SQL != "ALTER TABLE demo.events DROP PARTITION FIELD region" || r.PartitionProposals[0].ExpectedFiles != 1 {
+		t.Fatalf("proposals %+v; want the region field dropped, one file for the data\n%s", r.PartitionProposals, raw)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	if spec := d.load().Spec(); !spec.Equals(specBefore) {
+		t.Fatalf("the spec changed: %s, was %s", spec, specBefore)
+	}
+}

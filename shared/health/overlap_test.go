@@ -122,3 +122,28 @@ func TestOverlapCollector_CorrelatesColumnsOverTheSameFiles(t *testing.T) {
 		t.Errorf("id/region %+v; want a weak rho over 12 files", idRegion)
 	}
 }
+
+// TestOverlapCollector_CountsAColumnsValuesWhenTheBoundsShowThem: a
+// column whose 12 files each hold one of 3 values has 3; one whose 12
+// files hold 12 values has too many to say (0); in the table, a
+// partition with many values makes the column's count unknown.
+func TestOverlapCollector_CountsAColumnsValuesWhenTheBoundsShowThem(t *testing.T) {
+	c := &overlapCollector{columns: []overlapColumn{{name: "status", kind: bounds.Bytes}, {name: "id", kind: bounds.Int}}}
+	for f := range 12 {
+		s := bounds.Value{S: []string{"new", "paid", "sent"}[f%3]}
+		c.columns[0].ranges = append(c.columns[0].ranges, bounds.Range{Lo: s, Hi: s})
+		c.columns[1].ranges = append(c.columns[1].ranges, bounds.Range{Lo: bounds.IntValue(int64(f)), Hi: bounds.IntValue(int64(f))})
+	}
+	got := c.results()
+	if got[0].Values != 3 || got[1].Values != 0 {
+		t.Fatalf("values %d and %d; want 3 (status) and 0 (id: many)", got[0].Values, got[1].Values)
+	}
+	many := []ColumnOverlap{{Column: "status", FieldID: 7, Files: 12, Values: 0}}
+	table := tableOverlaps([]PartitionHealth{{Columns: []ColumnOverlap{{Column: "status", FieldID: 7, Files: 12, Values: 3}}}, {Columns: many}})
+	if table[0].Values != 0 {
+		t.Errorf("table values %d; want 0 when a partition has many", table[0].Values)
+	}
+	if table := tableOverlaps([]PartitionHealth{{Columns: []ColumnOverlap{{FieldID: 7, Files: 12, Values: 3}}}, {Columns: []ColumnOverlap{{FieldID: 7, Files: 2, Values: 0}}}}); table[0].Values != 3 {
+		t.Errorf("table values %d; want 3 (a partition of 2 files says nothing)", table[0].Values)
+	}
+}
