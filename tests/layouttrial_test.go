@@ -26,7 +26,7 @@ import (
 // at).
 func (d *dispatchEnv) withDispatchClock(now time.Time) {
 	d.t.Helper()
-	d.deps.Now = func() time.Time { return now }
+	d.withClock(now)
 	disp, err := d.deps.Dispatcher(d.cat)
 	if err != nil {
 		d.t.Fatal(err)

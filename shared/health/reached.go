@@ -20,39 +20,57 @@ import (
 func Reached(ctx context.Context, tbl *table.Table, since time.Time) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	name := PartitionNamer(tbl.Metadata())
+	ourRewrite := func(s table.Snapshot) bool {
+		return s.TimestampMs >= since.UnixMilli() && ours(s) && s.Summary.Operation == table.OpReplace
+	}
+	err := eachEntryAdded(ctx, tbl, ourRewrite, func(e iceberg.ManifestEntry, at time.Time) {
+		if e.Status() != iceberg.EntryStatusADDED || e.DataFile().ContentType() != iceberg.EntryContentData {
+			return
+		}
+		n := name(e.DataFile())
+		if t, ok := out[n]; !ok || at.Before(t) {
+			out[n] = at
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachEntryAdded calls fn with each entry, and its snapshot's time, that a
+// snapshot keep chose wrote in the manifests it wrote itself (its added
+// and deleted entries; a manifest an earlier snapshot wrote is skipped).
+func eachEntryAdded(ctx context.Context, tbl *table.Table, keep func(table.Snapshot) bool, fn func(e iceberg.ManifestEntry, at time.Time)) error {
 	var fs icebergio.IO
 	for _, s := range tbl.Metadata().Snapshots() {
-		if s.TimestampMs < since.UnixMilli() || !ours(s) || s.Summary.Operation != table.OpReplace {
+		if !keep(s) {
 			continue
 		}
 		if fs == nil {
 			var err error
 			if fs, err = tbl.FS(ctx); err != nil {
-				return nil, fmt.Errorf("health: open table IO: %w", err)
+				return fmt.Errorf("health: open table IO: %w", err)
 			}
 		}
 		manifests, err := s.Manifests(fs)
 		if err != nil {
-			return nil, fmt.Errorf("health: manifests of snapshot %d: %w", s.SnapshotID, err)
+			return fmt.Errorf("health: manifests of snapshot %d: %w", s.SnapshotID, err)
 		}
 		at := time.UnixMilli(s.TimestampMs).UTC()
 		for _, m := range manifests {
-			if m.SnapshotID() != s.SnapshotID || m.ManifestContent() != iceberg.ManifestContentData {
-				continue
+			if m.SnapshotID() != s.SnapshotID {
+				continue // written by an earlier snapshot
 			}
 			for e, err := range m.Entries(fs, false) {
 				if err != nil {
-					return nil, fmt.Errorf("health: read manifest %s: %w", m.FilePath(), err)
+					return fmt.Errorf("health: read manifest %s: %w", m.FilePath(), err)
 				}
-				if e.SnapshotID() != s.SnapshotID || e.Status() != iceberg.EntryStatusADDED {
-					continue
-				}
-				n := name(e.DataFile())
-				if t, ok := out[n]; !ok || at.Before(t) {
-					out[n] = at
+				if e.SnapshotID() == s.SnapshotID {
+					fn(e, at)
 				}
 			}
 		}
 	}
-	return out, nil
+	return nil
 }

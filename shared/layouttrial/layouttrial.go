@@ -344,9 +344,9 @@ func decide(v Verdict, t Trial, r Rules) Verdict {
 		control = e.UntouchedAfter.PerQuery() / e.UntouchedBefore.PerQuery()
 	}
 	e.Gain = 1 - ratio/math.Max(control, 1e-9)
-	numbers := fmt.Sprintf("rewritten partitions %s per query before, %s after (%d and %d queries)", human(e.RewrittenBefore.PerQuery()), human(e.RewrittenAfter.PerQuery()), e.RewrittenBefore.Queries, e.RewrittenAfter.Queries)
+	numbers := fmt.Sprintf("rewritten partitions %s per query before, %s after (%d and %d queries)", signals.HumanBytes(e.RewrittenBefore.PerQuery()), signals.HumanBytes(e.RewrittenAfter.PerQuery()), e.RewrittenBefore.Queries, e.RewrittenAfter.Queries)
 	if e.Control {
-		numbers += fmt.Sprintf("; untouched partitions %s before, %s after (%d and %d queries)", human(e.UntouchedBefore.PerQuery()), human(e.UntouchedAfter.PerQuery()), e.UntouchedBefore.Queries, e.UntouchedAfter.Queries)
+		numbers += fmt.Sprintf("; untouched partitions %s before, %s after (%d and %d queries)", signals.HumanBytes(e.UntouchedBefore.PerQuery()), signals.HumanBytes(e.UntouchedAfter.PerQuery()), e.UntouchedBefore.Queries, e.UntouchedAfter.Queries)
 	} else {
 		numbers += "; no untouched partitions with enough queries to compare with"
 	}
@@ -359,14 +359,4 @@ func decide(v Verdict, t Trial, r Rules) Verdict {
 		v.Why = fmt.Sprintf("the %s does not measurably beat the old layout (%.0f%% less per query, %.0f%% needed): %s", layout, 100*e.Gain, 100*r.MinGain, numbers)
 	}
 	return v
-}
-
-func human(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for b >= 1024 && i < len(units)-1 {
-		b /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", b, units[i])
 }

@@ -418,7 +418,7 @@ func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recomme
 		rec.Why = fmt.Sprintf("queries filter most on %s, the table's sort column already", top.Column)
 	case current == "":
 		rec.Change = true
-		rec.Why = fmt.Sprintf("queries filter most on %s (%.1f decayed queries, %s scanned)", strings.Join(rec.Columns, ", "), top.Queries, humanBytes(top.BytesScanned))
+		rec.Why = fmt.Sprintf("queries filter most on %s (%.1f decayed queries, %s scanned)", strings.Join(rec.Columns, ", "), top.Queries, HumanBytes(top.BytesScanned))
 	default:
 		var cur float64
 		for _, c := range ranked {
@@ -436,7 +436,9 @@ func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recomme
 	return rec
 }
 
-func humanBytes(b float64) string {
+// HumanBytes renders bytes for people, in binary units ("1.5 MiB"), as
+// the recommendations' and verdicts' reasons write them.
+func HumanBytes(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 	i := 0
 	for b >= 1024 && i < len(units)-1 {

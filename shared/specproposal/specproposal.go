@@ -31,6 +31,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/icekeeper/icekeeper/shared/signals"
 )
 
 // Column is what the signals and the files say about one column.
@@ -145,7 +147,7 @@ func add(t Table, r Rules) (Proposal, bool) {
 			SQL:    fmt.Sprintf("ALTER TABLE %s ADD PARTITION FIELD %s", t.Name, c.Name),
 			Why: fmt.Sprintf("%.0f%% of the queries (%.1f decayed) filter %s, %.0f%% of them on single values; it holds at most %d values per partition and a lookup opens %.1f files per partition today",
 				100*c.Queries/t.Queries, c.Queries, c.Name, 100*c.PointShare, c.Values, c.LookupFiles),
-			Effect:             fmt.Sprintf("those queries would read about 1/%d of each partition: about %s less of the %s they scanned; new data only (existing files keep their partitions until rewritten)", c.Values, human(saved), human(c.BytesScanned)),
+			Effect:             fmt.Sprintf("those queries would read about 1/%d of each partition: about %s less of the %s they scanned; new data only (existing files keep their partitions until rewritten)", c.Values, signals.HumanBytes(saved), signals.HumanBytes(c.BytesScanned)),
 			ExpectedBytesSaved: saved,
 		}, true
 	}
@@ -160,7 +162,7 @@ func coarsen(t Table, r Rules) (Proposal, bool) {
 		return Proposal{}, false
 	}
 	why := fmt.Sprintf("%d partitions hold a median %s of data, under %.0f%% of the %s target file size, in %d files",
-		t.Partitions, human(float64(t.MedianPartitionBytes)), 100*r.SmallShare, human(float64(t.TargetFileSize)), t.DataFiles)
+		t.Partitions, signals.HumanBytes(float64(t.MedianPartitionBytes)), 100*r.SmallShare, signals.HumanBytes(float64(t.TargetFileSize)), t.DataFiles)
 	files := max(1, int((t.DataBytes+t.TargetFileSize-1)/t.TargetFileSize))
 	// A time field one step coarser, the finest first.
 	for _, tr := range []string{"hour", "day", "month"} {
@@ -192,14 +194,4 @@ func coarsen(t Table, r Rules) (Proposal, bool) {
 		Effect:        fmt.Sprintf("the data of the partitions that differ only in %s shares files: about %d files for the data instead of %d; queries filtering %s prune by the files' bounds instead (a sort on it keeps that cheap); new data only", f.Name, files, t.DataFiles, f.Source),
 		ExpectedFiles: files,
 	}, true
-}
-
-func human(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for b >= 1024 && i < len(units)-1 {
-		b /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", b, units[i])
 }
