@@ -243,3 +243,40 @@ func TestSignals_TheReportProposesAPartitionSpecChangeAndNeverMakesIt(t *testing
 		t.Fatalf("the spec changed: %s, was %s", spec, specBefore)
 	}
 }
+
+// TestLayoutTrial_AnOwnersOrderChangeEndsTheTrial: the owner sorts the
+// table by id after the planner decided to revert the trial's sort on
+// amount and before the commit: the committer stands down (the order
+// changed since planning), and later visits neither revert the owner's
+// order, nor judge or hold a trial the table is no longer in, nor change
+// the layout back on the evidence the trial judged.
+func TestLayoutTrial_AnOwnersOrderChangeEndsTheTrial(t *testing.T) {
+	d, now := startTrial(t)
+	d.recordTrialQueries(now, 1, 8, map[string]int64{sampletable.Region(2): 98 << 20, sampletable.Region(0): 50 << 20})
+	d.withDispatchClock(now.AddDate(0, 0, 10))
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Plan == nil || d.job(o.Plan.JobID).Kind != jobs.KindChangeLayout {
+		t.Fatalf("verdict visit %+v, want the revert planned", o.Plan)
+	}
+	d.sortByID() // the owner's order, meanwhile
+	d.drainCommits()
+	if j := d.job(o.Plan.JobID); j.State != jobs.Committed || !strings.Contains(j.Reason, "owner's order stands") {
+		t.Fatalf("settle job %s (%s)", j.State, j.Reason)
+	}
+	o = outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Plan != nil && o.Plan.JobID != "" && d.job(o.Plan.JobID).Kind == jobs.KindChangeLayout {
+		t.Fatalf("a layout job planned over the owner's order: %+v", o.Plan)
+	}
+	r, raw := d.trialReport(o)
+	if r.LayoutTrial != nil {
+		t.Fatalf("a trial judged on a table no longer in its layout: %+v\n%s", r.LayoutTrial, raw)
+	}
+	if r.Layout == nil || r.Layout.Change || !strings.Contains(r.Layout.Why, "the owner's layout stands") {
+		t.Fatalf("advice %+v, want no change over the owner's layout", r.Layout)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	if order := d.load().SortOrder(); order.Len() != 1 || order.Field(0).SourceID() != 1 {
+		t.Fatalf("sort order %s, want the owner's (id)", order)
+	}
+}

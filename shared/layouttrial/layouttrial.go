@@ -34,10 +34,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/signals"
 )
 
@@ -117,6 +121,43 @@ func ParseTrial(props map[string]string) (Trial, bool, error) {
 		return Trial{}, false, fmt.Errorf("%w: %s=%q: no at=", ErrBadProperty, PropertyTrial, v)
 	}
 	return t, true, nil
+}
+
+// Current reports whether the table is still in the trial's layout: its
+// compaction strategy is the trial's and its sort order's columns (sort)
+// or its z-order columns (z-order) are the trial's. A table whose owner
+// changed the layout meanwhile has no trial any more: nothing is held or
+// judged, and nothing is reverted over the owner's change.
+func (t Trial) Current(strategy string, sortColumns, zOrderColumns []string) bool {
+	if strategy != t.Layout {
+		return false
+	}
+	if t.Layout == "sort" {
+		return slices.Equal(sortColumns, t.Columns)
+	}
+	return slices.Equal(zOrderColumns, t.Columns)
+}
+
+// Active is the table's layout trial, when it has one and is still in
+// its layout (Current); the property's parse error otherwise.
+func Active(tbl *table.Table) (Trial, bool, error) {
+	props := tbl.Properties()
+	t, on, err := ParseTrial(props)
+	if err != nil || !on {
+		return t, false, err
+	}
+	var sortColumns, zColumns []string
+	for _, f := range tbl.SortOrder().Fields() {
+		if name, ok := tbl.Schema().FindColumnName(f.SourceID()); ok {
+			sortColumns = append(sortColumns, name)
+		}
+	}
+	for _, c := range strings.Split(props[optin.PropertyZOrderColumns], ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			zColumns = append(zColumns, c)
+		}
+	}
+	return t, t.Current(strings.TrimSpace(props[optin.PropertyCompactionStrategy]), sortColumns, zColumns), nil
 }
 
 // Rejection is a layout a trial reverted, and when.

@@ -222,7 +222,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		// until its verdict: once it has reached the most-queried
 		// partitions, only those are compacted (in it), so the verdict
 		// compares partitions that are wholly in one layout or the other.
-		trial, on, terr := layouttrial.ParseTrial(tbl.Properties())
+		trial, on, terr := layouttrial.Active(tbl)
 		if terr != nil {
 			return res, false, fmt.Errorf("plan %s: %w", name, terr)
 		}

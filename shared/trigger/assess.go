@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -158,7 +159,7 @@ func AdviseLayout(ctx context.Context, reader signals.DayReader, name string, tb
 	if err != nil {
 		return out, nil, nil, err
 	}
-	trial, onTrial, err := layouttrial.ParseTrial(props)
+	trial, onTrial, err := layouttrial.Active(tbl)
 	if err != nil {
 		return out, nil, nil, err
 	}
@@ -202,6 +203,13 @@ func AdviseLayout(ctx context.Context, reader signals.DayReader, name string, tb
 		return out, nil, nil, err
 	}
 	rec := advice.Recommendation
+	if stale, present, _ := layouttrial.ParseTrial(props); present && !onTrial && rec.Change {
+		// The owner changed the layout during icekeeper's trial: the
+		// owner's layout stands, whatever the signals say.
+		rec.Change = false
+		rec.Why = fmt.Sprintf("%s; but the owner changed the layout while icekeeper's %s on %s was on trial: the owner's layout stands (remove %s to let icekeeper change it again)",
+			rec.Why, stale.Layout, strings.Join(stale.Columns, ", "), layouttrial.PropertyTrial)
+	}
 	out.Layout, out.LayoutClass, out.LayoutClasses = &rec, &advice.Choice, advice.Classes
 	out.PartitionProposals = specproposal.Propose(specTable(name, tbl, r, recent, now()), specproposal.DefaultRules)
 	change := 0.0
