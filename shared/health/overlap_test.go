@@ -147,3 +147,21 @@ func TestOverlapCollector_CountsAColumnsValuesWhenTheBoundsShowThem(t *testing.T
 		t.Errorf("table values %d; want 3 (a partition of 2 files says nothing)", table[0].Values)
 	}
 }
+
+// TestOverlapCollector_CorrelationSamplesALargePartition: 10,000 files
+// are measured from a sample of at most maxCorrelationFiles, which still
+// sees the columns move together.
+func TestOverlapCollector_CorrelationSamplesALargePartition(t *testing.T) {
+	c := &overlapCollector{columns: []overlapColumn{{name: "id", kind: bounds.Int}, {name: "ts", kind: bounds.Int}}}
+	for f := range 10000 {
+		for i := range c.columns {
+			c.columns[i].ranges = append(c.columns[i].ranges, bounds.Range{Lo: bounds.IntValue(int64(f * (i + 1)))})
+			c.columns[i].files = append(c.columns[i].files, f)
+		}
+	}
+	c.files = 10000
+	got := c.correlations()
+	if len(got) != 1 || got[0].Files > maxCorrelationFiles || got[0].Files < maxCorrelationFiles/2 || got[0].Rho < 0.99 {
+		t.Fatalf("%+v; want rho 1 from a sample of at most %d files", got, maxCorrelationFiles)
+	}
+}
