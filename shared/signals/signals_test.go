@@ -6,11 +6,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
@@ -312,4 +314,45 @@ func TestStore_CountsEachWorkloadClassApart(t *testing.T) {
 	if got := OfClass(old, "dashboard"); len(got) != 0 {
 		t.Errorf("a day without classes, as dashboard: %+v", got)
 	}
+}
+
+// TestStore_AQueryOnManyColumnsFitsOneUpdate: a query filtering 60
+// columns and 16 partitions is recorded (its first MaxColumns columns by
+// name), its update expression under DynamoDB's 4 KB.
+func TestStore_AQueryOnManyColumnsFitsOneUpdate(t *testing.T) {
+	var in *dynamodb.UpdateItemInput
+	s := Store{DB: captureUpdate{in: &in}, TableName: "jobs"}
+	o := Observation{Table: "shop.orders", At: noon, Class: "dashboard"}
+	for i := range 60 {
+		o.Filters = append(o.Filters, Filter{Column: fmt.Sprintf("a_rather_long_column_name_%02d", i), Predicate: PredicateRange})
+	}
+	for i := range MaxPartitions {
+		o.Partitions = append(o.Partitions, fmt.Sprintf("region=r%02d", i))
+	}
+	if err := s.Record(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(*in.UpdateExpression); n > 4096 {
+		t.Errorf("update expression of %d characters, over 4 KB", n)
+	}
+	var cols int
+	for _, name := range in.ExpressionAttributeNames {
+		if strings.HasPrefix(name, colPrefix) && strings.HasSuffix(name, ":f") {
+			cols++
+		}
+	}
+	if cols != MaxColumns {
+		t.Errorf("%d columns recorded, want %d", cols, MaxColumns)
+	}
+}
+
+type captureUpdate struct{ in **dynamodb.UpdateItemInput }
+
+func (c captureUpdate) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	*c.in = in
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (captureUpdate) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{}, nil
 }

@@ -59,6 +59,14 @@ func itemKey(table, date string) map[string]types.AttributeValue {
 	}
 }
 
+// MaxColumns bounds the columns one observation adds to its day (the
+// first by name): each adds six counters to the update expression (three
+// for the table, three for the query's class), and DynamoDB refuses an
+// expression string over 4 KB ("Expression parameters",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Constraints.html);
+// 32 columns and MaxPartitions partitions stay under 3 KB.
+const MaxColumns = 32
+
 // Record adds one observation to its table's day. A column filtered more
 // than once in one query counts once (as a point filter if any was).
 func (s Store) Record(ctx context.Context, o Observation) error {
@@ -81,6 +89,9 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 		point[f.Column] = point[f.Column] || f.Predicate.point()
 	}
 	slices.Sort(cols)
+	if len(cols) > MaxColumns {
+		cols = cols[:MaxColumns]
+	}
 	// Placeholders are zero-padded (#a000, #a001, ...): none is a prefix
 	// of another, which the emulator's DynamoDB mishandles.
 	names := map[string]string{"#q": "queries", "#b": "bytes_scanned", "#purge": jobs.PurgeAttribute}
