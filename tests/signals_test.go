@@ -70,6 +70,11 @@ func TestSignals_QueryEventsAreRecordedForGrantedTables(t *testing.T) {
 	if len(days) != 1 || days[0].Queries != 2 {
 		t.Fatalf("days %+v, want one day of two queries", days)
 	}
+	// The sample event says it is a dashboard's; Athena's query ran in
+	// the primary workgroup without a tag: ad hoc.
+	if c := days[0].Classes; c["dashboard"].Queries != 1 || c["adhoc"].Queries != 1 {
+		t.Errorf("classes %+v, want one dashboard and one ad hoc query", c)
+	}
 	if id := days[0].Columns["id"]; id.Filters != 2 || id.Point != 2 {
 		t.Errorf("id %+v, want two point filters", id)
 	}
