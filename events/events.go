@@ -148,6 +148,9 @@ type Query struct {
 	// icekeeper's health report names them; none for a query over the
 	// whole table.
 	Partitions []string `json:"partitions,omitempty"`
+	// Class is the query's workload class: agent, dashboard, pipeline or
+	// adhoc (package workload; anything else, or none, counts as adhoc).
+	Class string `json:"class,omitempty"`
 }
 
 // QueryColumn is one filtered column: its name and the kind of predicate

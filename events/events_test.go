@@ -24,6 +24,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 		{"icekeeper-query.json", Trigger{Kind: KindQuery, Tables: []string{"demo.events"}, ID: "0b4c2f7e-2d2b-4a6b-9a61-3b8e4c6a1f20", Query: &Query{
 			Columns:      []QueryColumn{{Column: "id", Predicate: "eq"}, {Column: "amount", Predicate: "range"}},
 			BytesScanned: 73400320, RowsReturned: 12, Engine: "trino", QueryID: "20261201_091500_00042_abcde", Partitions: []string{"region=region-01"},
+			Class: "dashboard",
 		}}},
 		{"athena-query-state-change.json", Trigger{Kind: KindAthena, ID: "abcdef00-1234-5678-9abc-def012345678", AthenaQueryID: "01234567-0123-0123-0123-012345678901"}},
 	}

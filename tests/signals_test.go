@@ -70,6 +70,11 @@ func TestSignals_QueryEventsAreRecordedForGrantedTables(t *testing.T) {
 	if len(days) != 1 || days[0].Queries != 2 {
 		t.Fatalf("days %+v, want one day of two queries", days)
 	}
+	// The sample event says it is a dashboard's; Athena's query ran in
+	// the primary workgroup without a tag: ad hoc.
+	if c := days[0].Classes; c["dashboard"].Queries != 1 || c["adhoc"].Queries != 1 {
+		t.Errorf("classes %+v, want one dashboard and one ad hoc query", c)
+	}
 	if id := days[0].Columns["id"]; id.Filters != 2 || id.Point != 2 {
 		t.Errorf("id %+v, want two point filters", id)
 	}
@@ -92,8 +97,9 @@ func TestSignals_TheAdvisoryReportCarriesTheRecommendedLayout(t *testing.T) {
 	d := setupDispatch(t, config.ModeAdvisory, "demo")
 	d.createNamed("demo.events", withProps(smallTable, optedIn))
 	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
-	for range 30 {
-		if err := store.Record(d.ctx, signals.Observation{Table: "demo.events", BytesScanned: 1 << 20, At: time.Now(),
+	for i := range 30 {
+		// Over the last two weeks: a change must be sustained.
+		if err := store.Record(d.ctx, signals.Observation{Table: "demo.events", BytesScanned: 1 << 20, At: time.Now().AddDate(0, 0, -7*(i%2)),
 			Filters: []signals.Filter{{Column: "amount", Predicate: signals.PredicateRange}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -133,8 +139,10 @@ func TestSignals_LayoutAutoChangesTheSortOrderThenCompactionSortsByIt(t *testing
 	d.createNamed("demo.manual", withProps(smallTable, optedIn))
 	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: d.cfg.JobsTable}
 	for _, table := range []string{"demo.events", "demo.manual"} {
-		for range 30 {
-			if err := store.Record(d.ctx, signals.Observation{Table: table, BytesScanned: 1 << 20, At: time.Now(),
+		for i := range 30 {
+			// Over the last two weeks: a change must be sustained.
+			at := time.Now().AddDate(0, 0, -7*(i%2))
+			if err := store.Record(d.ctx, signals.Observation{Table: table, BytesScanned: 1 << 20, At: at,
 				Filters: []signals.Filter{{Column: "amount", Predicate: signals.PredicateRange}}}); err != nil {
 				t.Fatal(err)
 			}

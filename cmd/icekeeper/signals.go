@@ -11,7 +11,10 @@ import (
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/layouttrial"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/trigger"
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // signalsReport is what `icekeeper signals TABLE` prints.
@@ -23,6 +26,12 @@ type signalsReport struct {
 	Columns        []signals.ColumnSignal `json:"columns"`
 	SortColumns    []string               `json:"sort_columns,omitempty"`
 	Recommendation signals.Recommendation `json:"recommendation"`
+	// Class is the workload class the layout serves, Classes each
+	// class's recommendation side by side, Trial the verdict on a layout
+	// on trial (trigger.AdviseLayout).
+	Class   *workload.Choice      `json:"class,omitempty"`
+	Classes []signals.ClassAdvice `json:"classes,omitempty"`
+	Trial   *layouttrial.Verdict  `json:"trial,omitempty"`
 }
 
 func runSignals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,7 +58,8 @@ func runSignals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	now := time.Now()
-	dd, err := signals.Store{DB: clients.DynamoDB, TableName: cfg.JobsTable}.Days(ctx, name, now.AddDate(0, 0, -*days), now)
+	store := signals.Store{DB: clients.DynamoDB, TableName: cfg.JobsTable}
+	dd, err := store.Days(ctx, name, now.AddDate(0, 0, -*days), now)
 	if err != nil {
 		return err
 	}
@@ -68,8 +78,13 @@ func runSignals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		lookups[c.Column] = c.PointLookupFiles
 	}
 	t := signals.TableFor(tbl, lookups)
+	rep.Table = name
+	lr, _, _, err := trigger.AdviseLayout(ctx, store, name, tbl, rep, now)
+	if err != nil {
+		return fmt.Errorf("signals %s: %w", name, err)
+	}
 	r := signalsReport{Table: name, Days: *days, HalfLife: signals.DefaultHalfLife.String(), Queries: queries, Columns: ranked, SortColumns: t.SortColumns,
-		Recommendation: signals.Recommend(ranked, queries, t, signals.DefaultGuard)}
+		Recommendation: *lr.Layout, Class: lr.LayoutClass, Classes: lr.LayoutClasses, Trial: lr.LayoutTrial}
 	if *asJSON {
 		return printJSON(stdout, r)
 	}
@@ -84,7 +99,34 @@ func runSignals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
+	if len(r.Classes) > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLASS\tQUERIES\tBYTES SCANNED\tRECOMMENDS\tCHANGE")
+		for _, c := range r.Classes {
+			what := c.Recommendation.Layout
+			if len(c.Recommendation.Columns) > 0 {
+				what += " " + strings.Join(c.Recommendation.Columns, ", ")
+			}
+			served := ""
+			if r.Class != nil && c.Class == r.Class.Class {
+				served = " (served)"
+			}
+			fmt.Fprintf(tw, "%s%s\t%.1f\t%s\t%s\t%v\n", c.Class, served, c.Queries, humanBytes(int64(c.BytesScanned)), what, c.Recommendation.Change)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if r.Class != nil {
+			fmt.Fprintf(stdout, "the layout serves %s: %s\n", r.Class.Class, r.Class.Why)
+		}
+	}
 	rec := r.Recommendation
+	if r.Trial != nil {
+		fmt.Fprintf(stdout, "layout on trial: %s (%s)\n", r.Trial.Decision, r.Trial.Why)
+	}
+	for _, l := range rec.LeftOut {
+		fmt.Fprintf(stdout, "left out: %s\n", l)
+	}
 	switch rec.Layout {
 	case signals.LayoutNone:
 		fmt.Fprintf(stdout, "recommended: nothing yet (%s)\n", rec.Why)

@@ -34,8 +34,14 @@ func TestSignals_ShowsTheRankedColumnsAndTheRecommendedOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := signals.Store{DB: cloud.Clients.DynamoDB, TableName: res.JobsTable}
-	for i := range 40 {
-		o := signals.Observation{Table: "shop.orders", BytesScanned: 1 << 20, At: time.Now(), Filters: []signals.Filter{
+	// 40 queries today and 40 eight days ago: the change is sustained
+	// over the last two weeks (package sustain).
+	for i := range 80 {
+		at := time.Now()
+		if i >= 40 {
+			at = at.AddDate(0, 0, -8)
+		}
+		o := signals.Observation{Table: "shop.orders", BytesScanned: 1 << 20, At: at, Class: "dashboard", Filters: []signals.Filter{
 			{Column: "region", Predicate: signals.PredicateEq}, {Column: "amount", Predicate: signals.PredicateRange}}}
 		if i%8 == 0 {
 			o.Filters = append(o.Filters, signals.Filter{Column: "id", Predicate: signals.PredicateEq})
@@ -53,9 +59,10 @@ func TestSignals_ShowsTheRankedColumnsAndTheRecommendedOrder(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("signals --json: %v\n%s", err, out)
 	}
-	// 40 of today's queries: a day weighs from its noon, so today's
-	// count decays by up to 2^(-12h/168h) (0.95) late in the UTC day.
-	if r.Queries < 38 || r.Queries > 40.01 || len(r.Columns) != 3 || r.Columns[2].Column != "id" {
+	// 40 of today's queries and 40 of eight days ago: a day weighs from
+	// its noon, so today's count decays by up to 2^(-12h/168h) (0.95) late
+	// in the UTC day, and the older ones weigh 0.44 to 0.49.
+	if r.Queries < 55 || r.Queries > 60 || len(r.Columns) != 3 || r.Columns[2].Column != "id" {
 		t.Fatalf("report %+v", r)
 	}
 	rec := r.Recommendation
@@ -63,7 +70,10 @@ func TestSignals_ShowsTheRankedColumnsAndTheRecommendedOrder(t *testing.T) {
 		t.Fatalf("recommendation %+v, want a change to sort by amount", rec)
 	}
 	text, err := runCLI(t, append([]string{"signals", "shop.orders"}, flags...)...)
-	if err != nil || !strings.Contains(text, "recommended: change to sort amount") || !strings.Contains(text, "COLUMN") {
+	if r.Class == nil || r.Class.Class != "dashboard" || len(r.Classes) != 1 || r.Classes[0].Class != "dashboard" {
+		t.Fatalf("classes %+v %+v, want the dashboards' served", r.Class, r.Classes)
+	}
+	if err != nil || !strings.Contains(text, "recommended: change to sort amount") || !strings.Contains(text, "COLUMN") || !strings.Contains(text, "dashboard (served)") {
 		t.Fatalf("signals: %v\n%s", err, text)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs/catalogconfig"
 	"github.com/icekeeper/icekeeper/shared/envvars"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // ErrInvalid means a setting is missing or malformed; it is terminal.
@@ -26,47 +27,48 @@ var ErrInvalid = errors.New("config: invalid setting")
 
 // Environment variable names (package envvars).
 const (
-	EnvCatalogType         = envvars.CatalogType
-	EnvCatalogName         = envvars.CatalogName
-	EnvCatalogURI          = envvars.CatalogURI
-	EnvCatalogWarehouse    = envvars.CatalogWarehouse
-	EnvCatalogConfig       = envvars.CatalogConfig
-	EnvCatalogSigV4        = envvars.CatalogSigV4
-	EnvCatalogSignName     = envvars.CatalogSignName
-	EnvCatalogSignRegion   = envvars.CatalogSignRegion
-	EnvCatalogProperties   = envvars.CatalogProperties
-	EnvLeaseTable          = envvars.LeaseTable
-	EnvJobsTable           = envvars.JobsTable
-	EnvTaskQueueURL        = envvars.TaskQueueURL
-	EnvCommitQueueURL      = envvars.CommitQueueURL
-	EnvBucket              = envvars.Bucket
-	EnvPrefix              = envvars.Prefix
-	EnvMode                = envvars.Mode
-	EnvGrants              = envvars.Grants
-	EnvGrantsFile          = envvars.GrantsFile
-	EnvEventBus            = envvars.EventBus
-	EnvMinInterval         = envvars.MinInterval
-	EnvSweepMaxJobs        = envvars.SweepMaxJobs
-	EnvSweepMaxBytes       = envvars.SweepMaxBytes
-	EnvLeaseTTL            = envvars.LeaseTTL
-	EnvMaxGroupBytes       = envvars.MaxGroupBytes
-	EnvInlineTaskBytes     = envvars.InlineTaskBytes
-	EnvMaxTaskAttempts     = envvars.MaxTaskAttempts
-	EnvCommitRetries       = envvars.CommitRetries
-	EnvScanConcurrency     = envvars.ScanConcurrency
-	EnvSortWindowBytes     = envvars.SortWindowBytes
-	EnvScanPricePerTB      = envvars.ScanPricePerTB
-	EnvLedgerBackOff       = envvars.LedgerBackOff
-	EnvExchangePageBytes   = envvars.ExchangePageBytes
-	EnvTargetFileSize      = envvars.TargetFileSize
-	EnvS3PathStyle         = envvars.S3PathStyle
-	EnvCommitTakeover      = envvars.CommitTakeover
-	EnvRewriterMemoryMB    = envvars.RewriterMemoryMB
-	EnvCoordinatorMemMB    = envvars.CoordinatorMemMB
-	EnvOrphanListFanOut    = envvars.OrphanListFanOut
-	EnvMaxJobFiles         = envvars.MaxJobFiles
-	EnvRewriterConcurrency = envvars.RewriterConcurrency
-	EnvRebaseDeletes       = envvars.RebaseDeletes
+	EnvCatalogType            = envvars.CatalogType
+	EnvCatalogName            = envvars.CatalogName
+	EnvCatalogURI             = envvars.CatalogURI
+	EnvCatalogWarehouse       = envvars.CatalogWarehouse
+	EnvCatalogConfig          = envvars.CatalogConfig
+	EnvCatalogSigV4           = envvars.CatalogSigV4
+	EnvCatalogSignName        = envvars.CatalogSignName
+	EnvCatalogSignRegion      = envvars.CatalogSignRegion
+	EnvCatalogProperties      = envvars.CatalogProperties
+	EnvLeaseTable             = envvars.LeaseTable
+	EnvJobsTable              = envvars.JobsTable
+	EnvTaskQueueURL           = envvars.TaskQueueURL
+	EnvCommitQueueURL         = envvars.CommitQueueURL
+	EnvBucket                 = envvars.Bucket
+	EnvPrefix                 = envvars.Prefix
+	EnvMode                   = envvars.Mode
+	EnvGrants                 = envvars.Grants
+	EnvGrantsFile             = envvars.GrantsFile
+	EnvEventBus               = envvars.EventBus
+	EnvMinInterval            = envvars.MinInterval
+	EnvSweepMaxJobs           = envvars.SweepMaxJobs
+	EnvSweepMaxBytes          = envvars.SweepMaxBytes
+	EnvLeaseTTL               = envvars.LeaseTTL
+	EnvMaxGroupBytes          = envvars.MaxGroupBytes
+	EnvInlineTaskBytes        = envvars.InlineTaskBytes
+	EnvMaxTaskAttempts        = envvars.MaxTaskAttempts
+	EnvCommitRetries          = envvars.CommitRetries
+	EnvScanConcurrency        = envvars.ScanConcurrency
+	EnvSortWindowBytes        = envvars.SortWindowBytes
+	EnvScanPricePerTB         = envvars.ScanPricePerTB
+	EnvLedgerBackOff          = envvars.LedgerBackOff
+	EnvExchangePageBytes      = envvars.ExchangePageBytes
+	EnvTargetFileSize         = envvars.TargetFileSize
+	EnvS3PathStyle            = envvars.S3PathStyle
+	EnvCommitTakeover         = envvars.CommitTakeover
+	EnvRewriterMemoryMB       = envvars.RewriterMemoryMB
+	EnvCoordinatorMemMB       = envvars.CoordinatorMemMB
+	EnvOrphanListFanOut       = envvars.OrphanListFanOut
+	EnvMaxJobFiles            = envvars.MaxJobFiles
+	EnvAthenaWorkGroupClasses = envvars.AthenaWorkGroupClasses
+	EnvRewriterConcurrency    = envvars.RewriterConcurrency
+	EnvRebaseDeletes          = envvars.RebaseDeletes
 )
 
 // Mode is what the functions may do.
@@ -180,6 +182,9 @@ type Config struct {
 	// defaults (Athena's $5, a week).
 	ScanPricePerTB float64
 	LedgerBackOff  time.Duration
+	// AthenaWorkGroupClasses maps Athena workgroups to the workload class
+	// of their queries (package workload); nil: by the workgroup's name.
+	AthenaWorkGroupClasses map[string]string
 	// ExchangePageBytes is the Arrow size of a two-stage sort's scratch
 	// pages (0: exchange.DefaultPageBytes, 4 MiB).
 	ExchangePageBytes int64
@@ -327,6 +332,14 @@ func FromLookup(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%w: %s=%q: want a price in dollars per TB scanned, such as 5", ErrInvalid, EnvScanPricePerTB, v))
 		} else {
 			c.ScanPricePerTB = f
+		}
+	}
+	if v := strings.TrimSpace(getenv(EnvAthenaWorkGroupClasses)); v != "" {
+		m, err := workload.ParseWorkGroupClasses(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrInvalid, EnvAthenaWorkGroupClasses, err))
+		} else {
+			c.AthenaWorkGroupClasses = m
 		}
 	}
 	if v := strings.TrimSpace(getenv(EnvLedgerBackOff)); v != "" {

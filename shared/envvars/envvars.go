@@ -48,9 +48,12 @@ const (
 	RebaseDeletes     = "ICEKEEPER_REBASE_DELETES"
 	SortWindowBytes   = "ICEKEEPER_SORT_WINDOW_BYTES"
 	ScanPricePerTB    = "ICEKEEPER_SCAN_PRICE_PER_TB"
-	LedgerBackOff     = "ICEKEEPER_LEDGER_BACKOFF"
-	ExchangePageBytes = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
-	MaxJobFiles       = "ICEKEEPER_MAX_JOB_FILES"
+	// AthenaWorkGroupClasses maps Athena workgroups to workload classes
+	// ("bi=dashboard,etl=pipeline"; package workload).
+	AthenaWorkGroupClasses = "ICEKEEPER_ATHENA_WORKGROUP_CLASSES"
+	LedgerBackOff          = "ICEKEEPER_LEDGER_BACKOFF"
+	ExchangePageBytes      = "ICEKEEPER_EXCHANGE_PAGE_BYTES"
+	MaxJobFiles            = "ICEKEEPER_MAX_JOB_FILES"
 	// RewriterConcurrency is how many groups the stack rewrites at once
 	// (the task queue's event source's maximum concurrency), which the
 	// planner's throttle bounds a busy table's jobs within.
@@ -95,7 +98,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency,
 	}
 }
 

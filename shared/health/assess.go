@@ -121,12 +121,15 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 		if err := r.measureLayout(ctx, fsys, snap, tbl.Schema(), overlaps, th, names); err != nil {
 			return r, err
 		}
+		var corrs [][]ColumnCorrelation
 		for i := range r.Partitions {
 			if p := &r.Partitions[i]; p.overlaps != nil {
+				corrs = append(corrs, p.overlaps.correlations())
 				p.Columns, p.overlaps = p.overlaps.results(), nil
 			}
 		}
 		r.Columns = tableOverlaps(r.Partitions)
+		r.Correlations = tableCorrelations(corrs)
 		for _, f := range tbl.SortOrder().Fields() {
 			r.SortColumn, _ = tbl.Schema().FindColumnName(f.SourceID())
 			break
@@ -552,8 +555,10 @@ func (n *partitionNamer) sourceType(id int) (iceberg.Type, bool) {
 func tableOverlaps(parts []PartitionHealth) []ColumnOverlap {
 	var out []ColumnOverlap
 	index := map[int]int{}
+	many := map[int]bool{} // a partition has many values of the column
 	for _, p := range parts {
 		for _, c := range p.Columns {
+			many[c.FieldID] = many[c.FieldID] || c.Values == 0 && c.Files >= MinValueFiles
 			i, ok := index[c.FieldID]
 			if !ok {
 				i = len(out)
@@ -566,6 +571,12 @@ func tableOverlaps(parts []PartitionHealth) []ColumnOverlap {
 			t.Files += c.Files
 			t.OverlapDepth = max(t.OverlapDepth, c.OverlapDepth)
 			t.OneValue = t.OneValue && c.OneValue
+			t.Values = max(t.Values, c.Values)
+		}
+	}
+	for i := range out {
+		if many[out[i].FieldID] {
+			out[i].Values = 0
 		}
 	}
 	return out

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
@@ -145,39 +144,17 @@ func RecentWrites(ctx context.Context, tbl *table.Table, now time.Time, idle tim
 		return out, nil
 	}
 	since := now.Add(-idle).UnixMilli()
-	var fs icebergio.IO
-	for _, s := range tbl.Metadata().Snapshots() {
-		if s.TimestampMs < since || ours(s) {
-			continue
+	err := eachEntryAdded(ctx, tbl, func(s table.Snapshot) bool { return s.TimestampMs >= since && !ours(s) }, func(e iceberg.ManifestEntry, at time.Time) {
+		if e.Status() != iceberg.EntryStatusADDED && e.Status() != iceberg.EntryStatusDELETED {
+			return
 		}
-		if fs == nil {
-			var err error
-			if fs, err = tbl.FS(ctx); err != nil {
-				return nil, fmt.Errorf("health: open table IO: %w", err)
-			}
+		k := messages.PartitionKey(e.DataFile())
+		if at.After(out[k]) {
+			out[k] = at
 		}
-		manifests, err := s.Manifests(fs)
-		if err != nil {
-			return nil, fmt.Errorf("health: manifests of snapshot %d: %w", s.SnapshotID, err)
-		}
-		at := time.UnixMilli(s.TimestampMs).UTC()
-		for _, m := range manifests {
-			if m.SnapshotID() != s.SnapshotID {
-				continue // written by an earlier snapshot
-			}
-			for e, err := range m.Entries(fs, false) {
-				if err != nil {
-					return nil, fmt.Errorf("health: read manifest %s: %w", m.FilePath(), err)
-				}
-				if e.SnapshotID() != s.SnapshotID || (e.Status() != iceberg.EntryStatusADDED && e.Status() != iceberg.EntryStatusDELETED) {
-					continue
-				}
-				k := messages.PartitionKey(e.DataFile())
-				if at.After(out[k]) {
-					out[k] = at
-				}
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/shared/bounds"
+	"github.com/icekeeper/icekeeper/shared/correlation"
 	"github.com/icekeeper/icekeeper/shared/pruning"
 )
 
@@ -28,7 +29,19 @@ type ColumnOverlap struct {
 	// OneValue: every file holds the same single value (lower = upper =
 	// the same everywhere), which no layout can spread.
 	OneValue bool `json:"one_value,omitempty"`
+	// Values is how many distinct values the column holds in a
+	// partition, when the files' bounds show it: the distinct lower and
+	// upper bounds, counted when the files are at least twice as many
+	// (each value seen as a bound about twice); 0 when they are not
+	// (many values, or too few files to say). The table's is the largest
+	// of its partitions', 0 when any partition of MinValueFiles files or
+	// more has many.
+	Values int `json:"values,omitempty"`
 }
+
+// MinValueFiles: a partition of fewer files says nothing about a
+// column's values.
+const MinValueFiles = 4
 
 // DefaultMaxPointLookupFiles: a partition whose files a point lookup on
 // the table's first sort column must open this many of, on average, is
@@ -70,6 +83,8 @@ func overlapColumns(meta table.Metadata) []int {
 type overlapCollector struct {
 	columns []overlapColumn
 	byID    map[int]int
+	// files counts the data files added, which files indexes.
+	files int
 }
 
 type overlapColumn struct {
@@ -77,8 +92,11 @@ type overlapColumn struct {
 	id   int
 	typ  iceberg.Type
 	kind bounds.Kind
-	// ranges are the files' [lower, upper], in the column's kind.
+	// ranges are the files' [lower, upper], in the column's kind, and
+	// files the ordinal of the file each came from (for pairing two
+	// columns' bounds of the same files).
 	ranges []bounds.Range
+	files  []int
 }
 
 // newOverlapCollector tracks the given columns of the schema.
@@ -104,8 +122,10 @@ func (c *overlapCollector) add(df iceberg.DataFile) {
 		col := &c.columns[i]
 		if r, ok := bounds.InMaps(lo, hi, col.id, col.kind, col.typ); ok {
 			col.ranges = append(col.ranges, r)
+			col.files = append(col.files, c.files)
 		}
 	}
+	c.files++
 }
 
 // merge appends o's bounds (another manifest's files of the partition, the
@@ -113,7 +133,87 @@ func (c *overlapCollector) add(df iceberg.DataFile) {
 func (c *overlapCollector) merge(o *overlapCollector) {
 	for i := range c.columns {
 		c.columns[i].ranges = append(c.columns[i].ranges, o.columns[i].ranges...)
+		for _, f := range o.columns[i].files {
+			c.columns[i].files = append(c.columns[i].files, c.files+f)
+		}
 	}
+	c.files += o.files
+}
+
+// ColumnCorrelation is how two columns' values move together across the
+// live data files: Spearman's rank correlation of the files' lower bounds
+// (package correlation), within each partition, averaged over the
+// partitions weighted by their files.
+type ColumnCorrelation struct {
+	Columns [2]string `json:"columns"`
+	Rho     float64   `json:"rho"`
+	// Files are the files with bounds on both columns it was measured
+	// from (partitions of fewer than correlation.MinPairs files do not
+	// count; at most 4096 a partition, sampled).
+	Files int `json:"files"`
+}
+
+// maxCorrelationFiles bounds the files one partition's correlation of
+// two columns is measured from (a sample beyond it).
+const maxCorrelationFiles = 4096
+
+// correlations measures each pair of the tracked columns over the files
+// that bounded both (a sample of maxCorrelationFiles of them at most).
+func (c *overlapCollector) correlations() []ColumnCorrelation {
+	var out []ColumnCorrelation
+	for i := range c.columns {
+		for j := i + 1; j < len(c.columns); j++ {
+			a, b := &c.columns[i], &c.columns[j]
+			at := make(map[int]int, len(a.files))
+			for k, f := range a.files {
+				at[f] = k
+			}
+			var ia, ib []int
+			for k, f := range b.files {
+				if x, ok := at[f]; ok {
+					ia, ib = append(ia, x), append(ib, k)
+				}
+			}
+			if len(ia) < correlation.MinPairs {
+				continue
+			}
+			if n := len(ia); n > maxCorrelationFiles {
+				// A sample, every step-th file: the ranks of a few
+				// thousand files say as much as a million's, at a
+				// fraction of the sorting.
+				step := (n + maxCorrelationFiles - 1) / maxCorrelationFiles
+				for k := 0; k*step < n; k++ {
+					ia[k], ib[k] = ia[k*step], ib[k*step]
+				}
+				ia, ib = ia[:(n+step-1)/step], ib[:(n+step-1)/step]
+			}
+			ra := correlation.Ranks(len(ia), func(x, y int) int { return bounds.Compare(a.kind, a.ranges[ia[x]].Lo, a.ranges[ia[y]].Lo) })
+			rb := correlation.Ranks(len(ib), func(x, y int) int { return bounds.Compare(b.kind, b.ranges[ib[x]].Lo, b.ranges[ib[y]].Lo) })
+			out = append(out, ColumnCorrelation{Columns: [2]string{a.name, b.name}, Rho: correlation.Spearman(ra, rb), Files: len(ia)})
+		}
+	}
+	return out
+}
+
+// tableCorrelations averages the partitions' correlations per pair,
+// weighted by files.
+func tableCorrelations(parts [][]ColumnCorrelation) []ColumnCorrelation {
+	var out []ColumnCorrelation
+	index := map[[2]string]int{}
+	for _, p := range parts {
+		for _, c := range p {
+			i, ok := index[c.Columns]
+			if !ok {
+				i = len(out)
+				index[c.Columns] = i
+				out = append(out, ColumnCorrelation{Columns: c.Columns})
+			}
+			t := &out[i]
+			t.Rho = (t.Rho*float64(t.Files) + c.Rho*float64(c.Files)) / float64(t.Files+c.Files)
+			t.Files += c.Files
+		}
+	}
+	return out
 }
 
 // results computes each column's overlap, for the columns any file
@@ -132,7 +232,15 @@ func (c *overlapCollector) results() []ColumnOverlap {
 				break
 			}
 		}
-		out = append(out, ColumnOverlap{Column: col.name, FieldID: col.id, Files: len(col.ranges), OverlapDepth: depth, PointLookupFiles: lookup, OneValue: one})
+		distinct := map[bounds.Value]bool{}
+		for _, r := range col.ranges {
+			distinct[r.Lo], distinct[r.Hi] = true, true
+		}
+		values := 0
+		if len(col.ranges) >= 2*len(distinct) {
+			values = len(distinct)
+		}
+		out = append(out, ColumnOverlap{Column: col.name, FieldID: col.id, Files: len(col.ranges), OverlapDepth: depth, PointLookupFiles: lookup, OneValue: one, Values: values})
 	}
 	return out
 }

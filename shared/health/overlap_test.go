@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/bounds"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 )
 
@@ -89,5 +90,78 @@ func TestAssess_ColumnOverlapAndTheSortRecommendation(t *testing.T) {
 		if m.Name == MetricSortColumnOverlapDepth || m.Name == MetricSortColumnLookupFiles {
 			t.Errorf("a table without a sort order published %s", m.Name)
 		}
+	}
+}
+
+// TestOverlapCollector_CorrelatesColumnsOverTheSameFiles: two columns'
+// lower bounds are paired by file (a file without bounds on one column
+// pairs nothing), so an id and its creation time, appended together,
+// correlate, while a column of shuffled values does not.
+func TestOverlapCollector_CorrelatesColumnsOverTheSameFiles(t *testing.T) {
+	c := &overlapCollector{columns: []overlapColumn{{name: "id", kind: bounds.Int}, {name: "ts", kind: bounds.Int}, {name: "region", kind: bounds.Bytes}}}
+	regions := []string{"q", "c", "x", "a", "m", "f", "z", "b", "k", "e", "t", "h"}
+	for f := range 12 {
+		c.columns[0].ranges = append(c.columns[0].ranges, bounds.Range{Lo: bounds.IntValue(int64(100 * f)), Hi: bounds.IntValue(int64(100*f + 99))})
+		c.columns[0].files = append(c.columns[0].files, f)
+		if f != 5 { // a file without bounds on ts
+			c.columns[1].ranges = append(c.columns[1].ranges, bounds.Range{Lo: bounds.IntValue(int64(1e6 + 10*f*f))})
+			c.columns[1].files = append(c.columns[1].files, f)
+		}
+		c.columns[2].ranges = append(c.columns[2].ranges, bounds.Range{Lo: bounds.Value{S: regions[f]}})
+		c.columns[2].files = append(c.columns[2].files, f)
+	}
+	c.files = 12
+	got := map[[2]string]ColumnCorrelation{}
+	for _, cc := range tableCorrelations([][]ColumnCorrelation{c.correlations()}) {
+		got[cc.Columns] = cc
+	}
+	if idTs := got[[2]string{"id", "ts"}]; idTs.Files != 11 || idTs.Rho < 0.99 {
+		t.Errorf("id/ts %+v; want rho 1 over the 11 files with both bounds", idTs)
+	}
+	if idRegion := got[[2]string{"id", "region"}]; idRegion.Files != 12 || idRegion.Rho > 0.5 || idRegion.Rho < -0.5 {
+		t.Errorf("id/region %+v; want a weak rho over 12 files", idRegion)
+	}
+}
+
+// TestOverlapCollector_CountsAColumnsValuesWhenTheBoundsShowThem: a
+// column whose 12 files each hold one of 3 values has 3; one whose 12
+// files hold 12 values has too many to say (0); in the table, a
+// partition with many values makes the column's count unknown.
+func TestOverlapCollector_CountsAColumnsValuesWhenTheBoundsShowThem(t *testing.T) {
+	c := &overlapCollector{columns: []overlapColumn{{name: "status", kind: bounds.Bytes}, {name: "id", kind: bounds.Int}}}
+	for f := range 12 {
+		s := bounds.Value{S: []string{"new", "paid", "sent"}[f%3]}
+		c.columns[0].ranges = append(c.columns[0].ranges, bounds.Range{Lo: s, Hi: s})
+		c.columns[1].ranges = append(c.columns[1].ranges, bounds.Range{Lo: bounds.IntValue(int64(f)), Hi: bounds.IntValue(int64(f))})
+	}
+	got := c.results()
+	if got[0].Values != 3 || got[1].Values != 0 {
+		t.Fatalf("values %d and %d; want 3 (status) and 0 (id: many)", got[0].Values, got[1].Values)
+	}
+	many := []ColumnOverlap{{Column: "status", FieldID: 7, Files: 12, Values: 0}}
+	table := tableOverlaps([]PartitionHealth{{Columns: []ColumnOverlap{{Column: "status", FieldID: 7, Files: 12, Values: 3}}}, {Columns: many}})
+	if table[0].Values != 0 {
+		t.Errorf("table values %d; want 0 when a partition has many", table[0].Values)
+	}
+	if table := tableOverlaps([]PartitionHealth{{Columns: []ColumnOverlap{{FieldID: 7, Files: 12, Values: 3}}}, {Columns: []ColumnOverlap{{FieldID: 7, Files: 2, Values: 0}}}}); table[0].Values != 3 {
+		t.Errorf("table values %d; want 3 (a partition of 2 files says nothing)", table[0].Values)
+	}
+}
+
+// TestOverlapCollector_CorrelationSamplesALargePartition: 10,000 files
+// are measured from a sample of at most maxCorrelationFiles, which still
+// sees the columns move together.
+func TestOverlapCollector_CorrelationSamplesALargePartition(t *testing.T) {
+	c := &overlapCollector{columns: []overlapColumn{{name: "id", kind: bounds.Int}, {name: "ts", kind: bounds.Int}}}
+	for f := range 10000 {
+		for i := range c.columns {
+			c.columns[i].ranges = append(c.columns[i].ranges, bounds.Range{Lo: bounds.IntValue(int64(f * (i + 1)))})
+			c.columns[i].files = append(c.columns[i].files, f)
+		}
+	}
+	c.files = 10000
+	got := c.correlations()
+	if len(got) != 1 || got[0].Files > maxCorrelationFiles || got[0].Files < maxCorrelationFiles/2 || got[0].Rho < 0.99 {
+		t.Fatalf("%+v; want rho 1 from a sample of at most %d files", got, maxCorrelationFiles)
 	}
 }

@@ -294,6 +294,11 @@ type Report struct {
 	// so a partition is what a lookup searches), and OneValue when it holds
 	// in every partition.
 	Columns []ColumnOverlap `json:"columns,omitempty"`
+	// Correlations are, per pair of those columns, how their values move
+	// together across the files (package correlation): the query
+	// signals' layout leaves out a second column redundant with the
+	// first.
+	Correlations []ColumnCorrelation `json:"correlations,omitempty"`
 	// SortColumn is the table's first sort column, "" without a sort
 	// order.
 	SortColumn string `json:"sort_column,omitempty"`

@@ -1,6 +1,9 @@
 package messages
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // The formats of the maintenance jobs other than compaction: snapshot
 // expiry (package expire decides, the committer acts) and manifest
@@ -241,6 +244,16 @@ type LayoutPlan struct {
 	Columns     []string `json:"columns"`
 	FromOrderID int      `json:"from_order_id"`
 	Why         string   `json:"why"`
+	// At is when the change was planned: the trial it starts
+	// (layouttrial.PropertyTrial) is dated by it.
+	At time.Time `json:"at,omitempty"`
+	// Verdict, when set, makes the job settle the table's layout trial
+	// instead of changing the layout: "keep" ends the trial (the rollout
+	// continues), "revert" restores the layout the trial's change
+	// replaced and records the rejection. Trial is the trial property's
+	// value at planning: the commit stands down if it changed.
+	Verdict string `json:"verdict,omitempty"`
+	Trial   string `json:"trial,omitempty"`
 }
 
 // RefusedPart records that a deletion task of an orphan cleanup refused

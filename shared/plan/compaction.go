@@ -19,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/filescan"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/layouttrial"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/optin"
@@ -216,6 +217,35 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 			log.Info("hot partition", "partition", h.Partition, "skipped", h.Skipped, "young_files", h.YoungFiles, "why", h.Why)
 		}
 	}
+	if (strategy == optin.StrategySort || strategy == optin.StrategyZOrder) && !operator && layout.Strategy == "" {
+		// A layout on trial (package layouttrial) rolls out no further
+		// until its verdict: once it has reached the most-queried
+		// partitions, only those are compacted (in it), so the verdict
+		// compares partitions that are wholly in one layout or the other.
+		trial, on, terr := layouttrial.Active(tbl)
+		if terr != nil {
+			return res, false, fmt.Errorf("plan %s: %w", name, terr)
+		}
+		if on {
+			reached, err := health.Reached(ctx, tbl, trial.At)
+			if err != nil {
+				return res, false, fmt.Errorf("plan %s: %w", name, err)
+			}
+			if len(reached) > 0 {
+				namer := health.PartitionNamer(tbl.Metadata())
+				var held, heldX int
+				cp.Groups, held = holdRollout(cp.Groups, reached, namer)
+				exchangeGroups, heldX = holdRollout(exchangeGroups, reached, namer)
+				res.TrialHeldGroups = held + heldX
+				res.TrialHeld = fmt.Sprintf("the %s on %s is on trial since %s and has reached %d partitions: the others wait for its verdict", trial.Layout, strings.Join(trial.Columns, ", "), trial.At.UTC().Format(time.RFC3339), len(reached))
+				log.Info("layout on trial: rollout held", "reached_partitions", len(reached), "held_groups", res.TrialHeldGroups)
+				if len(cp.Groups) == 0 && len(exchangeGroups) == 0 {
+					res.Outcome, res.Reason = OutcomeNothingToDo, res.TrialHeld
+					return res, false, nil
+				}
+			}
+		}
+	}
 	groups := SplitGroups(cp.Groups, p.settings.MaxGroupBytes)
 	regular := len(groups)
 	var exchanges []exchangePlan
@@ -403,6 +433,18 @@ func zOrderSpan(schema *iceberg.Schema, ids []int, groups []compaction.Group) (l
 		}
 	}
 	return lower, upper
+}
+
+// holdRollout keeps the groups of the partitions a layout on trial has
+// reached (by name), and counts the others.
+func holdRollout(groups []compaction.Group, reached map[string]time.Time, name func(iceberg.DataFile) string) ([]compaction.Group, int) {
+	var kept []compaction.Group
+	for _, g := range groups {
+		if _, ok := reached[name(g.Tasks[0].File)]; ok {
+			kept = append(kept, g)
+		}
+	}
+	return kept, len(groups) - len(kept)
 }
 
 // withinBudget keeps, of a compaction's groups and exchanges, those that

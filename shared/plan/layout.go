@@ -20,6 +20,11 @@ type LayoutChange struct {
 	Layout  string
 	Columns []string
 	Why     string
+	// Verdict, when set ("keep" or "revert", package layouttrial),
+	// settles the table's layout trial instead: Layout and Columns are
+	// the trial's, Trial its property's value (layouttrial.PropertyTrial).
+	Verdict string
+	Trial   string
 }
 
 // PlanLayoutChange plans a layout change job for the named table: the
@@ -43,7 +48,8 @@ func (p *Planner) PlanLayoutChange(ctx context.Context, name, trigger string, ch
 		}
 		res.SnapshotID = pin.SnapshotID
 		body, err := messages.Encode(messages.LayoutPlan{Version: messages.FormatVersion, JobID: jobID, Table: name, Pin: pin,
-			Layout: change.Layout, Columns: change.Columns, FromOrderID: tbl.Metadata().DefaultSortOrder(), Why: change.Why})
+			Layout: change.Layout, Columns: change.Columns, FromOrderID: tbl.Metadata().DefaultSortOrder(), Why: change.Why,
+			At: p.now().UTC(), Verdict: change.Verdict, Trial: change.Trial})
 		if err != nil {
 			return res, false, err
 		}
@@ -55,6 +61,10 @@ func (p *Planner) PlanLayoutChange(ctx context.Context, name, trigger string, ch
 		if err := p.jobs.Create(ctx, job, nil); err != nil {
 			return res, false, fmt.Errorf("plan layout change of %s: %w", name, err)
 		}
-		return p.handToCommitter(ctx, log, res, job, fmt.Sprintf("%s on %s: %s", change.Layout, strings.Join(change.Columns, ", "), change.Why))
+		what := fmt.Sprintf("%s on %s: %s", change.Layout, strings.Join(change.Columns, ", "), change.Why)
+		if change.Verdict != "" {
+			what = fmt.Sprintf("layout trial of the %s on %s: %s: %s", change.Layout, strings.Join(change.Columns, ", "), change.Verdict, change.Why)
+		}
+		return p.handToCommitter(ctx, log, res, job, what)
 	})
 }

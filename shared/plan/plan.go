@@ -151,6 +151,12 @@ type Result struct {
 	// the plan did about them (health.ScopeHot, and health.NoteYoung for
 	// the files left by the min file age).
 	HotPartitions []health.HotPartition `json:"hot_partitions,omitempty"`
+	// TrialHeldGroups are the groups a sort or z-order compaction left
+	// because the table's new layout is on trial (package layouttrial):
+	// until its verdict, only the partitions it already reached are
+	// compacted, and TrialHeld says why.
+	TrialHeldGroups int    `json:"trial_held_groups,omitempty"`
+	TrialHeld       string `json:"trial_held,omitempty"`
 	// Throttle is how hard a compaction may press on the table's writers
 	// (package throttle): whether it starts, how many groups it takes at
 	// once, and why. A back-off is outcome skipped_backoff.

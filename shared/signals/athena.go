@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/athena"
 	athenatypes "github.com/aws/aws-sdk-go-v2/service/athena/types"
 	"vitess.io/vitess/go/vt/sqlparser"
+
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // ErrUnparsable: a query's text could not be read for signals. It is not
@@ -32,9 +34,16 @@ type AthenaAPI interface {
 // than another column, and an equal share of the bytes scanned (Athena
 // reports them per query). Rows returned are not in the execution and
 // stay 0.
+//
+// Each observation's workload class is workload.OfAthena's: a tag in the
+// text ("icekeeper-class: dashboard"), else the workgroup's
+// (WorkGroupClasses, else a word of its name), else ad hoc.
 type Athena struct {
 	API AthenaAPI
 	Now func() time.Time
+	// WorkGroupClasses maps workgroups to workload classes (the stack's
+	// athenaWorkGroupClasses setting; nil: by name only).
+	WorkGroupClasses map[string]string
 }
 
 // Observations reads one query execution. A query that is not a
@@ -65,9 +74,14 @@ func (a Athena) Observations(ctx context.Context, queryExecutionID string) ([]Ob
 	if a.Now != nil {
 		now = a.Now
 	}
+	wg := ""
+	if qe.WorkGroup != nil {
+		wg = *qe.WorkGroup
+	}
+	class := workload.OfAthena(*qe.Query, wg, a.WorkGroupClasses)
 	var obs []Observation
 	for _, t := range byTable {
-		obs = append(obs, Observation{Table: t.Table, Filters: t.Filters, Equals: t.Equals, BytesScanned: bytes / int64(len(byTable)), Engine: "athena", QueryID: queryExecutionID, At: now()})
+		obs = append(obs, Observation{Table: t.Table, Filters: t.Filters, Equals: t.Equals, BytesScanned: bytes / int64(len(byTable)), Engine: "athena", QueryID: queryExecutionID, Class: class, At: now()})
 	}
 	return obs, nil
 }

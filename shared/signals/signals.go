@@ -28,6 +28,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // Predicate is the kind of a filter on one column.
@@ -73,6 +75,9 @@ type Observation struct {
 	RowsReturned int64    `json:"rows_returned"`
 	Engine       string   `json:"engine,omitempty"`
 	QueryID      string   `json:"query_id,omitempty"`
+	// Class is the query's workload class (package workload: agent,
+	// dashboard, pipeline, adhoc); recorded as workload.Of(Class).
+	Class string `json:"class,omitempty"`
 	// Partitions are the partition fields' values the query read
 	// (field=value, as the health report names partitions), for
 	// rewriting the most-queried partitions first; at most MaxPartitions
@@ -150,8 +155,52 @@ type Day struct {
 	BytesScanned int64                `json:"bytes_scanned"`
 	Columns      map[string]ColumnDay `json:"columns"`
 	// Partitions counts the queries that read each partition field value
-	// (field=value), for those that said.
-	Partitions map[string]int64 `json:"partitions,omitempty"`
+	// (field=value), for those that said, and PartitionBytes the bytes
+	// those queries scanned (what a layout's trial compares, package
+	// layouttrial).
+	Partitions     map[string]int64 `json:"partitions,omitempty"`
+	PartitionBytes map[string]int64 `json:"partition_bytes,omitempty"`
+	// Classes are the same counters per workload class (package
+	// workload): each class's queries, bytes and columns.
+	Classes map[string]ClassDay `json:"classes,omitempty"`
+}
+
+// ClassDay is one workload class's counters of one day.
+type ClassDay struct {
+	Queries      int64                `json:"queries"`
+	BytesScanned int64                `json:"bytes_scanned"`
+	Columns      map[string]ColumnDay `json:"columns,omitempty"`
+}
+
+// OfClass is the days as one workload class saw them: each day's
+// queries, bytes and columns of that class only (partitions are kept
+// whole: they are counted for the table). Days recorded before classes
+// were counted hold no class and count as ad hoc.
+func OfClass(days []Day, class string) []Day {
+	out := make([]Day, 0, len(days))
+	for _, d := range days {
+		c, ok := d.Classes[class]
+		if !ok && len(d.Classes) == 0 && class == workload.AdHoc {
+			c, ok = ClassDay{Queries: d.Queries, BytesScanned: d.BytesScanned, Columns: d.Columns}, true
+		}
+		if !ok {
+			continue
+		}
+		out = append(out, Day{Date: d.Date, Queries: c.Queries, BytesScanned: c.BytesScanned, Columns: c.Columns, Partitions: d.Partitions, PartitionBytes: d.PartitionBytes})
+	}
+	return out
+}
+
+// ClassCosts are the decayed bytes each class's queries scanned: what
+// workload.Choose weighs.
+func ClassCosts(days []Day, now time.Time, halfLife time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for _, class := range workload.Classes() {
+		for _, d := range OfClass(days, class) {
+			out[class] += dayWeight(d.Date, now, halfLife) * float64(d.BytesScanned)
+		}
+	}
+	return out
 }
 
 // dayWeight is a day's weight at now: 2^(-age/halfLife), age from the
@@ -293,6 +342,9 @@ type Recommendation struct {
 	// files a point lookup on it opens that a sorted layout would not
 	// (1 - 1/files per lookup, from the health report; 0 when unknown).
 	ExpectedBytesSaved float64 `json:"expected_bytes_saved"`
+	// LeftOut are the columns that scored high enough to be z-ordered
+	// with the first but add nothing to it, and why.
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // Table is what Recommend needs to know about a table.
@@ -305,6 +357,22 @@ type Table struct {
 	// LookupFiles is, per column, the files a point lookup opens on
 	// average (health's ColumnOverlap.PointLookupFiles), when known.
 	LookupFiles map[string]float64
+	// Implied are the columns non-identity partition fields come from
+	// (day(ts), truncate(10, s); not bucket): each partition already
+	// holds a narrow range of them, so they are never a second column.
+	Implied []string
+	// Redundant are the pairs of columns whose values move together
+	// (package correlation, from health's Correlations; both orders):
+	// a second column redundant with the first is left out.
+	Redundant map[[2]string]float64
+	// Rejected are the layouts a trial reverted (package layouttrial),
+	// by LayoutKey, with when: proposed again only on windows after it.
+	Rejected map[string]time.Time
+}
+
+// LayoutKey names a layout: "sort:a" or "z-order:a,b".
+func LayoutKey(layout string, columns []string) string {
+	return layout + ":" + strings.Join(columns, ",")
 }
 
 // Recommend chooses a layout from ranked signals (Aggregate's) and the
@@ -322,9 +390,18 @@ func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recomme
 	top := cands[0]
 	rec := Recommendation{Layout: LayoutSort, Columns: []string{top.Column}}
 	for _, c := range cands[1:] {
-		if len(rec.Columns) < g.MaxZOrderColumns && c.Score() >= g.ZOrderShare*top.Score() {
-			rec.Columns = append(rec.Columns, c.Column)
+		if len(rec.Columns) >= g.MaxZOrderColumns || c.Score() < g.ZOrderShare*top.Score() {
+			continue
 		}
+		if slices.Contains(t.Implied, c.Column) {
+			rec.LeftOut = append(rec.LeftOut, fmt.Sprintf("%s: implied by the partition spec", c.Column))
+			continue
+		}
+		if rho, ok := t.Redundant[[2]string{top.Column, c.Column}]; ok {
+			rec.LeftOut = append(rec.LeftOut, fmt.Sprintf("%s: correlated %.2f with %s across the files", c.Column, rho, top.Column))
+			continue
+		}
+		rec.Columns = append(rec.Columns, c.Column)
 	}
 	if len(rec.Columns) > 1 {
 		rec.Layout = LayoutZOrder
@@ -341,7 +418,7 @@ func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recomme
 		rec.Why = fmt.Sprintf("queries filter most on %s, the table's sort column already", top.Column)
 	case current == "":
 		rec.Change = true
-		rec.Why = fmt.Sprintf("queries filter most on %s (%.1f decayed queries, %s scanned)", strings.Join(rec.Columns, ", "), top.Queries, humanBytes(top.BytesScanned))
+		rec.Why = fmt.Sprintf("queries filter most on %s (%.1f decayed queries, %s scanned)", strings.Join(rec.Columns, ", "), top.Queries, HumanBytes(top.BytesScanned))
 	default:
 		var cur float64
 		for _, c := range ranked {
@@ -359,7 +436,9 @@ func Recommend(ranked []ColumnSignal, queries float64, t Table, g Guard) Recomme
 	return rec
 }
 
-func humanBytes(b float64) string {
+// HumanBytes renders bytes for people, in binary units ("1.5 MiB"), as
+// the recommendations' and verdicts' reasons write them.
+func HumanBytes(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 	i := 0
 	for b >= 1024 && i < len(units)-1 {
@@ -382,11 +461,16 @@ func TableFor(tbl *table.Table, lookupFiles map[string]float64) Table {
 	}
 	spec := tbl.Spec()
 	for _, pf := range spec.Fields() {
-		if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
+		col, ok := schema.FindColumnName(pf.SourceID())
+		if !ok {
 			continue
 		}
-		if col, ok := schema.FindColumnName(pf.SourceID()); ok {
+		switch pf.Transform.(type) {
+		case iceberg.IdentityTransform:
 			t.PartitionSources = append(t.PartitionSources, col)
+		case iceberg.BucketTransform, iceberg.VoidTransform:
+		default:
+			t.Implied = append(t.Implied, col)
 		}
 	}
 	return t

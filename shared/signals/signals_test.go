@@ -6,11 +6,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 )
@@ -255,4 +257,102 @@ func TestPartitionsOf_LiteralsOnIdentityPartitionColumns(t *testing.T) {
 	if want := []string{"region_part=eu", "region_part=us"}; !slices.Equal(got, want) {
 		t.Errorf("partitions %v, want %v", got, want)
 	}
+}
+
+// TestStore_CountsEachWorkloadClassApart: each query counts in its class
+// (an unknown or missing class as ad hoc), with its columns, and its bytes
+// count per partition it read; OfClass and ClassCosts read them back, and a
+// day recorded before classes counts as ad hoc.
+func TestStore_CountsEachWorkloadClassApart(t *testing.T) {
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	ctx := context.Background()
+	res, err := cloud.Provision(ctx, "signals-classes", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Store{DB: cloud.Clients.DynamoDB, TableName: res.JobsTable}
+	rec := func(class, col string, bytes int64, parts ...string) {
+		t.Helper()
+		o := Observation{Table: "shop.orders", At: noon, Class: class, BytesScanned: bytes, Partitions: parts,
+			Filters: []Filter{{Column: col, Predicate: PredicateEq}}}
+		if err := s.Record(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec("dashboard", "region", 100, "day=1")
+	rec("Dashboards", "region", 100, "day=1")
+	rec("pipeline", "ts", 1000, "day=2")
+	rec("", "id", 10)
+	rec("nonsense", "id", 10)
+	days, err := s.Days(ctx, "shop.orders", noon.AddDate(0, 0, -1), noon)
+	if err != nil || len(days) != 1 {
+		t.Fatalf("days %v, %v", days, err)
+	}
+	d := days[0]
+	if d.Classes["dashboard"].Queries != 2 || d.Classes["dashboard"].Columns["region"].Point != 2 || d.Classes["pipeline"].BytesScanned != 1000 || d.Classes["adhoc"].Queries != 2 {
+		t.Errorf("classes %+v", d.Classes)
+	}
+	if _, ok := d.Classes["dashboard"].Columns["ts"]; ok {
+		t.Error("a pipeline's column counted for dashboards")
+	}
+	if d.PartitionBytes["day=1"] != 200 || d.PartitionBytes["day=2"] != 1000 {
+		t.Errorf("partition bytes %v; want day=1 200, day=2 1000", d.PartitionBytes)
+	}
+	dash := OfClass(days, "dashboard")
+	if len(dash) != 1 || dash[0].Queries != 2 || dash[0].BytesScanned != 200 || len(dash[0].Columns) != 1 {
+		t.Errorf("dashboard's days %+v", dash)
+	}
+	costs := ClassCosts(days, noon, DefaultHalfLife)
+	if costs["pipeline"] <= costs["dashboard"] || costs["agent"] != 0 {
+		t.Errorf("costs %v", costs)
+	}
+	old := []Day{{Date: "2026-12-01", Queries: 3, BytesScanned: 30, Columns: map[string]ColumnDay{"id": {Filters: 3}}}}
+	if got := OfClass(old, "adhoc"); len(got) != 1 || got[0].Queries != 3 {
+		t.Errorf("a day without classes, as ad hoc: %+v", got)
+	}
+	if got := OfClass(old, "dashboard"); len(got) != 0 {
+		t.Errorf("a day without classes, as dashboard: %+v", got)
+	}
+}
+
+// TestStore_AQueryOnManyColumnsFitsOneUpdate: a query filtering 60
+// columns and 16 partitions is recorded (its first MaxColumns columns by
+// name), its update expression under DynamoDB's 4 KB.
+func TestStore_AQueryOnManyColumnsFitsOneUpdate(t *testing.T) {
+	var in *dynamodb.UpdateItemInput
+	s := Store{DB: captureUpdate{in: &in}, TableName: "jobs"}
+	o := Observation{Table: "shop.orders", At: noon, Class: "dashboard"}
+	for i := range 60 {
+		o.Filters = append(o.Filters, Filter{Column: fmt.Sprintf("a_rather_long_column_name_%02d", i), Predicate: PredicateRange})
+	}
+	for i := range MaxPartitions {
+		o.Partitions = append(o.Partitions, fmt.Sprintf("region=r%02d", i))
+	}
+	if err := s.Record(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(*in.UpdateExpression); n > 4096 {
+		t.Errorf("update expression of %d characters, over 4 KB", n)
+	}
+	var cols int
+	for _, name := range in.ExpressionAttributeNames {
+		if strings.HasPrefix(name, colPrefix) && strings.HasSuffix(name, ":f") {
+			cols++
+		}
+	}
+	if cols != MaxColumns {
+		t.Errorf("%d columns recorded, want %d", cols, MaxColumns)
+	}
+}
+
+type captureUpdate struct{ in **dynamodb.UpdateItemInput }
+
+func (c captureUpdate) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	*c.in = in
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (captureUpdate) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{}, nil
 }

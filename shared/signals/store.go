@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // DynamoDB is the part of the DynamoDB API the store uses.
@@ -30,7 +31,10 @@ const DefaultRetention = 60 * 24 * time.Hour
 // "day#<date>", purged by the table's TTL after Retention. Per column it
 // holds three numbers, named "col:<column>:f" (filters), ":p" (point
 // filters) and ":b" (bytes scanned); per partition field value a query
-// said it read, "part:<field=value>" (queries).
+// said it read, "part:<field=value>" (queries) and "pbytes:<field=value>"
+// (bytes scanned); per workload class, "cls:<class>:q" and ":b" (queries,
+// bytes) and per column of the class "ccol:<class>/<column>:f", ":p",
+// ":b".
 type Store struct {
 	DB        DynamoDB
 	TableName string
@@ -39,10 +43,13 @@ type Store struct {
 }
 
 const (
-	keyPrefix  = "signals#"
-	dayPrefix  = "day#"
-	colPrefix  = "col:"
-	partPrefix = "part:"
+	keyPrefix   = "signals#"
+	dayPrefix   = "day#"
+	colPrefix   = "col:"
+	partPrefix  = "part:"
+	pbPrefix    = "pbytes:"
+	clsPrefix   = "cls:"
+	clsColPrefx = "ccol:"
 )
 
 func itemKey(table, date string) map[string]types.AttributeValue {
@@ -51,6 +58,14 @@ func itemKey(table, date string) map[string]types.AttributeValue {
 		"item_key": &types.AttributeValueMemberS{Value: dayPrefix + date},
 	}
 }
+
+// MaxColumns bounds the columns one observation adds to its day (the
+// first by name): each adds six counters to the update expression (three
+// for the table, three for the query's class), and DynamoDB refuses an
+// expression string over 4 KB ("Expression parameters",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Constraints.html);
+// 32 columns and MaxPartitions partitions stay under 3 KB.
+const MaxColumns = 32
 
 // Record adds one observation to its table's day. A column filtered more
 // than once in one query counts once (as a point filter if any was).
@@ -74,6 +89,9 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 		point[f.Column] = point[f.Column] || f.Predicate.point()
 	}
 	slices.Sort(cols)
+	if len(cols) > MaxColumns {
+		cols = cols[:MaxColumns]
+	}
 	// Placeholders are zero-padded (#a000, #a001, ...): none is a prefix
 	// of another, which the emulator's DynamoDB mishandles.
 	names := map[string]string{"#q": "queries", "#b": "bytes_scanned", "#purge": jobs.PurgeAttribute}
@@ -91,9 +109,13 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 	}
 	for i, p := range parts {
 		ph := fmt.Sprintf("#p%03d", i)
-		names[ph] = partPrefix + p
-		adds = append(adds, ph+" :one")
+		pb := fmt.Sprintf("#r%03d", i)
+		names[ph], names[pb] = partPrefix+p, pbPrefix+p
+		adds = append(adds, ph+" :one", pb+" :bytes")
 	}
+	class := workload.Of(o.Class)
+	names["#cq"], names["#cb"] = clsPrefix+class+":q", clsPrefix+class+":b"
+	adds = append(adds, "#cq :one", "#cb :bytes")
 	for i, c := range cols {
 		f, p, b := fmt.Sprintf("#a%03d", 3*i), fmt.Sprintf("#a%03d", 3*i+1), fmt.Sprintf("#a%03d", 3*i+2)
 		names[f], names[p], names[b] = colPrefix+c+":f", colPrefix+c+":p", colPrefix+c+":b"
@@ -107,6 +129,10 @@ func (s Store) Record(ctx context.Context, o Observation) error {
 			values[pv] = &types.AttributeValueMemberN{Value: "0"}
 		}
 		adds = append(adds, f+" :one", p+" "+pv, b+" :bytes")
+		cf, cp, cb := fmt.Sprintf("#k%03d", 3*i), fmt.Sprintf("#k%03d", 3*i+1), fmt.Sprintf("#k%03d", 3*i+2)
+		pre := clsColPrefx + class + "/" + c
+		names[cf], names[cp], names[cb] = pre+":f", pre+":p", pre+":b"
+		adds = append(adds, cf+" :one", cp+" "+pv, cb+" :bytes")
 	}
 	_, err := s.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.TableName),
@@ -166,6 +192,36 @@ func dayOf(it map[string]types.AttributeValue) Day {
 	}
 	d.Queries, d.BytesScanned = num(it["queries"]), num(it["bytes_scanned"])
 	for name, v := range it {
+		if p, ok := strings.CutPrefix(name, pbPrefix); ok {
+			if d.PartitionBytes == nil {
+				d.PartitionBytes = map[string]int64{}
+			}
+			d.PartitionBytes[p] = num(v)
+			continue
+		}
+		if rest, ok := strings.CutPrefix(name, clsPrefix); ok && len(rest) > 2 && rest[len(rest)-2] == ':' {
+			cd := classDay(&d, rest[:len(rest)-2])
+			switch rest[len(rest)-1] {
+			case 'q':
+				cd.Queries = num(v)
+			case 'b':
+				cd.BytesScanned = num(v)
+			}
+			d.Classes[rest[:len(rest)-2]] = *cd
+			continue
+		}
+		if rest, ok := strings.CutPrefix(name, clsColPrefx); ok && len(rest) > 2 && rest[len(rest)-2] == ':' {
+			class, col, ok := strings.Cut(rest[:len(rest)-2], "/")
+			if !ok {
+				continue
+			}
+			cd := classDay(&d, class)
+			c := cd.Columns[col]
+			setColumn(&c, rest[len(rest)-1], num(v))
+			cd.Columns[col] = c
+			d.Classes[class] = *cd
+			continue
+		}
 		if p, ok := strings.CutPrefix(name, partPrefix); ok {
 			if d.Partitions == nil {
 				d.Partitions = map[string]int64{}
@@ -178,15 +234,31 @@ func dayOf(it map[string]types.AttributeValue) Day {
 		}
 		col := name[len(colPrefix) : len(name)-2]
 		c := d.Columns[col]
-		switch name[len(name)-1] {
-		case 'f':
-			c.Filters = num(v)
-		case 'p':
-			c.Point = num(v)
-		case 'b':
-			c.BytesScanned = num(v)
-		}
+		setColumn(&c, name[len(name)-1], num(v))
 		d.Columns[col] = c
 	}
 	return d
+}
+
+func setColumn(c *ColumnDay, which byte, n int64) {
+	switch which {
+	case 'f':
+		c.Filters = n
+	case 'p':
+		c.Point = n
+	case 'b':
+		c.BytesScanned = n
+	}
+}
+
+// classDay is d's class, made when new.
+func classDay(d *Day, class string) *ClassDay {
+	if d.Classes == nil {
+		d.Classes = map[string]ClassDay{}
+	}
+	cd := d.Classes[class]
+	if cd.Columns == nil {
+		cd.Columns = map[string]ColumnDay{}
+	}
+	return &cd
 }

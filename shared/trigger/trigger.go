@@ -56,6 +56,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // Catalog loads and lists tables.
@@ -376,7 +377,7 @@ func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, trig events.
 			return nil, fmt.Errorf("athena query %s: %w", trig.AthenaQueryID, err)
 		}
 	} else if trig.Query != nil && len(trig.Tables) == 1 {
-		o := signals.Observation{Table: trig.Tables[0], BytesScanned: trig.Query.BytesScanned, RowsReturned: trig.Query.RowsReturned, Engine: trig.Query.Engine, QueryID: trig.Query.QueryID, Partitions: trig.Query.Partitions, At: d.now()}
+		o := signals.Observation{Table: trig.Tables[0], BytesScanned: trig.Query.BytesScanned, RowsReturned: trig.Query.RowsReturned, Engine: trig.Query.Engine, QueryID: trig.Query.QueryID, Partitions: trig.Query.Partitions, Class: trig.Query.Class, At: d.now()}
 		for _, c := range trig.Query.Columns {
 			o.Filters = append(o.Filters, signals.Filter{Column: c.Column, Predicate: signals.Predicate(c.Predicate)})
 		}
@@ -414,7 +415,7 @@ func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, trig events.
 			continue
 		}
 		d.count(o.Table, "QuerySignals", "")
-		tl.Info("query signal recorded", "columns", len(o.Filters), "bytes_scanned", o.BytesScanned, "engine", o.Engine)
+		tl.Info("query signal recorded", "class", workload.Of(o.Class), "columns", len(o.Filters), "bytes_scanned", o.BytesScanned, "engine", o.Engine)
 		outs = append(outs, TableOutcome{Table: o.Table, Action: ActionObserved})
 	}
 	return outs, errors.Join(errs...)

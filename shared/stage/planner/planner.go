@@ -87,7 +87,7 @@ func Dispatcher(d *stage.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error)
 	// back with athena:GetQueryExecution.
 	store := signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
 	deps.Signals = store
-	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now}
+	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now, WorkGroupClasses: d.Config.AthenaWorkGroupClasses}
 	deps.Assessor = trigger.HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: stage.MemoryLimit(), Signals: store, Catalog: cat}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
