@@ -61,6 +61,9 @@ type SweepPoint struct {
 	// bucket's reports and plans); TableS3 the tables' metadata requests.
 	AWS     awsrequests.Counts `json:"aws"`
 	TableS3 s3requests.Counts  `json:"table_s3"`
+	// OnS3: the tables live on the emulator's S3 (--storage s3) and
+	// TableS3 counted their requests; else on local disk, not counted.
+	OnS3 bool `json:"on_s3"`
 }
 
 // CatalogCalls counts a sweep's catalog calls; on Glue a ListTables of a
@@ -191,17 +194,20 @@ func RunSweeps(ctx context.Context, o Options, sizes []int) ([]SweepPoint, error
 }
 
 func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (SweepPoint, error) {
-	storage, err := newS3Storage(ctx, cloud)
-	if err != nil {
-		return SweepPoint{}, err
+	var storage *s3Storage
+	if o.Storage == "s3" {
+		var err error
+		if storage, err = newS3Storage(ctx, cloud); err != nil {
+			return SweepPoint{}, err
+		}
+		defer storage.close()
 	}
-	defer storage.close()
 	cat, cc, err := openCatalogIn(ctx, filepath.Join(o.Dir, fmt.Sprintf("fleet-%d", n)), storage)
 	if err != nil {
 		return SweepPoint{}, err
 	}
 	nss := sweepNamespaces(n)
-	pt := SweepPoint{Tables: n, Namespaces: len(nss)}
+	pt := SweepPoint{Tables: n, Namespaces: len(nss), OnS3: storage != nil}
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if i%1000 == 0 {
@@ -220,7 +226,9 @@ func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *
 	env = append(env, "AWS_ENDPOINT_URL="+counter.URL) // the last one wins
 	o.progress("sweep at scale: sweeping %d tables", n)
 	counter.Reset()
-	storage.counter.Reset()
+	if storage != nil {
+		storage.counter.Reset()
+	}
 	p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "sweep", SweepArgs{})
 	if err != nil {
 		return pt, err
@@ -232,7 +240,10 @@ func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *
 	pt.Visited, pt.Repeated, pt.Actions, pt.Errors, pt.Catalog = so.Visited, so.Repeated, so.Actions, so.Errors, so.Catalog
 	pt.ResponseBytes, pt.LogBytes = so.ResponseBytes, so.LogBytes
 	pt.Wall, pt.CPU, pt.PeakRSS = p.Wall, p.CPU, p.PeakRSS
-	pt.AWS, pt.TableS3 = counter.Counts(), storage.counter.Counts()
+	pt.AWS = counter.Counts()
+	if storage != nil {
+		pt.TableS3 = storage.counter.Counts()
+	}
 	return pt, nil
 }
 
