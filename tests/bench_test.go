@@ -275,7 +275,7 @@ func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 		t.Skip("builds and runs the benchmark binary")
 	}
 	rep := runBench(t, "--kinds", "", "--memory=false", "--planner-files", "", "--commit-files", "0", "--busy-jobs", "0", "--cold-starts", "0", "--spark-cores", "",
-		"--sweep-tables", "50,200", "--dir", t.TempDir())
+		"--sweep-tables", "50,200", "--storage", "s3", "--dir", t.TempDir())
 	if len(rep.Sweeps) != 2 {
 		t.Fatalf("%d sweeps measured, want 2", len(rep.Sweeps))
 	}
@@ -289,6 +289,9 @@ func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 		}
 		if p.Actions["planned"] != 10 || p.Actions["skipped:budget_max_jobs"] != p.Tables-10 {
 			t.Fatalf("sweep of %d tables: outcome %v, want 10 planned (the budget) and the rest skipped for it", p.Tables, p.Actions)
+		}
+		if !p.OnS3 || p.TableS3.Class("get") < int64(p.Tables) {
+			t.Fatalf("sweep of %d tables: %d GETs of the tables' metadata counted (on S3: %v), want the tables on the emulator's S3 and each read", p.Tables, p.TableS3.Class("get"), p.OnS3)
 		}
 		if p.Catalog.ListTables != int64(p.Namespaces) || p.Catalog.LoadTable < int64(p.Tables) {
 			t.Fatalf("sweep of %d tables in %d namespaces: %+v catalog calls, want a listing per namespace and a load per table", p.Tables, p.Namespaces, p.Catalog)

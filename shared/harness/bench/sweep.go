@@ -287,8 +287,12 @@ func (r Report) sweeps() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse on the emulator's S3 (every request counted). Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable.\n\n",
-		10, SweepTablesPerNamespace, SweepFilesPerTable)
+	where := "on local disk (the tables' own requests not counted: --storage s3 counts them)"
+	if r.Sweeps[0].OnS3 {
+		where = "on the emulator's S3 (every request counted)"
+	}
+	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse %s. Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable.\n\n",
+		10, SweepTablesPerNamespace, SweepFilesPerTable, where)
 	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | response KB | ListTables | LoadTable | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Sweeps {
 		var acts []string
