@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"os"
+	"runtime"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -57,6 +59,9 @@ type SweepPoint struct {
 	// what it logged (slog and EMF lines).
 	ResponseBytes int   `json:"response_bytes"`
 	LogBytes      int64 `json:"log_bytes"`
+	// Goroutines and OpenFiles are the planner process's at the end.
+	Goroutines int `json:"goroutines"`
+	OpenFiles  int `json:"open_files"`
 	// AWS are icekeeper's own requests (DynamoDB, SQS, EventBridge, its
 	// bucket's reports and plans); TableS3 the tables' metadata requests.
 	AWS     awsrequests.Counts `json:"aws"`
@@ -86,6 +91,10 @@ type SweepOut struct {
 	Catalog       CatalogCalls   `json:"catalog"`
 	ResponseBytes int            `json:"response_bytes"`
 	LogBytes      int64          `json:"log_bytes"`
+	// Goroutines and OpenFiles are the planner process's at the sweep's
+	// end: what its clients keep (idle connections) grows with them.
+	Goroutines int `json:"goroutines"`
+	OpenFiles  int `json:"open_files"`
 }
 
 // countingCatalog counts the dispatcher's catalog calls.
@@ -141,6 +150,10 @@ func sweepChild(ctx context.Context) (SweepOut, error) {
 			key += ":" + o.Skip
 		}
 		out.Actions[key]++
+	}
+	out.Goroutines = runtime.NumGoroutine()
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		out.OpenFiles = len(fds)
 	}
 	out.Visited = len(seen)
 	for _, n := range seen {
@@ -238,7 +251,7 @@ func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *
 		return pt, err
 	}
 	pt.Visited, pt.Repeated, pt.Actions, pt.Errors, pt.Catalog = so.Visited, so.Repeated, so.Actions, so.Errors, so.Catalog
-	pt.ResponseBytes, pt.LogBytes = so.ResponseBytes, so.LogBytes
+	pt.ResponseBytes, pt.LogBytes, pt.Goroutines, pt.OpenFiles = so.ResponseBytes, so.LogBytes, so.Goroutines, so.OpenFiles
 	pt.Wall, pt.CPU, pt.PeakRSS = p.Wall, p.CPU, p.PeakRSS
 	pt.AWS = counter.Counts()
 	if storage != nil {
@@ -293,15 +306,15 @@ func (r Report) sweeps() string {
 	}
 	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse %s. Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable.\n\n",
 		10, SweepTablesPerNamespace, SweepFilesPerTable, where)
-	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | response KB | ListTables | LoadTable | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Sweeps {
 		var acts []string
 		for k, v := range p.Actions {
 			acts = append(acts, fmt.Sprintf("%s %d", k, v))
 		}
 		sort.Strings(acts)
-		fmt.Fprintf(&b, "| %d | %d (%d) | %.1f | %.1f | %.2f | %.0f | %.0f | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
-			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), float64(p.ResponseBytes)/1024, p.Catalog.ListTables, p.Catalog.LoadTable,
+		fmt.Fprintf(&b, "| %d | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
+			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.ListTables, p.Catalog.LoadTable,
 			p.TableS3.Class(s3requests.ClassGet), p.AWS.Calls["s3:"+s3requests.PutObject], p.AWS.Service(awsrequests.DynamoDB), p.AWS.SQSRequests, strings.Join(acts, ", "))
 	}
 	fmt.Fprintf(&b, "\nThe bill of one sweep and of a month of hourly sweeps (%d), at US East list prices (bill.go, report.go):\n\n| tables | ", SweepsPerMonth)
