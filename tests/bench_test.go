@@ -268,8 +268,8 @@ const maxPerUnitGrowth = 1.25
 // TestBench_SweepVisitsEveryTableOnce runs the fleet sweep measurement on
 // fleets of 50 and 200 tables and checks that one scheduled sweep visited
 // every granted table exactly once, planned within its budget of 10 jobs,
-// and sent no more catalog, S3 or DynamoDB requests per table at 200 than
-// at 50.
+// sent no more catalog, S3 or DynamoDB requests per table at 200 than at
+// 50, and ended holding no more open files or goroutines.
 func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the benchmark binary")
@@ -298,6 +298,14 @@ func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 		}
 	}
 	small, large := rep.Sweeps[0], rep.Sweeps[1]
+	// What the planner process holds at the end must not grow with the
+	// tables it loaded: a transport per table's S3 FileIO kept about
+	// three open files per table (Lambda stops a function at 1,024;
+	// third_party/iceberg-go/ICEKEEPER.md).
+	if large.OpenFiles > small.OpenFiles+10 || large.Goroutines > small.Goroutines+10 {
+		t.Fatalf("the planner ended with %d open files and %d goroutines after %d tables, %d and %d after %d: want no growth with the tables",
+			large.OpenFiles, large.Goroutines, large.Tables, small.OpenFiles, small.Goroutines, small.Tables)
+	}
 	for _, c := range []struct {
 		what         string
 		small, large float64

@@ -146,8 +146,10 @@ func parseS3ConnectTimeout(timeout string) (time.Duration, error) {
 // opened got a transport of its own, whose idle connections stayed open
 // for IdleConnTimeout (90 s) after the FileIO was dropped: a process
 // opening table after table (the planner's sweep, loading every granted
-// table) held about two sockets and four goroutines per table, past
-// Lambda's 1,024 file descriptors at a few hundred tables. A
+// table) held about three open files and six goroutines per table: 922
+// open files at 300 tables, past Lambda's 1,024 file descriptors at about
+// 330 (Lambda quotas, "Function configuration, deployment, and execution":
+// file descriptors 1,024, https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). A
 // *BuildableClient cannot be shared as it is: every SDK service client
 // made from it clones it, transport included, to apply its defaults mode;
 // so it is frozen (an *http.Client) once per key and reused. An
