@@ -66,8 +66,8 @@ type FanoutPoint struct {
 	CommitPeakRSS      int64              `json:"commit_peak_rss_bytes"`
 	AWS                awsrequests.Counts `json:"aws"`
 	CommitAWS          awsrequests.Counts `json:"commit_aws"`
-	// JobItemBytes is the job item's size at the end (its JSON, an upper
-	// bound): DynamoDB meters an UpdateItem by the larger of the item's
+	// JobItemBytes is the job item's size at the end, as DynamoDB counts
+	// it (awsrequests.ItemBytes): DynamoDB meters an UpdateItem by the larger of the item's
 	// size before and after it, which the request counter does not see.
 	JobItemBytes int `json:"job_item_bytes"`
 }
@@ -83,25 +83,9 @@ func (p FanoutPoint) PerGroup(n float64) float64 { return n / float64(max(p.Grou
 // RunFanouts measures a job of each number of groups.
 func RunFanouts(ctx context.Context, o Options, sizes []int) ([]FanoutPoint, error) {
 	o.defaults()
-	cloud, err := localcloud.Listen("127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	defer cloud.Close()
-	counter, err := awsrequests.Start(cloud.URL)
-	if err != nil {
-		return nil, err
-	}
-	defer counter.Close()
-	var out []FanoutPoint
-	for _, n := range sizes {
-		p, err := runFanout(ctx, o, cloud, counter, n)
-		if err != nil {
-			return out, fmt.Errorf("fan-out of %d groups: %w", n, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return measureEach(ctx, "fan-out of %d groups", sizes, func(cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (FanoutPoint, error) {
+		return runFanout(ctx, o, cloud, counter, n)
+	})
 }
 
 // sub is what a counted between b and a (a after b).
@@ -238,7 +222,7 @@ func runFanout(ctx context.Context, o Options, cloud *localcloud.Cloud, counter 
 	item, err := cloud.Clients.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(cfg.JobsTable),
 		Key: map[string]types.AttributeValue{"job_id": &types.AttributeValueMemberS{Value: j.ID}, "item_key": &types.AttributeValueMemberS{Value: "job"}}})
 	if err == nil {
-		pt.JobItemBytes = itemBytes(item.Item)
+		pt.JobItemBytes = awsrequests.ItemBytes(item.Item)
 	}
 	after, err := cat.LoadTable(ctx, table.Identifier(ident))
 	if err != nil {
@@ -256,54 +240,6 @@ func runFanout(ctx context.Context, o Options, cloud *localcloud.Cloud, counter 
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// itemBytes approximates a DynamoDB item's size as DynamoDB meters it:
-// attribute names plus values ("Item sizes and formats", DynamoDB
-// Developer Guide: numbers about one byte per two digits plus one; here a
-// byte per digit, an upper bound).
-func itemBytes(item map[string]types.AttributeValue) int {
-	var size func(v types.AttributeValue) int
-	size = func(v types.AttributeValue) int {
-		switch t := v.(type) {
-		case *types.AttributeValueMemberS:
-			return len(t.Value)
-		case *types.AttributeValueMemberN:
-			return len(t.Value)
-		case *types.AttributeValueMemberB:
-			return len(t.Value)
-		case *types.AttributeValueMemberNS:
-			n := 0
-			for _, s := range t.Value {
-				n += len(s)
-			}
-			return n
-		case *types.AttributeValueMemberSS:
-			n := 0
-			for _, s := range t.Value {
-				n += len(s)
-			}
-			return n
-		case *types.AttributeValueMemberL:
-			n := 3
-			for _, e := range t.Value {
-				n += 1 + size(e)
-			}
-			return n
-		case *types.AttributeValueMemberM:
-			n := 3
-			for k, e := range t.Value {
-				n += 1 + len(k) + size(e)
-			}
-			return n
-		}
-		return 1
-	}
-	n := 0
-	for k, v := range item {
-		n += len(k) + size(v)
-	}
-	return n
-}
 
 // fanouts renders the fan-out measurements.
 func (r Report) fanouts() string {

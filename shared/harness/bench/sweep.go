@@ -7,8 +7,8 @@ import (
 	"iter"
 	"log/slog"
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -185,6 +185,14 @@ func sweepNamespaces(n int) []string {
 // requests through o's counter.
 func RunSweeps(ctx context.Context, o Options, sizes []int) ([]SweepPoint, error) {
 	o.defaults()
+	return measureEach(ctx, "sweep of %d tables", sizes, func(cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (SweepPoint, error) {
+		return runSweep(ctx, o, cloud, counter, n)
+	})
+}
+
+// measureEach starts the emulator and a counter of the AWS requests sent
+// to it, and measures each size with them.
+func measureEach[P any](ctx context.Context, what string, sizes []int, measure func(*localcloud.Cloud, *awsrequests.Proxy, int) (P, error)) ([]P, error) {
 	cloud, err := localcloud.Listen("127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -195,11 +203,11 @@ func RunSweeps(ctx context.Context, o Options, sizes []int) ([]SweepPoint, error
 		return nil, err
 	}
 	defer counter.Close()
-	var out []SweepPoint
+	var out []P
 	for _, n := range sizes {
-		p, err := runSweep(ctx, o, cloud, counter, n)
+		p, err := measure(cloud, counter, n)
 		if err != nil {
-			return out, fmt.Errorf("sweep of %d tables: %w", n, err)
+			return out, fmt.Errorf(what+": %w", n, err)
 		}
 		out = append(out, p)
 	}
