@@ -6,7 +6,7 @@ BIN       := bin
 LAMBDA    := $(BIN)/lambda
 FUNCTIONS := planner rewriter committer
 
-.PHONY: moto-test demo test interop interop-setup hygiene fuzz test-short build lambdas bench bench-busy bench-smoke vet fmt clean fuzz-pipeline
+.PHONY: moto-test demo test interop interop-setup hygiene fuzz test-short build lambdas bench bench-busy bench-fleet bench-smoke vet fmt clean fuzz-pipeline
 
 ## demo: the embedded default: compact sample tables end to end, in-process
 demo:
@@ -128,6 +128,16 @@ BUSY_INTERVAL ?= 250ms
 bench-busy:
 	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
 	$(BIN)/icekeeper-bench --kinds "" --memory=false --planner-files "" --commit-files 0 --busy-jobs 20 --busy-interval $(BUSY_INTERVAL) --out $(BIN)/PERFORMANCE-busy.md
+
+## bench-fleet: one scheduled sweep over fleets of 100, 1,000 and 10,000
+## synthetic tables and a job of 50 and 500 groups (issue 34; about 7
+## minutes; docs/PERFORMANCE.md, "Sweeps and fan-out at fleet scale");
+## make test runs 50 and 200 tables, 10 and 50 groups
+FLEET_TABLES ?= 100,1000,10000
+FLEET_GROUPS ?= 50,500
+bench-fleet:
+	$(GO) build -o $(BIN)/icekeeper-bench ./cmd/icekeeper-bench
+	$(BIN)/icekeeper-bench --kinds "" --memory=false --planner-files "" --commit-files 0 --busy-jobs 0 --cold-starts 0 --spark-cores "" --coordinator-memory-mb 1024 --sweep-tables $(FLEET_TABLES) --fanout-groups $(FLEET_GROUPS) --out $(BIN)/PERFORMANCE-fleet.md $(BENCH_FLAGS)
 
 ## bench-smoke: a 16 MB run of the benchmark, to check the harness
 bench-smoke:

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 )
 
 // The rules AWS documents for the calls the functions make and that the
@@ -254,70 +256,9 @@ const (
 	ddbMaxExpressionBytes = 4096
 )
 
-// ddbValueBytes is a value's size as DynamoDB counts it (Amazon DynamoDB
-// Developer Guide, "Item sizes and formats":
-// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):
-// strings and binaries their length, a number about one byte per two
-// significant digits plus one (at most 21), booleans and nulls one byte,
-// a list or map 3 bytes plus one per element and its elements (a map's
-// keys too), a set the sum of its elements.
-func ddbValueBytes(v ddbtypes.AttributeValue) int {
-	num := func(s string) int {
-		s = strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
-		digits := len(strings.ReplaceAll(s, ".", ""))
-		return min((digits+1)/2+1, 21)
-	}
-	switch t := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return len(t.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		return num(t.Value)
-	case *ddbtypes.AttributeValueMemberB:
-		return len(t.Value)
-	case *ddbtypes.AttributeValueMemberBOOL, *ddbtypes.AttributeValueMemberNULL:
-		return 1
-	case *ddbtypes.AttributeValueMemberSS:
-		n := 0
-		for _, s := range t.Value {
-			n += len(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberNS:
-		n := 0
-		for _, s := range t.Value {
-			n += num(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberBS:
-		n := 0
-		for _, b := range t.Value {
-			n += len(b)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberL:
-		n := 3
-		for _, e := range t.Value {
-			n += 1 + ddbValueBytes(e)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberM:
-		n := 3
-		for k, e := range t.Value {
-			n += 1 + len(k) + ddbValueBytes(e)
-		}
-		return n
-	}
-	return 0
-}
-
-// ddbItemBytes is an item's size: every attribute's name and value.
-func ddbItemBytes(item map[string]ddbtypes.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + ddbValueBytes(v)
-	}
-	return n
-}
+// ddbItemBytes is an item's size as DynamoDB counts it
+// (awsrequests.ItemBytes).
+func ddbItemBytes(item map[string]ddbtypes.AttributeValue) int { return awsrequests.ItemBytes(item) }
 
 // ddbItemSize: an item is at most 400 KB.
 func ddbItemSize(item map[string]ddbtypes.AttributeValue) error {

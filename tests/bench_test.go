@@ -249,3 +249,112 @@ func runBench(t *testing.T, args ...string) bench.Report {
 	}
 	return rep
 }
+
+// perUnitGrowth is how much a count per unit (table, group) grew from the
+// smaller run to the larger: 1 when it stayed flat, above 1 when the count
+// grows faster than the units.
+func perUnitGrowth(small, large float64, smallUnits, largeUnits int) float64 {
+	if small <= 0 {
+		return 0
+	}
+	return (large / float64(largeUnits)) / (small / float64(smallUnits))
+}
+
+// maxPerUnitGrowth bounds perUnitGrowth between the smoke runs' two sizes
+// (counts, never timings): a request per table or group that grew with the
+// fleet or the job would be 4x and 5x here.
+const maxPerUnitGrowth = 1.25
+
+// TestBench_SweepVisitsEveryTableOnce runs the fleet sweep measurement on
+// fleets of 50 and 200 tables and checks that one scheduled sweep visited
+// every granted table exactly once, planned within its budget of 10 jobs,
+// sent no more catalog, S3 or DynamoDB requests per table at 200 than at
+// 50, and ended holding no more open files or goroutines.
+func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchmark binary")
+	}
+	rep := runBench(t, "--kinds", "", "--memory=false", "--planner-files", "", "--commit-files", "0", "--busy-jobs", "0", "--cold-starts", "0", "--spark-cores", "",
+		"--sweep-tables", "50,200", "--storage", "s3", "--dir", t.TempDir())
+	if len(rep.Sweeps) != 2 {
+		t.Fatalf("%d sweeps measured, want 2", len(rep.Sweeps))
+	}
+	for _, p := range rep.Sweeps {
+		total := 0
+		for _, n := range p.Actions {
+			total += n
+		}
+		if p.Visited != p.Tables || p.Repeated != 0 || total != p.Tables || len(p.Errors) > 0 {
+			t.Fatalf("sweep of %d tables: visited %d, %d more than once, %d outcomes, errors %v: want every table once", p.Tables, p.Visited, p.Repeated, total, p.Errors)
+		}
+		if p.Actions["planned"] != 10 || p.Actions["skipped:budget_max_jobs"] != p.Tables-10 {
+			t.Fatalf("sweep of %d tables: outcome %v, want 10 planned (the budget) and the rest skipped for it", p.Tables, p.Actions)
+		}
+		if !p.OnS3 || p.TableS3.Class("get") < int64(p.Tables) {
+			t.Fatalf("sweep of %d tables: %d GETs of the tables' metadata counted (on S3: %v), want the tables on the emulator's S3 and each read", p.Tables, p.TableS3.Class("get"), p.OnS3)
+		}
+		if p.Catalog.ListTables != int64(p.Namespaces) || p.Catalog.LoadTable < int64(p.Tables) {
+			t.Fatalf("sweep of %d tables in %d namespaces: %+v catalog calls, want a listing per namespace and a load per table", p.Tables, p.Namespaces, p.Catalog)
+		}
+	}
+	small, large := rep.Sweeps[0], rep.Sweeps[1]
+	// What the planner process holds at the end must not grow with the
+	// tables it loaded: a transport per table's S3 FileIO kept about
+	// three open files per table (Lambda stops a function at 1,024;
+	// third_party/iceberg-go/ICEKEEPER.md).
+	if large.OpenFiles > small.OpenFiles+10 || large.Goroutines > small.Goroutines+10 {
+		t.Fatalf("the planner ended with %d open files and %d goroutines after %d tables, %d and %d after %d: want no growth with the tables",
+			large.OpenFiles, large.Goroutines, large.Tables, small.OpenFiles, small.Goroutines, small.Tables)
+	}
+	for _, c := range []struct {
+		what         string
+		small, large float64
+	}{
+		{"LoadTable calls", float64(small.Catalog.LoadTable), float64(large.Catalog.LoadTable)},
+		{"tables' S3 GET requests", float64(small.TableS3.Class("get")), float64(large.TableS3.Class("get"))},
+		{"icekeeper's S3 requests", float64(small.AWS.Service("s3")), float64(large.AWS.Service("s3"))},
+		{"DynamoDB calls", float64(small.AWS.Service("dynamodb")), float64(large.AWS.Service("dynamodb"))},
+	} {
+		if g := perUnitGrowth(c.small, c.large, small.Tables, large.Tables); g == 0 || g > maxPerUnitGrowth {
+			t.Fatalf("%s per table grew %.2fx from %d to %d tables (%.0f, %.0f): want at most %.2fx", c.what, g, small.Tables, large.Tables, c.small, c.large, maxPerUnitGrowth)
+		}
+	}
+}
+
+// TestBench_FanoutCommitsOnceWithEveryGroup runs the fan-out measurement
+// on jobs of 10 and 50 groups and checks that each job committed once
+// (one snapshot) with every group, kept every row, and that its DynamoDB
+// and SQS requests per group did not grow with the groups.
+func TestBench_FanoutCommitsOnceWithEveryGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchmark binary")
+	}
+	rep := runBench(t, "--kinds", "", "--memory=false", "--planner-files", "", "--commit-files", "0", "--busy-jobs", "0", "--cold-starts", "0", "--spark-cores", "",
+		"--fanout-groups", "10,50", "--dir", t.TempDir())
+	if len(rep.Fanouts) != 2 {
+		t.Fatalf("%d fan-outs measured, want 2", len(rep.Fanouts))
+	}
+	for _, p := range rep.Fanouts {
+		if !p.Committed || p.Snapshots != 1 || p.DoneGroups != p.Groups {
+			t.Fatalf("job of %d groups: committed %v, %d snapshots added, %d groups done: want one commit with every group", p.Groups, p.Committed, p.Snapshots, p.DoneGroups)
+		}
+		if p.RowsAfter != p.RowsBefore || p.FilesAfter != p.Groups {
+			t.Fatalf("job of %d groups: rows %d → %d, files %d → %d: want the rows kept in one file per group", p.Groups, p.RowsBefore, p.RowsAfter, p.FilesBefore, p.FilesAfter)
+		}
+	}
+	small, large := rep.Fanouts[0], rep.Fanouts[1]
+	for _, c := range []struct {
+		what         string
+		small, large float64
+	}{
+		{"DynamoDB calls", float64(small.AWS.Service("dynamodb")), float64(large.AWS.Service("dynamodb"))},
+		{"DynamoDB write units", small.AWS.WriteUnits, large.AWS.WriteUnits},
+		{"DynamoDB read units", small.AWS.ReadUnits, large.AWS.ReadUnits},
+		{"SQS requests", float64(small.AWS.SQSRequests), float64(large.AWS.SQSRequests)},
+		{"the committer's DynamoDB calls", float64(small.CommitAWS.Service("dynamodb")), float64(large.CommitAWS.Service("dynamodb"))},
+	} {
+		if g := perUnitGrowth(c.small, c.large, small.Groups, large.Groups); g == 0 || g > maxPerUnitGrowth {
+			t.Fatalf("%s per group grew %.2fx from %d to %d groups (%.0f, %.0f): want at most %.2fx", c.what, g, small.Groups, large.Groups, c.small, c.large, maxPerUnitGrowth)
+		}
+	}
+}

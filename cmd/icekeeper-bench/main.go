@@ -3,6 +3,7 @@
 // (see package bench). `make bench` runs it.
 //
 //	icekeeper-bench [--size-mb 1024] [--file-kb 1024] [--kinds position,equality] [--memory] [--out FILE] [--json]
+//	icekeeper-bench --kinds "" --memory=false --planner-files "" --commit-files 0 --busy-jobs 0 --cold-starts 0 --spark-cores "" --sweep-tables 100,1000,10000 --fanout-groups 50,500
 //	icekeeper-bench --data tpch [--scale-factor 1] [--tpch-tables lineitem,orders] [--tpch-cache DIR] ...
 package main
 
@@ -56,6 +57,8 @@ func main() {
 	fs.BoolVar(&o.Memory, "memory", true, "measure rewriter memory on groups of 1x and 4x")
 	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
+	sweepTables := fs.String("sweep-tables", "", "fleet sizes (tables) to measure one scheduled sweep on, e.g. 100,1000,10000; empty to skip")
+	fanoutGroups := fs.String("fanout-groups", "", "job sizes (groups) to measure the fan-out to rewriters and the one commit on, e.g. 50,500; empty to skip")
 	fs.IntVar(&o.BusyJobs, "busy-jobs", 20, "jobs per run of the busy-table scenario (a writer committing deletes during the jobs; rebase off, then on); 0 to skip")
 	fs.DurationVar(&o.BusyInterval, "busy-interval", 250*time.Millisecond, "the busy-table writer's interval between commits")
 	fs.IntVar(&o.Repeats, "repeats", 3, "runs of each engine on each table, interleaved; the report gives the median run and the spread")
@@ -97,6 +100,13 @@ func main() {
 			}
 			o.PlannerFiles = append(o.PlannerFiles, n)
 		}
+	}
+	var err error
+	if o.SweepTables, err = counts("--sweep-tables", *sweepTables); err != nil {
+		fail(err)
+	}
+	if o.FanoutGroups, err = counts("--fanout-groups", *fanoutGroups); err != nil {
+		fail(err)
 	}
 	for _, c := range strings.Split(*sparkCores, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -162,6 +172,22 @@ func main() {
 		return
 	}
 	fmt.Print(md)
+}
+
+// counts parses a comma-separated list of positive counts.
+func counts(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive count", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func fail(err error) {

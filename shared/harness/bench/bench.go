@@ -95,6 +95,11 @@ type Options struct {
 	// on; CommitFiles the size of the committer's job (0: skip).
 	PlannerFiles []int
 	CommitFiles  int
+	// SweepTables are the fleet sizes (tables) a scheduled sweep is
+	// measured on (sweep.go); FanoutGroups the job sizes (groups) the
+	// fan-out to rewriters and the one commit are measured on (fanout.go).
+	SweepTables  []int
+	FanoutGroups []int
 	// BusyJobs is how many jobs each run of the busy-table scenario runs
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int
@@ -244,6 +249,10 @@ type Report struct {
 	Tables  []TableResult `json:"tables"`
 	Memory  *MemoryResult `json:"memory,omitempty"`
 	Scale   []ScalePoint  `json:"scale,omitempty"`
+	// Sweeps are the scheduled sweeps over fleets of tables (sweep.go);
+	// Fanouts the jobs of many groups (fanout.go).
+	Sweeps  []SweepPoint  `json:"sweeps,omitempty"`
+	Fanouts []FanoutPoint `json:"fanouts,omitempty"`
 	Busy    []BusyRun     `json:"busy,omitempty"`
 	// ColdStarts are the function binaries' starts (coldstart.go).
 	ColdStarts []ColdStart `json:"cold_starts,omitempty"`
@@ -377,6 +386,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.ColdStartRuns > 0 {
 		if rep.ColdStarts, err = RunColdStarts(ctx, ColdStartOptions{Repo: o.Repo, Dir: o.Dir, Runs: o.ColdStartRuns, Baseline: o.ColdStartBaseline, Progress: o.progress}); err != nil {
 			return rep, fmt.Errorf("bench cold start: %w", err)
+		}
+	}
+	if len(o.SweepTables) > 0 {
+		if rep.Sweeps, err = RunSweeps(ctx, o, o.SweepTables); err != nil {
+			return rep, fmt.Errorf("bench sweeps: %w", err)
+		}
+	}
+	if len(o.FanoutGroups) > 0 {
+		if rep.Fanouts, err = RunFanouts(ctx, o, o.FanoutGroups); err != nil {
+			return rep, fmt.Errorf("bench fan-out: %w", err)
 		}
 	}
 	if len(o.PlannerFiles) > 0 || o.CommitFiles > 0 {

@@ -93,6 +93,11 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 			return nil, err
 		}
 		return commitChild(ctx)
+	case "sweep":
+		if _, err := stage.SetMemoryLimit(os.Getenv); err != nil {
+			return nil, err
+		}
+		return sweepChild(ctx)
 	case "rewriter":
 		var a RewriterArgs
 		if err := json.Unmarshal(args, &a); err != nil {

@@ -133,6 +133,8 @@ func (r Report) Markdown() string {
 	}
 	b.WriteString(r.requests())
 	b.WriteString(r.scale())
+	b.WriteString(r.sweeps())
+	b.WriteString(r.fanouts())
 	b.WriteString(r.coldStarts())
 	b.WriteString(r.busy())
 	b.WriteString(r.costs())

@@ -1,0 +1,349 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
+	"github.com/icekeeper/icekeeper/shared/harness/stages"
+	"github.com/icekeeper/icekeeper/shared/metrics"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
+)
+
+// Fleet shape of the sweep measurement: tables per namespace (a Glue
+// GetTables page holds at most 100 tables, so a namespace is one page) and
+// synthetic data files per table (one manifest each).
+const (
+	SweepTablesPerNamespace = 100
+	SweepFilesPerTable      = 20
+)
+
+// SweepPoint is one measured scheduled sweep over a fleet of synthetic
+// tables (metadata written directly, on the emulator's S3, in a sql
+// catalog), run by the planner function's handler in its own process in
+// mode active with the default sweep budget.
+type SweepPoint struct {
+	Tables     int `json:"tables"`
+	Namespaces int `json:"namespaces"`
+	// Visited are the distinct tables the sweep's outcome names; Repeated
+	// the tables it names more than once (a sweep visits each once).
+	Visited  int `json:"visited"`
+	Repeated int `json:"repeated"`
+	// Actions counts the outcome's tables by action, and skips by reason
+	// ("skipped:budget_max_jobs").
+	Actions map[string]int `json:"actions"`
+	Errors  []string       `json:"errors,omitempty"`
+	// Catalog counts the dispatcher's catalog calls.
+	Catalog CatalogCalls  `json:"catalog"`
+	Wall    time.Duration `json:"wall_ns"`
+	CPU     time.Duration `json:"cpu_ns"`
+	PeakRSS int64         `json:"peak_rss_bytes"`
+	Setup   time.Duration `json:"setup_ns"`
+	// ResponseBytes is the planner function's JSON response; LogBytes
+	// what it logged (slog and EMF lines).
+	ResponseBytes int   `json:"response_bytes"`
+	LogBytes      int64 `json:"log_bytes"`
+	// Goroutines and OpenFiles are the planner process's at the end.
+	Goroutines int `json:"goroutines"`
+	OpenFiles  int `json:"open_files"`
+	// AWS are icekeeper's own requests (DynamoDB, SQS, EventBridge, its
+	// bucket's reports and plans); TableS3 the tables' metadata requests.
+	AWS     awsrequests.Counts `json:"aws"`
+	TableS3 s3requests.Counts  `json:"table_s3"`
+	// OnS3: the tables live on the emulator's S3 (--storage s3) and
+	// TableS3 counted their requests; else on local disk, not counted.
+	OnS3 bool `json:"on_s3"`
+}
+
+// CatalogCalls counts a sweep's catalog calls; on Glue a ListTables of a
+// namespace is a GetTables call per page of up to 100 tables, and a
+// LoadTable a GetTable call.
+type CatalogCalls struct {
+	ListTables int64 `json:"list_tables"`
+	LoadTable  int64 `json:"load_table"`
+}
+
+// SweepArgs are the sweep child's arguments.
+type SweepArgs struct{}
+
+// SweepOut is what the sweep child saw.
+type SweepOut struct {
+	Visited       int            `json:"visited"`
+	Repeated      int            `json:"repeated"`
+	Actions       map[string]int `json:"actions"`
+	Errors        []string       `json:"errors,omitempty"`
+	Catalog       CatalogCalls   `json:"catalog"`
+	ResponseBytes int            `json:"response_bytes"`
+	LogBytes      int64          `json:"log_bytes"`
+	// Goroutines and OpenFiles are the planner process's at the sweep's
+	// end: what its clients keep (idle connections) grows with them.
+	Goroutines int `json:"goroutines"`
+	OpenFiles  int `json:"open_files"`
+}
+
+// countingCatalog counts the dispatcher's catalog calls.
+type countingCatalog struct {
+	catalog.Catalog
+	list, load atomic.Int64
+}
+
+func (c *countingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	c.load.Add(1)
+	return c.Catalog.LoadTable(ctx, ident)
+}
+
+func (c *countingCatalog) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2[table.Identifier, error] {
+	c.list.Add(1)
+	return c.Catalog.ListTables(ctx, ns)
+}
+
+// sweepChild is one planner invocation on the sweep schedule's event, as
+// the Lambda function runs it (handler, dispatcher, catalog, stores).
+func sweepChild(ctx context.Context) (SweepOut, error) {
+	deps, cat, err := childDeps(ctx, stages.PlannerNeeds)
+	if err != nil {
+		return SweepOut{}, err
+	}
+	logs := &LogCounter{}
+	deps.Log = slog.New(slog.NewJSONHandler(logs, nil))
+	deps.Metrics = metrics.NewEmitter(logs, "", nil)
+	cc := &countingCatalog{Catalog: cat}
+	disp, err := deps.Dispatcher(cc)
+	if err != nil {
+		return SweepOut{}, err
+	}
+	raw, err := json.Marshal(map[string]any{"version": "0", "id": "bench-sweep", "source": events.SourceSchedule, "detail-type": events.DetailTypeSchedule, "detail": map[string]any{}})
+	if err != nil {
+		return SweepOut{}, err
+	}
+	resp, err := plannerstage.Handler{Dispatch: disp, Metrics: deps.Metrics, Log: deps.Log}.Handle(ctx, raw)
+	if err != nil {
+		return SweepOut{}, err
+	}
+	body, err := json.Marshal(resp)
+	if err != nil {
+		return SweepOut{}, err
+	}
+	out := SweepOut{Actions: map[string]int{}, ResponseBytes: len(body), LogBytes: logs.Bytes(),
+		Catalog: CatalogCalls{ListTables: cc.list.Load(), LoadTable: cc.load.Load()}}
+	seen := map[string]int{}
+	for _, o := range resp.Tables {
+		seen[o.Table]++
+		key := string(o.Action)
+		if o.Skip != "" {
+			key += ":" + o.Skip
+		}
+		out.Actions[key]++
+	}
+	out.Goroutines = runtime.NumGoroutine()
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		out.OpenFiles = len(fds)
+	}
+	out.Visited = len(seen)
+	for _, n := range seen {
+		if n > 1 {
+			out.Repeated++
+		}
+	}
+	out.Errors = resp.Errors
+	if len(out.Errors) > 5 {
+		out.Errors = append(out.Errors[:5], fmt.Sprintf("... and %d more", len(resp.Errors)-5))
+	}
+	return out, nil
+}
+
+// sweepNamespaces names the namespaces of a fleet of n tables.
+func sweepNamespaces(n int) []string {
+	var out []string
+	for i := 0; i*SweepTablesPerNamespace < n; i++ {
+		out = append(out, fmt.Sprintf("fleet%d_%03d", n, i))
+	}
+	return out
+}
+
+// RunSweeps measures a scheduled sweep over fleets of each size: n opted-in
+// synthetic tables of SweepFilesPerTable files each (one manifest), 100 to
+// a namespace, every namespace granted, in their own sql catalog with its
+// warehouse on the emulator's S3 behind a request counter. The sweep runs
+// in a child process through the planner function's handler, its AWS
+// requests through o's counter.
+func RunSweeps(ctx context.Context, o Options, sizes []int) ([]SweepPoint, error) {
+	o.defaults()
+	return measureEach(ctx, "sweep of %d tables", sizes, func(cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (SweepPoint, error) {
+		return runSweep(ctx, o, cloud, counter, n)
+	})
+}
+
+// measureEach starts the emulator and a counter of the AWS requests sent
+// to it, and measures each size with them.
+func measureEach[P any](ctx context.Context, what string, sizes []int, measure func(*localcloud.Cloud, *awsrequests.Proxy, int) (P, error)) ([]P, error) {
+	cloud, err := localcloud.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer cloud.Close()
+	counter, err := awsrequests.Start(cloud.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer counter.Close()
+	var out []P
+	for _, n := range sizes {
+		p, err := measure(cloud, counter, n)
+		if err != nil {
+			return out, fmt.Errorf(what+": %w", n, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (SweepPoint, error) {
+	var storage *s3Storage
+	if o.Storage == "s3" {
+		var err error
+		if storage, err = newS3Storage(ctx, cloud); err != nil {
+			return SweepPoint{}, err
+		}
+		defer storage.close()
+	}
+	cat, cc, err := openCatalogIn(ctx, filepath.Join(o.Dir, fmt.Sprintf("fleet-%d", n)), storage)
+	if err != nil {
+		return SweepPoint{}, err
+	}
+	nss := sweepNamespaces(n)
+	pt := SweepPoint{Tables: n, Namespaces: len(nss), OnS3: storage != nil}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if i%1000 == 0 {
+			o.progress("sweep at scale: writing table %d of %d", i+1, n)
+		}
+		ident := table.Identifier{nss[i/SweepTablesPerNamespace], fmt.Sprintf("t%05d", i)}
+		if _, err := syntheticTable(ctx, cat, ident, SweepFilesPerTable); err != nil {
+			return pt, fmt.Errorf("table %v: %w", ident, err)
+		}
+	}
+	pt.Setup = time.Since(start)
+	_, env, err := pipelineEnv(ctx, cc, cloud, strings.Join(nss, ","))
+	if err != nil {
+		return pt, err
+	}
+	env = append(env, "AWS_ENDPOINT_URL="+counter.URL) // the last one wins
+	o.progress("sweep at scale: sweeping %d tables", n)
+	counter.Reset()
+	if storage != nil {
+		storage.counter.Reset()
+	}
+	p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "sweep", SweepArgs{})
+	if err != nil {
+		return pt, err
+	}
+	var so SweepOut
+	if err := decodeOut(p, &so); err != nil {
+		return pt, err
+	}
+	pt.Visited, pt.Repeated, pt.Actions, pt.Errors, pt.Catalog = so.Visited, so.Repeated, so.Actions, so.Errors, so.Catalog
+	pt.ResponseBytes, pt.LogBytes, pt.Goroutines, pt.OpenFiles = so.ResponseBytes, so.LogBytes, so.Goroutines, so.OpenFiles
+	pt.Wall, pt.CPU, pt.PeakRSS = p.Wall, p.CPU, p.PeakRSS
+	pt.AWS = counter.Counts()
+	if storage != nil {
+		pt.TableS3 = storage.counter.Counts()
+	}
+	return pt, nil
+}
+
+// SweepsPerMonth: the stack's sweep schedule runs hourly (README, "the
+// hourly sweep"); a month is 730 hours.
+const SweepsPerMonth = 730
+
+// PlannerMemoryGB is the planner function's memory in the stack (1024 MB).
+const PlannerMemoryGB = 1.0
+
+// sweepCost prices one sweep's line items in dollars.
+func sweepCost(p SweepPoint) (items []lineItem) {
+	var gets, puts int64
+	for op, k := range p.AWS.Calls {
+		if name, ok := strings.CutPrefix(op, awsrequests.S3+":"); ok {
+			switch s3requests.ClassOf(name) {
+			case s3requests.ClassGet:
+				gets += k
+			case s3requests.ClassPut:
+				puts += k
+			}
+		}
+	}
+	tGets, tPuts := p.TableS3.Class(s3requests.ClassGet), p.TableS3.Class(s3requests.ClassPut)
+	logs := p.LogBytes + LambdaLogLinesBytes
+	return []lineItem{
+		{"Lambda duration", p.Wall.Seconds() * PlannerMemoryGB * LambdaArmGBSecond, fmt.Sprintf("%.1f s at %.0f MB", p.Wall.Seconds(), PlannerMemoryGB*1024), false},
+		{"Lambda requests", LambdaRequest, "1 invocation", false},
+		{"S3, tables' metadata", float64(tGets)*S3Get + float64(tPuts)*S3Put, fmt.Sprintf("%d GET-class, %d PUT-class", tGets, tPuts), false},
+		{"S3, reports and plans", float64(gets)*S3Get + float64(puts)*S3Put, fmt.Sprintf("%d GET-class, %d PUT-class", gets, puts), false},
+		{"DynamoDB", p.AWS.WriteUnits*DynamoDBWriteUnit + p.AWS.ReadUnits*DynamoDBReadUnit, fmt.Sprintf("%.0f write, %.0f read request units (%d calls)", p.AWS.WriteUnits, p.AWS.ReadUnits, p.AWS.Service(awsrequests.DynamoDB)), false},
+		{"SQS", float64(p.AWS.SQSRequests) * SQSRequest, fmt.Sprintf("%d requests", p.AWS.SQSRequests), false},
+		{"EventBridge", float64(p.AWS.Events) * EventBridgeEvent, fmt.Sprintf("%d events", p.AWS.Events), false},
+		{"CloudWatch Logs ingestion", float64(logs) / 1e9 * LogsIngestedGB, fmt.Sprintf("%d bytes", logs), false},
+	}
+}
+
+// sweeps renders the sweep measurements.
+func (r Report) sweeps() string {
+	if len(r.Sweeps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	where := "on local disk (the tables' own requests not counted: --storage s3 counts them)"
+	if r.Sweeps[0].OnS3 {
+		where = "on the emulator's S3 (every request counted)"
+	}
+	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse %s. Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable.\n\n",
+		10, SweepTablesPerNamespace, SweepFilesPerTable, where)
+	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, p := range r.Sweeps {
+		var acts []string
+		for k, v := range p.Actions {
+			acts = append(acts, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(acts)
+		fmt.Fprintf(&b, "| %d | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
+			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.ListTables, p.Catalog.LoadTable,
+			p.TableS3.Class(s3requests.ClassGet), p.AWS.Calls["s3:"+s3requests.PutObject], p.AWS.Service(awsrequests.DynamoDB), p.AWS.SQSRequests, strings.Join(acts, ", "))
+	}
+	fmt.Fprintf(&b, "\nThe bill of one sweep and of a month of hourly sweeps (%d), at US East list prices (bill.go, report.go):\n\n| tables | ", SweepsPerMonth)
+	items := sweepCost(r.Sweeps[0])
+	for _, it := range items {
+		b.WriteString(it.what + " | ")
+	}
+	b.WriteString("per sweep | per month |\n|---|")
+	for range items {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|---|\n")
+	for _, p := range r.Sweeps {
+		fmt.Fprintf(&b, "| %d | ", p.Tables)
+		var total float64
+		for _, it := range sweepCost(p) {
+			total += it.dollars
+			fmt.Fprintf(&b, "$%.5f | ", it.dollars)
+		}
+		fmt.Fprintf(&b, "$%.4f | $%.2f |\n", total, total*SweepsPerMonth)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
