@@ -63,7 +63,7 @@ func main() {
 	fs.DurationVar(&o.BusyInterval, "busy-interval", 250*time.Millisecond, "the busy-table writer's interval between commits")
 	fs.IntVar(&o.Repeats, "repeats", 3, "runs of each engine on each table, interleaved; the report gives the median run and the spread")
 	fs.IntVar(&o.RowGroupMB, "row-group-mb", 0, "the memory check's table's write.parquet.row-group-size-bytes, in MB; 0 for iceberg-go's default (128 MB)")
-	fs.IntVar(&o.RewriterMemoryMB, "rewriter-memory-mb", 0, "the memory rewriter processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE; Go's memory limit is set from it as in the function); 0 for none")
+	fs.IntVar(&o.RewriterMemoryMB, "rewriter-memory-mb", 0, "the memory rewriter processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE; Go's memory limit, and under it the rewriter's GC percent, are set from it as in the function); 0 for none")
 	fs.IntVar(&o.CoordinatorMemoryMB, "coordinator-memory-mb", 0, "the memory the planner and committer processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's memory limit and the planner's memory budget are set from it as in the functions; the stack gives them 1024); 0 for none, to measure what they need")
 	fs.StringVar(&o.Storage, "storage", "local", "where the tables live: local (a folder) or s3 (a bucket in the emulator, every engine's S3 requests counted)")
 	fs.IntVar(&o.ColdStartRuns, "cold-starts", 7, "starts of each function binary to measure its cold start; 0 to skip")

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -18,6 +19,9 @@ import (
 func main() {
 	ctx := context.Background()
 	deps, log := stage.Init(ctx, "rewriter", stage.ActiveOnly(rewriter.Needs))
+	if gogc := stage.SetRewriterGC(os.Getenv); gogc > 0 {
+		log.Info("Go GC percent set for a streaming rewriter", "gogc", gogc)
+	}
 	stage.IdleUnlessActive(deps, log, "rewriter")
 	r, err := rewriter.Rewriter(deps)
 	if err != nil {

@@ -46,3 +46,21 @@ func TestSetMemoryLimit_SetsTheRuntimesSoftLimit(t *testing.T) {
 		t.Fatalf("no function memory: limit %d, %v, runtime %d", limit, err, debug.SetMemoryLimit(-1))
 	}
 }
+
+func TestSetRewriterGC_RaisesGOGCOnlyUnderAMemoryLimitAndWithoutAnOperatorsGOGC(t *testing.T) {
+	limitBefore := debug.SetMemoryLimit(-1)
+	percentBefore := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetMemoryLimit(limitBefore); debug.SetGCPercent(percentBefore) })
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got := SetRewriterGC(env(map[string]string{})); got != 0 || debug.SetGCPercent(100) != 100 {
+		t.Fatalf("no memory limit: set %d, want the default left alone", got)
+	}
+	debug.SetMemoryLimit(1 << 30)
+	if got := SetRewriterGC(env(map[string]string{"GOGC": "150"})); got != 0 || debug.SetGCPercent(100) != 100 {
+		t.Fatalf("GOGC set by the operator: set %d, want it left alone", got)
+	}
+	if got := SetRewriterGC(env(map[string]string{})); got != RewriterGCPercent || debug.SetGCPercent(100) != RewriterGCPercent {
+		t.Fatalf("under a memory limit: set %d, want %d in the runtime", got, RewriterGCPercent)
+	}
+}

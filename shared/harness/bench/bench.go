@@ -110,7 +110,8 @@ type Options struct {
 	RowGroupMB int
 	// RewriterMemoryMB is the memory the rewriter children are told they
 	// have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's soft memory limit is set
-	// from it, as in the function); 0: none.
+	// from it, and under it the rewriter's GC percent, as in the function;
+	// RewriterGOGC "100" measures Go's default beside it); 0: none.
 	RewriterMemoryMB int
 	// CoordinatorMemoryMB is the memory the planner and committer children
 	// are told they have, as RewriterMemoryMB (the stack gives both

@@ -104,10 +104,12 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 			return nil, err
 		}
 		// As the rewriter function does at init: Go's soft memory limit
-		// from AWS_LAMBDA_FUNCTION_MEMORY_SIZE (Options.RewriterMemoryMB).
+		// from AWS_LAMBDA_FUNCTION_MEMORY_SIZE (Options.RewriterMemoryMB),
+		// and under it the rewriter's GC percent.
 		if _, err := stage.SetMemoryLimit(os.Getenv); err != nil {
 			return nil, err
 		}
+		stage.SetRewriterGC(os.Getenv)
 		return rewriterDrain(ctx, a)
 	}
 	return nil, fmt.Errorf("unknown child mode %q", mode)
