@@ -204,7 +204,7 @@ func (f *fleet) createTables(ctx context.Context) error {
 		t.ident = table.Identifier{namespace(i % f.o.Namespaces), name}
 		t.twin = table.Identifier{"soak_twins", name}
 		t.Name = strings.Join(t.ident, ".")
-		t.sample = sampletable.Options{FormatVersion: t.Version, Partitions: t.Parts, Files: 3, RowsPerFile: 200, Properties: f.o.tableProperties()}
+		t.sample = sampletable.Options{FormatVersion: t.Version, Partitions: t.Parts, Files: 5, RowsPerFile: 1000, Properties: f.o.tableProperties()}
 		if _, err := sampletable.Create(ctx, f.cat, t.ident, t.sample); err != nil {
 			return fmt.Errorf("soak: create %s: %w", t.Name, err)
 		}

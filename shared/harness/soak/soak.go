@@ -77,8 +77,9 @@ const (
 	ManifestsPeriod  = 6 * time.Hour // icekeeper.rewrite-manifests.min-interval
 	DeletesPeriod    = time.Hour     // icekeeper.rewrite-deletes.min-interval
 	// TargetFileSize is the tables' write.target-file-size-bytes: small,
-	// so that the fleet's small tables have an optimum of several files.
-	TargetFileSize = 256 << 10
+	// so that the fleet's small tables (a writer's file of 1,000 rows is
+	// about 12 KB) have an optimum of several files a partition.
+	TargetFileSize = 32 << 10
 )
 
 func (o *Options) defaults() {
