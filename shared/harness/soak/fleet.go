@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
+	"github.com/icekeeper/icekeeper/shared/harness/bench"
 	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
@@ -85,7 +86,7 @@ type fleet struct {
 	// events are the planner's asynchronous invocations.
 	events chan []byte
 	emf    *emfSink
-	logs   *byteCounter
+	logs   *bench.LogCounter
 	inv    invocations
 	jobsMu sync.Mutex
 	jobIDs map[string]string // job id -> table
@@ -99,7 +100,7 @@ type fleet struct {
 const scheduledEvent = `{"version":"0","id":"soak-sweep-%d","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012","time":"%s","region":"us-east-1","resources":["arn:aws:events:us-east-1:123456789012:rule/icekeeper-sweep"],"detail":{}}`
 
 func newFleet(ctx context.Context, o Options) (*fleet, error) {
-	f := &fleet{o: o, byName: map[string]*tableState{}, events: make(chan []byte, 1<<16), jobIDs: map[string]string{}, emf: &emfSink{}, logs: &byteCounter{}}
+	f := &fleet{o: o, byName: map[string]*tableState{}, events: make(chan []byte, 1<<16), jobIDs: map[string]string{}, emf: &emfSink{}, logs: &bench.LogCounter{}}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}

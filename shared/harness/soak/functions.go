@@ -190,25 +190,6 @@ func queryEvent(table string, n int) []byte {
 	return raw
 }
 
-// byteCounter counts the bytes the functions log.
-type byteCounter struct {
-	mu sync.Mutex
-	n  int64
-}
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	c.n += int64(len(p))
-	c.mu.Unlock()
-	return len(p), nil
-}
-
-func (c *byteCounter) bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
 func io2(a, b io.Writer) io.Writer { return io.MultiWriter(a, b) }
 
 // emfSink keeps each EMF line's numeric members with the wall time it was

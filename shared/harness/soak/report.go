@@ -20,7 +20,6 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
-	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
 
 // Result is what a run measured.
@@ -35,17 +34,7 @@ type Result struct {
 	Tables    []*tableState `json:"tables"`
 	Simulated time.Duration `json:"simulated"`
 	Wall      time.Duration `json:"wall"`
-	// Writers.
-	WriterCommits int `json:"writer_commits"`
-	// WriterRetries are the writers' commit attempts that met a newer
-	// snapshot (every table has one writer: icekeeper's commits).
-	WriterRetries int `json:"writer_retries"`
-	// Jobs, by outcome, and the concurrent deletes their commits rebased.
-	JobsPlanned    int `json:"jobs_planned"`
-	JobsCommitted  int `json:"jobs_committed"`
-	JobsAborted    int `json:"jobs_aborted"`
-	JobsFailed     int `json:"jobs_failed"`
-	DeletesRebased int `json:"deletes_rebased"`
+	Counts
 	// Functions are each function's invocations.
 	Functions map[string]fnStats `json:"functions"`
 	AWS       awsrequests.Counts `json:"aws"`
@@ -94,10 +83,11 @@ func (f *fleet) finish(ctx context.Context, r *Result) {
 	r.Tables = f.tables
 	r.Samples = f.samples
 	last := f.samples[len(f.samples)-1]
-	r.JobsPlanned, r.JobsCommitted, r.JobsAborted, r.JobsFailed, r.DeletesRebased = last.JobsPlanned, last.JobsCommitted, last.JobsAborted, last.JobsFailed, last.DeletesRebased
+	// The last sample was taken after the writers stopped.
+	r.Counts = last.Counts
 	r.Functions = f.inv.snapshot()
 	r.AWS = f.counter.Counts()
-	r.LogBytes = f.logs.bytes()
+	r.LogBytes = f.logs.Bytes()
 	r.Alarms = append(r.Alarms, f.alarms(ctx, r)...)
 	for _, a := range r.Alarms {
 		r.Failures = append(r.Failures, "alarm: "+a)
@@ -195,19 +185,7 @@ func (f *fleet) bill(r *Result) {
 		delivered += s.Messages
 	}
 	b["Lambda requests"] = float64(invocations) * bench.LambdaRequest
-	var gets, puts int64
-	for op, n := range r.AWS.Calls {
-		name, ok := strings.CutPrefix(op, awsrequests.S3+":")
-		if !ok {
-			continue
-		}
-		switch s3requests.ClassOf(name) {
-		case s3requests.ClassGet:
-			gets += n
-		case s3requests.ClassPut:
-			puts += n
-		}
-	}
+	gets, puts := bench.S3Classes(r.AWS)
 	b["S3 requests, plans and descriptors"] = float64(gets)*bench.S3Get + float64(puts)*bench.S3Put
 	b["SQS"] = float64(r.AWS.SQSRequests+2*delivered) * bench.SQSRequest
 	b["DynamoDB"] = r.AWS.WriteUnits*bench.DynamoDBWriteUnit + r.AWS.ReadUnits*bench.DynamoDBReadUnit

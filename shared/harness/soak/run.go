@@ -17,6 +17,20 @@ import (
 	"github.com/icekeeper/icekeeper/shared/outputs"
 )
 
+// Counts are what the writers and icekeeper did since the start.
+type Counts struct {
+	WriterCommits int `json:"writer_commits"`
+	// WriterRetries are the writers' commit attempts that met a newer
+	// snapshot (every table has one writer: icekeeper's commits).
+	WriterRetries int `json:"writer_retries"`
+	// Jobs, by outcome, and the concurrent deletes their commits rebased.
+	JobsPlanned    int `json:"jobs_planned"`
+	JobsCommitted  int `json:"jobs_committed"`
+	JobsAborted    int `json:"jobs_aborted"`
+	JobsFailed     int `json:"jobs_failed"`
+	DeletesRebased int `json:"deletes_rebased"`
+}
+
 // Sample is the fleet at one moment.
 type Sample struct {
 	// At is the simulated time since the start.
@@ -34,14 +48,7 @@ type Sample struct {
 	StoredBytes        int64   `json:"stored_bytes"`
 	RetainedBytes      int64   `json:"retained_bytes"`
 	LiveBytes          int64   `json:"live_bytes"`
-	// Cumulative counts since the start.
-	WriterCommits  int `json:"writer_commits"`
-	WriterRetries  int `json:"writer_retries"`
-	JobsPlanned    int `json:"jobs_planned"`
-	JobsCommitted  int `json:"jobs_committed"`
-	JobsAborted    int `json:"jobs_aborted"`
-	JobsFailed     int `json:"jobs_failed"`
-	DeletesRebased int `json:"deletes_rebased"`
+	Counts
 	// Tables are the per-table samples, by table name.
 	Tables map[string]TableSample `json:"tables,omitempty"`
 }
@@ -134,10 +141,7 @@ func (f *fleet) run(ctx context.Context) (Result, error) {
 		if t.writer == nil {
 			continue
 		}
-		st, err := t.writer.Stop()
-		res.WriterCommits += st.Commits
-		res.WriterRetries += st.Conflicts
-		if err != nil {
+		if _, err := t.writer.Stop(); err != nil {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s: the writer's commit failed: %v", t.Name, err))
 		}
 	}
