@@ -205,7 +205,7 @@ func (f *fleet) createTables(ctx context.Context) error {
 		t.ident = table.Identifier{namespace(i % f.o.Namespaces), name}
 		t.twin = table.Identifier{"soak_twins", name}
 		t.Name = strings.Join(t.ident, ".")
-		t.sample = sampletable.Options{FormatVersion: t.Version, Partitions: t.Parts, Files: 5, RowsPerFile: 1000, Properties: f.o.tableProperties()}
+		t.sample = sampletable.Options{FormatVersion: t.Version, Partitions: t.Parts, Files: sampleFiles, RowsPerFile: sampleRowsPerFile, Properties: f.o.tableProperties()}
 		if _, err := sampletable.Create(ctx, f.cat, t.ident, t.sample); err != nil {
 			return fmt.Errorf("soak: create %s: %w", t.Name, err)
 		}
@@ -220,15 +220,24 @@ func (f *fleet) createTables(ctx context.Context) error {
 	return nil
 }
 
+// A table starts with sampleFiles appends of sampleRowsPerFile rows a
+// partition (files of about the target size: 9 bytes a row), and its
+// writer appends appendRows rows a partition a commit (small files).
+const (
+	sampleFiles       = 8
+	sampleRowsPerFile = 4000
+	appendRows        = 500
+)
+
 // writerOptions are table t's writer's.
 func (f *fleet) writerOptions(i int, t *tableState) (churn.Options, bool) {
 	parts := max(t.Parts, 1)
 	o := churn.Options{
-		Partitions: parts, AppendPerPartition: t.sample.RowsPerFile,
-		SampleRows: int64(parts * t.sample.Files * t.sample.RowsPerFile),
+		Partitions: parts, AppendPerPartition: appendRows,
+		SampleRows: int64(parts * sampleFiles * sampleRowsPerFile),
 		// Aligned to whole appends, so that an id's region is
 		// sampletable.RegionOf's.
-		FirstID: int64(parts*t.sample.RowsPerFile) * 1000,
+		FirstID: int64(parts*appendRows) * 1000,
 		Seed:    f.o.Seed*1000 + uint64(i),
 	}
 	var every time.Duration
@@ -237,7 +246,15 @@ func (f *fleet) writerOptions(i int, t *tableState) (churn.Options, bool) {
 		every = StreamEvery
 	case CDC:
 		every, o.Deletes, o.Equality = CDCEvery, 20, true
-		o.RegionOf = sampletable.RegionOf(t.Parts, t.sample.RowsPerFile)
+		if t.Parts > 0 {
+			sample, appended := sampletable.RegionOf(t.Parts, sampleRowsPerFile), sampletable.RegionOf(t.Parts, appendRows)
+			o.RegionOf = func(id int64) string {
+				if id < o.SampleRows {
+					return sample(id)
+				}
+				return appended(id)
+			}
+		}
 	case Merge:
 		every, o.Deletes = MergeEvery, 40
 	case Overwrite:

@@ -46,6 +46,25 @@ type fnStats struct {
 type invocations struct {
 	mu sync.Mutex
 	by map[string]*fnStats
+	// outcomes counts the planner's table outcomes by action and skip
+	// reason (why a table was or was not planned).
+	outcomes map[string]int
+}
+
+func (v *invocations) outcome(action, skip, kind string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.outcomes == nil {
+		v.outcomes = map[string]int{}
+	}
+	k := action
+	if skip != "" {
+		k += " " + skip
+	}
+	if kind != "" {
+		k += " " + kind
+	}
+	v.outcomes[k]++
 }
 
 func (v *invocations) record(fn string, took time.Duration, messages int, err error) {
@@ -107,6 +126,11 @@ func (f *fleet) invokePlanner(ctx context.Context, raw []byte) {
 		resp, err := f.planner.Handle(ctx, raw)
 		f.inv.record(fnPlanner, time.Since(start), 0, err)
 		for _, t := range resp.Tables {
+			kind := ""
+			if t.Plan != nil {
+				kind = string(t.Plan.Outcome)
+			}
+			f.inv.outcome(string(t.Action), t.Skip, kind)
 			if t.Plan != nil && t.Plan.JobID != "" {
 				f.jobsMu.Lock()
 				f.jobIDs[t.Plan.JobID] = t.Table

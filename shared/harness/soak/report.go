@@ -5,10 +5,12 @@ package soak
 
 import (
 	"context"
+	"maps"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +39,9 @@ type Result struct {
 	Counts
 	// Functions are each function's invocations.
 	Functions map[string]fnStats `json:"functions"`
+	// PlannerOutcomes counts the planner's table outcomes: action, skip
+	// reason, the plan's outcome.
+	PlannerOutcomes map[string]int `json:"planner_outcomes"`
 	AWS       awsrequests.Counts `json:"aws"`
 	LogBytes  int64              `json:"log_bytes"`
 	// Bill is the run's bill by line item, in dollars; PerTableDay the
@@ -86,6 +91,9 @@ func (f *fleet) finish(ctx context.Context, r *Result) {
 	// The last sample was taken after the writers stopped.
 	r.Counts = last.Counts
 	r.Functions = f.inv.snapshot()
+	f.inv.mu.Lock()
+	r.PlannerOutcomes = maps.Clone(f.inv.outcomes)
+	f.inv.mu.Unlock()
 	r.AWS = f.counter.Counts()
 	r.LogBytes = f.logs.Bytes()
 	r.Alarms = append(r.Alarms, f.alarms(ctx, r)...)
@@ -299,6 +307,16 @@ func (r Result) Markdown() string {
 		s := r.Functions[fn]
 		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", fn, s.Invocations, s.Errors, s.Wall.Round(time.Millisecond))
 	}
+	outcomes := slices.Sorted(maps.Keys(r.PlannerOutcomes))
+	b.WriteString("\nThe planner's table outcomes:")
+	for i, k := range outcomes {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "%s %s %d", sep, k, r.PlannerOutcomes[k])
+	}
+	b.WriteString(".\n")
 	var total float64
 	items := make([]string, 0, len(r.Bill))
 	for k := range r.Bill {
