@@ -5,9 +5,9 @@ package soak
 
 import (
 	"context"
-	"maps"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,9 +41,9 @@ type Result struct {
 	Functions map[string]fnStats `json:"functions"`
 	// PlannerOutcomes counts the planner's table outcomes: action, skip
 	// reason, the plan's outcome.
-	PlannerOutcomes map[string]int `json:"planner_outcomes"`
-	AWS       awsrequests.Counts `json:"aws"`
-	LogBytes  int64              `json:"log_bytes"`
+	PlannerOutcomes map[string]int     `json:"planner_outcomes"`
+	AWS             awsrequests.Counts `json:"aws"`
+	LogBytes        int64              `json:"log_bytes"`
 	// Bill is the run's bill by line item, in dollars; PerTableDay the
 	// whole of it per table per simulated day.
 	Bill        map[string]float64 `json:"bill"`
