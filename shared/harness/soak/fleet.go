@@ -221,11 +221,16 @@ func (f *fleet) createTables(ctx context.Context) error {
 }
 
 // A table starts with sampleFiles appends of sampleRowsPerFile rows a
-// partition (files of about the target size: 9 bytes a row), and its
-// writer appends appendRows rows a partition a commit (small files).
+// partition: files of about 41 KB (3 bytes a row), over the target size,
+// so not compaction's candidates; its writer appends appendRows rows a
+// partition a commit: files of about 2 KB, small. (A file between a fifth
+// of the target and three quarters of it would be small yet never
+// compacted: iceberg-go's planner bin-packs a partition's candidates into
+// groups of at most the target size and drops groups of fewer than
+// min-input-files (5) files.)
 const (
-	sampleFiles       = 8
-	sampleRowsPerFile = 4000
+	sampleFiles       = 4
+	sampleRowsPerFile = 14000
 	appendRows        = 500
 )
 
