@@ -128,10 +128,10 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 		grants = append(grants, namespace(n))
 	}
 	cfg.Grants = strings.Join(grants, ",")
-	// Cooldowns and leases scaled with everything else.
+	// Cooldowns scaled with everything else. The lease's TTL and the
+	// committer's takeover are not: they bound how long work may take,
+	// and the work is not scaled (a job takes the wall time it takes).
 	cfg.MinInterval = o.wall(CompactionPeriod)
-	cfg.LeaseTTL = max(o.wall(config.DefaultLeaseTTL), time.Minute)
-	cfg.CommitTakeover = max(o.wall(config.DefaultCommitTakeover), 30*time.Second)
 	if cfg.LedgerBackOff > 0 {
 		cfg.LedgerBackOff = o.wall(cfg.LedgerBackOff)
 	}

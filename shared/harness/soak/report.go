@@ -37,6 +37,9 @@ type Result struct {
 	Simulated time.Duration `json:"simulated"`
 	Wall      time.Duration `json:"wall"`
 	Counts
+	// JobEnds counts the jobs that did not commit, by kind, state and
+	// reason.
+	JobEnds map[string]int `json:"job_ends,omitempty"`
 	// Functions are each function's invocations.
 	Functions map[string]fnStats `json:"functions"`
 	// PlannerOutcomes counts the planner's table outcomes: action, skip
@@ -302,6 +305,13 @@ func (r Result) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nWriters: %d commits, %d retries because of icekeeper's commits. Jobs: %d planned, %d committed, %d aborted, %d failed; %d concurrent delete files rebased.\n\n",
 		r.WriterCommits, r.WriterRetries, r.JobsPlanned, r.JobsCommitted, r.JobsAborted, r.JobsFailed, r.DeletesRebased)
+	if len(r.JobEnds) > 0 {
+		b.WriteString("Jobs that did not commit:\n\n")
+		for _, k := range slices.Sorted(maps.Keys(r.JobEnds)) {
+			fmt.Fprintf(&b, "- %d: %s\n", r.JobEnds[k], k)
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("| function | invocations | errors | handler wall time |\n|---|---|---|---|\n")
 	for _, fn := range []string{fnPlanner, fnRewriter, fnCommitter} {
 		s := r.Functions[fn]

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/icekeeper/icekeeper/shared/harness/bench"
 	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/jobs"
@@ -168,8 +169,31 @@ func (f *fleet) run(ctx context.Context) (Result, error) {
 	for _, l := range leaks {
 		res.Failures = append(res.Failures, "leaked: "+l)
 	}
+	res.JobEnds = f.jobEnds(ctx)
 	f.finish(ctx, &res)
 	return res, nil
+}
+
+// jobEnds counts the jobs that did not commit by state and reason.
+func (f *fleet) jobEnds(ctx context.Context) map[string]int {
+	f.jobsMu.Lock()
+	ids := make([]string, 0, len(f.jobIDs))
+	for id := range f.jobIDs {
+		ids = append(ids, id)
+	}
+	f.jobsMu.Unlock()
+	out := map[string]int{}
+	for _, id := range ids {
+		j, err := f.deps.Jobs.Get(ctx, id)
+		if err != nil {
+			out["unreadable: "+err.Error()]++
+			continue
+		}
+		if j.State != jobs.Committed {
+			out[fmt.Sprintf("%s %s: %s", j.Kind, j.State, bench.FirstWords(j.Reason))]++
+		}
+	}
+	return out
 }
 
 // sample measures every table and appends the fleet's sample.
