@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -90,10 +91,10 @@ type fleet struct {
 	inv    invocations
 	jobsMu sync.Mutex
 	jobIDs map[string]string // job id -> table
-	// eventsWG counts the events sent and not yet handled.
-	eventsWG sync.WaitGroup
-	samples  []Sample
-	res      localcloud.Resources
+	// pending counts the events sent and not yet handled.
+	pending atomic.Int64
+	samples []Sample
+	res     localcloud.Resources
 }
 
 // ruleRate is the stack's sweep schedule, as the planner's rule invokes it.

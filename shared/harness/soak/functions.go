@@ -101,7 +101,7 @@ func (v *invocations) snapshot() map[string]fnStats {
 
 // send invokes the planner asynchronously with an event.
 func (f *fleet) send(raw []byte) {
-	f.eventsWG.Add(1)
+	f.pending.Add(1)
 	f.events <- raw
 }
 
@@ -113,7 +113,7 @@ func (f *fleet) plannerLoop(ctx context.Context) {
 			return
 		case raw := <-f.events:
 			f.invokePlanner(ctx, raw)
-			f.eventsWG.Done()
+			f.pending.Add(-1)
 		}
 	}
 }
