@@ -9,7 +9,8 @@ import (
 
 // TestSoak_AFleetKeepsEveryRowCommitAndByte is the short soak `make test`
 // runs: 12 tables (three namespaces, v2 and v3, partitioned and not,
-// every workload, queried and not) over two simulated hours at 120x,
+// every workload, queried and not) over three simulated hours at 150x
+// (longer than the snapshot retention of 2 hours, so expiries delete),
 // icekeeper driven only by its triggers. It asserts the outcomes, never
 // the timings: no writer's commit lost, every table's rows equal to its
 // writer's model, no leaked byte, no stuck job, no alarm of the stack's
@@ -20,7 +21,7 @@ func TestSoak_AFleetKeepsEveryRowCommitAndByte(t *testing.T) {
 		t.Skip("the short soak takes a couple of minutes")
 	}
 	res, err := Run(context.Background(), Options{
-		Dir: t.TempDir(), Seed: 7, Tables: 12, Namespaces: 3, Scale: 120, Duration: 2 * time.Hour,
+		Dir: t.TempDir(), Seed: 7, Tables: 12, Namespaces: 3, Scale: 150, Duration: 3 * time.Hour,
 		SampleEvery: 20 * time.Minute, Settle: 90 * time.Second, Progress: testWriter{t},
 	})
 	if err != nil {
