@@ -112,6 +112,19 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzProperties$$' -fuzztime $(FUZZTIME) ./shared/optin
 	$(GO) test -run XXX -fuzz '^FuzzGrants$$' -fuzztime $(FUZZTIME) ./shared/optin
 
+## soak: a fleet of 100 busy tables (4 namespaces, v2 and v3, partitioned
+## and not; streaming, CDC, MERGE, overwrite and idle workloads; queried
+## or not) over a simulated day, icekeeper driven only by its triggers,
+## every interval scaled by 48 (about 35 min wall); writes bin/soak/soak.md,
+## soak.json and soak.png and fails on a lost writer commit, rows that
+## differ from the writer's model, a leaked byte, a stuck job or an alarm.
+## make test runs a short version (TestSoak_*). SOAK_FLAGS adds flags
+## (--seed, --tables, --scale, --duration; see cmd/icekeeper-soak).
+SOAK_FLAGS ?=
+.PHONY: soak
+soak:
+	nice $(GO) run ./cmd/icekeeper-soak --tables 100 --scale 48 --duration 24h --out bin/soak $(SOAK_FLAGS)
+
 ## bench: the benchmark (1 GB per table; see docs/PERFORMANCE.md). BENCH_FLAGS adds flags.
 ## Real data instead of the synthetic rows: TPC-H lineitem and orders written
 ## by Spark (needs make interop-setup and make tpch-setup), e.g.

@@ -101,19 +101,7 @@ func billOf(m Measurement, t TableResult) []lineItem {
 	}
 	items = append(items, lineItem{"S3 requests, table files", float64(s3Gets)*S3Get + float64(s3Puts)*S3Put, s3How, false})
 	if a := m.Bill.AWS; a != nil {
-		var gets, puts int64
-		for op, n := range a.Calls {
-			name, ok := strings.CutPrefix(op, awsrequests.S3+":")
-			if !ok {
-				continue
-			}
-			switch s3requests.ClassOf(name) {
-			case s3requests.ClassGet:
-				gets += n
-			case s3requests.ClassPut:
-				puts += n
-			}
-		}
+		gets, puts := S3Classes(*a)
 		items = append(items,
 			lineItem{"S3 requests, plans and descriptors", float64(gets)*S3Get + float64(puts)*S3Put, fmt.Sprintf("%d GET-class, %d PUT-class", gets, puts), true},
 			lineItem{"SQS", float64(a.SQSRequests) * SQSRequest, fmt.Sprintf("%d requests (%d calls)", a.SQSRequests, a.Service(awsrequests.SQS)), true},
@@ -124,6 +112,24 @@ func billOf(m Measurement, t TableResult) []lineItem {
 	logs := m.Bill.LogBytes + LambdaLogLinesBytes*m.Bill.Invocations()
 	items = append(items, lineItem{"CloudWatch Logs ingestion", float64(logs) / 1e9 * LogsIngestedGB, fmt.Sprintf("%d bytes (the functions' %d, Lambda's lines %d)", logs, m.Bill.LogBytes, LambdaLogLinesBytes*m.Bill.Invocations()), true})
 	return items
+}
+
+// S3Classes sums the S3 requests among counts (the stages' plans and
+// descriptors) by billing class: GET-class and PUT-class.
+func S3Classes(counts awsrequests.Counts) (gets, puts int64) {
+	for op, n := range counts.Calls {
+		name, ok := strings.CutPrefix(op, awsrequests.S3+":")
+		if !ok {
+			continue
+		}
+		switch s3requests.ClassOf(name) {
+		case s3requests.ClassGet:
+			gets += n
+		case s3requests.ClassPut:
+			puts += n
+		}
+	}
+	return gets, puts
 }
 
 // bill renders the whole bill per TB compacted for each table's

@@ -155,11 +155,11 @@ func runBusy(ctx context.Context, o BusyOptions, version int, rebase bool) (Busy
 			run.Committed++
 		case c.Job != nil && c.Job.State == jobs.Aborted:
 			run.Aborted++
-			reasons = append(reasons, firstWords(c.Job.Reason))
+			reasons = append(reasons, FirstWords(c.Job.Reason))
 		default:
 			run.Failed++
 			if c.Job != nil {
-				reasons = append(reasons, firstWords(c.Job.Reason))
+				reasons = append(reasons, FirstWords(c.Job.Reason))
 			}
 		}
 		// Each job runs whatever the last one did: a job aborted by a
@@ -201,9 +201,9 @@ func fingerprintOf(ctx context.Context, cat interface {
 	return fingerprint.Table(ctx, tbl)
 }
 
-// firstWords shortens an abort reason to what happened, without paths or
+// FirstWords shortens an abort reason to what happened, without paths or
 // snapshot ids, so that equal reasons group.
-func firstWords(reason string) string {
+func FirstWords(reason string) string {
 	if i := strings.LastIndex(reason, "concurrent change: "); i >= 0 {
 		reason = reason[i+len("concurrent change: "):]
 	}

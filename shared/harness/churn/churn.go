@@ -48,6 +48,22 @@ type Options struct {
 	Seed uint64
 	// MaxConflicts bounds the retries of one commit (0: 50).
 	MaxConflicts int
+	// Equality deletes the drawn ids with an equality delete file (a CDC
+	// upsert stream's), keyed on id and, when RegionOf is set (a
+	// partitioned table), on the row's region; otherwise with a
+	// merge-on-read delete (position deletes on v2, deletion vectors on
+	// v3).
+	Equality bool
+	RegionOf func(id int64) string
+	// OverwriteEvery, when positive, makes every OverwriteEvery-th commit
+	// an overwrite: it deletes every row of one region (the regions in
+	// turn) instead of the drawn ids, and appends as usual.
+	OverwriteEvery int
+	// Delay is the time before the first commit (spreads many writers).
+	Delay time.Duration
+	// AfterCommit, when set, runs after each commit of the maintained
+	// table (a commit event's sender).
+	AfterCommit func(ctx context.Context)
 }
 
 // Stats is what the Writer did.
@@ -79,6 +95,15 @@ func Start(ctx context.Context, cat Catalog, ident, twin table.Identifier, o Opt
 		defer close(w.done)
 		rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 		next := o.FirstID
+		if o.Delay > 0 {
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(o.Delay):
+			}
+		}
 		tick := time.NewTicker(o.Interval)
 		defer tick.Stop()
 		for {
@@ -100,9 +125,16 @@ func Start(ctx context.Context, cat Catalog, ident, twin table.Identifier, o Opt
 				}
 				ids[i] = k
 			}
-			conflicts, err := commitChange(ctx, cat, ident, ids, next, o, o.MaxConflicts)
+			var region string
+			if o.OverwriteEvery > 0 && (w.stats.Commits+1)%o.OverwriteEvery == 0 {
+				region = sampletable.Region(w.stats.Commits / o.OverwriteEvery % max(o.Partitions, 1))
+			}
+			conflicts, err := commitChange(ctx, cat, ident, ids, region, next, o, o.MaxConflicts)
+			if err == nil && o.AfterCommit != nil {
+				o.AfterCommit(ctx)
+			}
 			if err == nil {
-				_, err = commitChange(ctx, cat, twin, ids, next, o, 0)
+				_, err = commitChange(ctx, cat, twin, ids, region, next, o, 0)
 			}
 			if err != nil {
 				w.fail(err)
@@ -134,9 +166,17 @@ func (w *Writer) Stop() (Stats, error) {
 	return w.stats, w.err
 }
 
-// commitChange deletes ids and appends the next rows in one transaction,
-// reloading and retrying on a stale base up to maxConflicts times.
-func commitChange(ctx context.Context, cat Catalog, ident table.Identifier, ids []int64, first int64, o Options, maxConflicts int) (int, error) {
+// Stats reports what the Writer did so far.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// commitChange deletes ids (or, with region set, every row of that
+// region) and appends the next rows in one transaction, reloading and
+// retrying on a stale base up to maxConflicts times.
+func commitChange(ctx context.Context, cat Catalog, ident table.Identifier, ids []int64, region string, first int64, o Options, maxConflicts int) (int, error) {
 	for conflicts := 0; ; conflicts++ {
 		err := func() error {
 			tbl, err := cat.LoadTable(ctx, ident)
@@ -149,7 +189,16 @@ func commitChange(ctx context.Context, cat Catalog, ident table.Identifier, ids 
 			}
 			defer rows.Release()
 			txn := tbl.NewTransaction()
-			if len(ids) > 0 {
+			switch {
+			case region != "":
+				if err := txn.Delete(ctx, iceberg.EqualTo(iceberg.Reference("region"), region), nil); err != nil {
+					return fmt.Errorf("churn: overwrite %s: %w", region, err)
+				}
+			case len(ids) > 0 && o.Equality:
+				if err := sampletable.StageEqualityDelete(ctx, txn, ids, o.RegionOf); err != nil {
+					return fmt.Errorf("churn: %w", err)
+				}
+			case len(ids) > 0:
 				if err := txn.Delete(ctx, iceberg.IsIn(iceberg.Reference("id"), ids...), nil); err != nil {
 					return fmt.Errorf("churn: delete: %w", err)
 				}
