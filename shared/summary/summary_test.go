@@ -242,6 +242,11 @@ func TestPublisher_WritesTheWeeksKeysAgainAndPutsOneSmallEventWithTheSameID(t *t
 			t.Errorf("event %+v", e)
 		}
 	}
+	// Two days on, the events table's failure back-off (an hour) is over;
+	// orders' ledger back-off (a week) is not.
+	if first.Summary.Totals.BackedOff != 2 || again.Summary.Totals.BackedOff != 1 {
+		t.Errorf("backed off: %d at first, %d two days on; want 2 then 1", first.Summary.Totals.BackedOff, again.Summary.Totals.BackedOff)
+	}
 	if len(ev.types) != 2 || ev.types[0] != DetailType || len(ev.details[0]) > 2048 {
 		t.Fatalf("events %v, first detail %d bytes", ev.types, len(ev.details[0]))
 	}
