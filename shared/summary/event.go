@@ -1,9 +1,11 @@
 package summary
 
+import "github.com/icekeeper/icekeeper/events"
+
 // DetailType is the detail-type of the weekly summary's event (source
 // "icekeeper", audit.Source), put on the stack's bus (the default bus
 // unless ICEKEEPER_EVENT_BUS says otherwise).
-const DetailType = "Icekeeper Weekly Summary"
+const DetailType = events.DetailTypeSummary
 
 // MaxDetailBytes bounds the event's detail. A PutEvents entry must be
 // under 256 KB, counting its source, detail-type and detail (Amazon

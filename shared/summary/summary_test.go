@@ -80,7 +80,9 @@ func setup(t *testing.T) (Publisher, *capturedEvents) {
 		record("shop.orders", "e0", "expire", "committed", day(22, 21), day(22, 22), 0.001, func(r *joblog.Record) { r.SnapshotsExpired = 99 }),
 		// Created before the week, ended in it: counted.
 		record("shop.orders", "m1", "rewrite-manifests", "committed", day(22, 23), day(23, 0).Add(10*time.Minute), 0.002, func(r *joblog.Record) { r.ManifestsRewritten = 12 }),
-		record("shop.orders", "c3", "compaction", "committed", day(24, 9), day(24, 10), 1, func(r *joblog.Record) { r.Reads, r.FilesIn, r.FilesOut, r.BytesIn, r.BytesOut = &reads, 48, 4, 50_000, 48_000 }),
+		record("shop.orders", "c3", "compaction", "committed", day(24, 9), day(24, 10), 1, func(r *joblog.Record) {
+			r.Reads, r.FilesIn, r.FilesOut, r.BytesIn, r.BytesOut = &reads, 48, 4, 50_000, 48_000
+		}),
 		record("shop.orders", "e1", "expire", "committed", day(25, 9), day(25, 10), 0.001, func(r *joblog.Record) { r.SnapshotsExpired, r.BytesFreed = 14, 262_000 }),
 		record("shop.orders", "c4", "compaction", "failed", day(26, 9), day(26, 10), 0.2, func(r *joblog.Record) { r.Reason = "input file vanished" }),
 		// After the week, before the run: left out of the week (but the
