@@ -158,6 +158,20 @@ func toAny[T any](xs []T) []any {
 	return out
 }
 
+// actionTarget is the planner as a schedule's target, given a constant
+// event (EventBridge User Guide, "Configuring target input"): a scheduled
+// event whose detail.icekeeper_action names what to do (events.Decode).
+func actionTarget(fns Lambdas, action string) awsevents.IRuleTarget {
+	return awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
+		Event: awsevents.RuleTargetInput_FromObject(map[string]any{
+			"version": "0", "id": awsevents.EventField_EventId(), "detail-type": DetailTypeSchedule, "source": SourceSchedule,
+			"time": awsevents.EventField_Time(), "detail": map[string]any{"icekeeper_action": action},
+		}),
+	})
+}
+
 // newRules creates the rules that target the planner:
 //
 //   - the sweep schedule (a "Scheduled Event" from aws.events), always;
@@ -207,14 +221,7 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 	// The orphan schedule's target gets a constant event (EventBridge User
 	// Guide, "Configuring target input"): a scheduled event whose detail
 	// names the orphan cleanup (events.ActionOrphans).
-	orphanTarget := awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
-		RetryAttempts: jsii.Number(2),
-		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
-		Event: awsevents.RuleTargetInput_FromObject(map[string]any{
-			"version": "0", "id": awsevents.EventField_EventId(), "detail-type": DetailTypeSchedule, "source": SourceSchedule,
-			"time": awsevents.EventField_Time(), "detail": map[string]any{"icekeeper_action": ActionOrphans},
-		}),
-	})
+	orphanTarget := actionTarget(fns, ActionOrphans)
 	r.Orphans = awsevents.NewRule(scope, jsii.String("OrphanSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("icekeeper: orphan cleanup sweep over the tables that asked for it"),
 		Schedule:    awsevents.Schedule_Expression(jsii.String(s.OrphanSchedule)),
@@ -222,14 +229,7 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 	})
 	// The weekly summary: a constant scheduled event as the orphan
 	// schedule's, naming the summary (events.ActionSummary).
-	summaryTarget := awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
-		RetryAttempts: jsii.Number(2),
-		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
-		Event: awsevents.RuleTargetInput_FromObject(map[string]any{
-			"version": "0", "id": awsevents.EventField_EventId(), "detail-type": DetailTypeSchedule, "source": SourceSchedule,
-			"time": awsevents.EventField_Time(), "detail": map[string]any{"icekeeper_action": ActionSummary},
-		}),
-	})
+	summaryTarget := actionTarget(fns, ActionSummary)
 	r.Summary = awsevents.NewRule(scope, jsii.String("SummarySchedule"), &awsevents.RuleProps{
 		Description: jsii.String("icekeeper: the weekly summary (summary/ in the bucket, and an event)"),
 		Schedule:    awsevents.Schedule_Expression(jsii.String(s.SummarySchedule)),

@@ -944,7 +944,8 @@ func TestIcekeeperStack_ModeOffHasNoTableAccess(t *testing.T) {
 			}
 		}
 	}
-	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) })
+	// The sweep, orphan and summary schedules and the commit rule.
+	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(4)) })
 }
 
 func TestIcekeeperStack_AdvisoryOnlyLetsThePlannerRead(t *testing.T) {
@@ -1042,8 +1043,9 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 	if !contains(reads, partition+":s3:::wh/demo/*/*") {
 		t.Errorf("explicit namespace location not used: %v", reads)
 	}
-	// Sweep, orphans, commit, S3 metadata and the two query signal rules.
-	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(7)) })
+	// Sweep, orphans, summary, commit, S3 metadata and the two query
+	// signal rules (and the continuation).
+	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(8)) })
 }
 
 // matches is EventBridge's matching for the pattern features the stack

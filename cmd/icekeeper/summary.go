@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/audit"
-	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/ledger"
@@ -40,11 +39,7 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return exitError{code: 2, err: fmt.Errorf("--at: %w", err)}
 		}
 	}
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return exitError{code: 2, err: err}
-	}
-	clients, err := awsclients.Load(ctx)
+	cfg, clients, err := deployment(ctx)
 	if err != nil {
 		return err
 	}
