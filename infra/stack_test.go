@@ -319,7 +319,7 @@ var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 8, // schedule, orphans, commit, continuation, Glue, S3, query signals, Athena
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 9, // schedule, orphans, summary, commit, continuation, Glue, S3, query signals, Athena
 		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
 		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
 	} {
