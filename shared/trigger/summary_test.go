@@ -13,7 +13,7 @@ import (
 // the weekly rule's trigger summarizes every granted table (a granted
 // namespace's tables and tables granted by name), plans nothing, and a
 // failure to publish fails the trigger (retried; the week's keys and id
-// do not change); without a summarizer it is skipped, in mode off ignored.
+// do not change); without a summarizer it is ignored, in mode off ignored.
 func TestDispatch_SummaryScheduleSummarizesTheGrantedTablesAndRetriesAFailure(t *testing.T) {
 	trig := events.Trigger{Kind: events.KindSummarySchedule, Sweep: true, ID: "e"}
 	r := newRig(t, config.ModeActive, "demo.*,sales.orders")
@@ -41,7 +41,7 @@ func TestDispatch_SummaryScheduleSummarizesTheGrantedTablesAndRetriesAFailure(t 
 
 	r.summary = nil
 	out, err = r.dispatch(t, trig)
-	if err != nil || len(out.Tables) != 1 || out.Tables[0].Skip != SkipNoSummary {
+	if err != nil || len(out.Tables) != 1 || out.Tables[0].Skip != SkipNoTableChange {
 		t.Errorf("without a summarizer: %+v %v", out.Tables, err)
 	}
 
