@@ -6,7 +6,9 @@
 //     With detail.icekeeper_action "orphans" (the constant input of the
 //     stack's orphan schedule rule; a real schedule event's detail is {}),
 //     an orphan cleanup sweep instead: orphan cleanup runs on its own
-//     schedule, never on commit events.
+//     schedule, never on commit events. With "summary" (the weekly
+//     summary rule's constant input), the week's summary (package
+//     summary) instead.
 //   - "Glue Data Catalog Table State Change" from aws.glue: detail.databaseName
 //     is the namespace, detail.tableName the table, detail.typeOfChange the
 //     Glue API call (UpdateTable wakes the table; partition calls such as
@@ -43,6 +45,9 @@
 //     columns, each {"column", "predicate"}), detail.bytes_scanned,
 //     detail.rows_returned, detail.engine. It wakes no planning: the
 //     planner records it (package signals).
+//   - "Icekeeper Weekly Summary" from icekeeper (the planner's own weekly
+//     summary, package summary): well-formed, and it wakes nothing (a
+//     broad rule on source icekeeper may route it here).
 //   - "Athena Query State Change" from aws.athena: detail.queryExecutionId,
 //     detail.currentState, detail.statementType (Amazon Athena User Guide,
 //     "Monitor Athena query events with EventBridge"). A SUCCEEDED DML
@@ -83,6 +88,10 @@ const (
 	KindContinue = "icekeeper_continue"
 	// KindOrphanSchedule is the orphan cleanup sweep.
 	KindOrphanSchedule = "orphan_schedule"
+	// KindSummarySchedule is the weekly summary's run, KindSummary the
+	// summary's own event (ignored).
+	KindSummarySchedule = "summary_schedule"
+	KindSummary         = "icekeeper_weekly_summary"
 	// KindQuery is a query signal, KindAthena an Athena query to look up.
 	KindQuery  = "icekeeper_query_observed"
 	KindAthena = "athena_query_state_change"
@@ -91,6 +100,10 @@ const (
 // ActionOrphans is the detail.icekeeper_action of the orphan schedule's
 // events.
 const ActionOrphans = "orphans"
+
+// ActionSummary is the detail.icekeeper_action of the weekly summary
+// rule's events.
+const ActionSummary = "summary"
 
 // Detail types and sources.
 const (
@@ -105,6 +118,7 @@ const (
 	SourceCommit       = "icekeeper"
 	DetailTypeQuery    = "Icekeeper Query Observed"
 	DetailTypeContinue = "Icekeeper Compaction Continues"
+	DetailTypeSummary  = "Icekeeper Weekly Summary"
 	DetailTypeAthena   = "Athena Query State Change"
 	SourceAthena       = "aws.athena"
 )
@@ -197,6 +211,8 @@ func Decode(raw []byte) (Trigger, error) {
 			return Trigger{Kind: KindSchedule, Sweep: true, ID: ev.ID}, nil
 		case ActionOrphans:
 			return Trigger{Kind: KindOrphanSchedule, Sweep: true, ID: ev.ID}, nil
+		case ActionSummary:
+			return Trigger{Kind: KindSummarySchedule, Sweep: true, ID: ev.ID}, nil
 		default:
 			return Trigger{}, fmt.Errorf("%w: scheduled event with unknown icekeeper_action %q", ErrRejected, d.Action)
 		}
@@ -210,6 +226,8 @@ func Decode(raw []byte) (Trigger, error) {
 		return decodeContinue(ev)
 	case ev.DetailType == DetailTypeQuery && ev.Source == SourceCommit:
 		return decodeQuery(ev)
+	case ev.DetailType == DetailTypeSummary && ev.Source == SourceCommit:
+		return Trigger{Kind: KindSummary, ID: ev.ID, Ignored: "the weekly summary is icekeeper's own report: it wakes no table"}, nil
 	case ev.DetailType == DetailTypeAthena && ev.Source == SourceAthena:
 		return decodeAthena(ev)
 	case ev.DetailType == "" && ev.Source == "":

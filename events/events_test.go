@@ -16,6 +16,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 	}{
 		{"scheduled.json", Trigger{Kind: KindSchedule, Sweep: true, ID: "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa"}},
 		{"orphan-schedule.json", Trigger{Kind: KindOrphanSchedule, Sweep: true, ID: "9f1a7d3e-5b2c-4e8a-9c1d-2f3e4a5b6c7d"}},
+		{"summary-schedule.json", Trigger{Kind: KindSummarySchedule, Sweep: true, ID: "4c8e2a6f-1b3d-4e5f-a7b9-0c2d4e6f8a1b"}},
 		{"glue-table-state-change.json", Trigger{Kind: KindGlue, Tables: []string{"demo.events"}, ID: "2617428d-715f-edef-70b9-bd2eb6f1c8c7"}},
 		{"glue-database-state-change.json", Trigger{Kind: KindGlueDB, Tables: []string{"demo.events"}, ID: "5089ddb8-2ab5-4739-7323-8519741f53d7"}},
 		{"s3-metadata-object-created.json", Trigger{Kind: KindS3, Locations: []string{"s3://lakehouse/warehouse/demo.db/events"}, ID: "17793124-05d4-b198-2fde-7ededc63b103"}},
@@ -26,6 +27,7 @@ func TestDecode_SampleEvents(t *testing.T) {
 			BytesScanned: 73400320, RowsReturned: 12, Engine: "trino", QueryID: "20261201_091500_00042_abcde", Partitions: []string{"region=region-01"},
 			Class: "dashboard",
 		}}},
+		{"icekeeper-weekly-summary.json", Trigger{Kind: KindSummary, ID: "2b7f3c1e-9a4d-4f61-8e2b-5c0d7a9e3f18", Ignored: "the weekly summary is icekeeper's own report: it wakes no table"}},
 		{"athena-query-state-change.json", Trigger{Kind: KindAthena, ID: "abcdef00-1234-5678-9abc-def012345678", AthenaQueryID: "01234567-0123-0123-0123-012345678901"}},
 	}
 	for _, tc := range tests {

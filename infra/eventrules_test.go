@@ -106,6 +106,7 @@ var ruleConstructID = regexp.MustCompile(`^([A-Za-z]+)[0-9A-F]{8}$`)
 const (
 	ruleSweep    = "SweepSchedule"
 	ruleOrphans  = "OrphanSchedule"
+	ruleSummary  = "SummarySchedule"
 	ruleCommit   = "CommitEvents"
 	ruleContinue = "ContinueEvents"
 	ruleQueries  = "QuerySignals"
@@ -212,6 +213,8 @@ const (
 	sampleContinue = "icekeeper-continue.json"
 	sampleQuery    = "icekeeper-query.json"
 	sampleOrphans  = "orphan-schedule.json"
+	sampleSummary  = "summary-schedule.json"
+	sampleWeekly   = "icekeeper-weekly-summary.json"
 	sampleS3       = "s3-metadata-object-created.json"
 	sampleSchedule = "scheduled.json"
 )
@@ -230,6 +233,8 @@ var eventCases = []eventCase{
 	{name: sampleContinue, sample: sampleContinue},
 	{name: sampleQuery, sample: sampleQuery},
 	{name: sampleOrphans, sample: sampleOrphans},
+	{name: sampleSummary, sample: sampleSummary},
+	{name: sampleWeekly, sample: sampleWeekly},
 	{name: sampleS3, sample: sampleS3},
 	{name: sampleSchedule, sample: sampleSchedule},
 
@@ -287,6 +292,10 @@ var wantMatches = map[string][6]string{
 	sampleContinue: {ruleContinue, ruleContinue, ruleContinue, ruleContinue, ruleContinue, ""},
 	sampleQuery:    {ruleQueries, ruleQueries, ruleQueries, ruleQueries, "", ""},
 	sampleOrphans:  {},
+	sampleSummary:  {},
+	// The summary's own event wakes no rule of the stack: it is for the
+	// operator's (README, "The weekly summary").
+	sampleWeekly:   {},
 	sampleS3:       {ruleS3, "", "", "", ruleS3, ""},
 	sampleSchedule: {},
 
@@ -511,7 +520,7 @@ func TestEventRules_MatchExactlyTheExpectedEventsWithEventRuler(t *testing.T) {
 		if want := slices.Sorted(slices.Values(c.patterns)); !slices.Equal(patterns, want) {
 			t.Errorf("%s: event-pattern rules %v, want %v", c.name, patterns, want)
 		}
-		if want := []string{ruleOrphans, ruleSweep}; !slices.Equal(schedules, want) {
+		if want := []string{ruleOrphans, ruleSummary, ruleSweep}; !slices.Equal(schedules, want) {
 			t.Errorf("%s: schedule rules %v, want %v", c.name, schedules, want)
 		}
 		for _, ec := range eventCases {

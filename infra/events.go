@@ -29,14 +29,17 @@ const (
 	// ActionOrphans is the detail.icekeeper_action of the orphan
 	// schedule's events.
 	ActionOrphans = "orphans"
+	// ActionSummary is the detail.icekeeper_action of the weekly
+	// summary schedule's events.
+	ActionSummary = "summary"
 )
 
 // Rules are the EventBridge rules that wake the planner. Glue and S3 are
 // empty when they would match nothing, and hold several rules when one
 // pattern would pass EventBridge's 2,048 characters (see newRules).
 type Rules struct {
-	Sweep, Orphans, Commit, Continue, Queries, Athena awsevents.Rule
-	Glue, S3                                          []awsevents.Rule
+	Sweep, Orphans, Summary, Commit, Continue, Queries, Athena awsevents.Rule
+	Glue, S3                                                   []awsevents.Rule
 }
 
 // MaxWildcardRules is how many of the account's 30 wildcard rules an
@@ -155,11 +158,28 @@ func toAny[T any](xs []T) []any {
 	return out
 }
 
+// actionTarget is the planner as a schedule's target, given a constant
+// event (EventBridge User Guide, "Configuring target input"): a scheduled
+// event whose detail.icekeeper_action names what to do (events.Decode).
+func actionTarget(fns Lambdas, action string) awsevents.IRuleTarget {
+	return awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
+		Event: awsevents.RuleTargetInput_FromObject(map[string]any{
+			"version": "0", "id": awsevents.EventField_EventId(), "detail-type": DetailTypeSchedule, "source": SourceSchedule,
+			"time": awsevents.EventField_Time(), "detail": map[string]any{"icekeeper_action": action},
+		}),
+	})
+}
+
 // newRules creates the rules that target the planner:
 //
 //   - the sweep schedule (a "Scheduled Event" from aws.events), always;
 //   - the orphan schedule, always (a constant scheduled event whose detail
 //     names the orphan cleanup);
+//   - the weekly summary's schedule, always (a constant scheduled event
+//     whose detail names the summary; the planner writes the summary to
+//     the bucket's summary/ and puts its event);
 //   - Glue table and database state changes, for a Glue catalog, filtered
 //     to the granted databases and to the calls that change a table's data
 //     (UpdateTable, CreateTable; partition calls and drops wake nothing),
@@ -201,18 +221,19 @@ func newRules(scope constructs.Construct, s Settings, fns Lambdas, bus awsevents
 	// The orphan schedule's target gets a constant event (EventBridge User
 	// Guide, "Configuring target input"): a scheduled event whose detail
 	// names the orphan cleanup (events.ActionOrphans).
-	orphanTarget := awseventstargets.NewLambdaFunction(fns.Planner, &awseventstargets.LambdaFunctionProps{
-		RetryAttempts: jsii.Number(2),
-		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
-		Event: awsevents.RuleTargetInput_FromObject(map[string]any{
-			"version": "0", "id": awsevents.EventField_EventId(), "detail-type": DetailTypeSchedule, "source": SourceSchedule,
-			"time": awsevents.EventField_Time(), "detail": map[string]any{"icekeeper_action": ActionOrphans},
-		}),
-	})
+	orphanTarget := actionTarget(fns, ActionOrphans)
 	r.Orphans = awsevents.NewRule(scope, jsii.String("OrphanSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("icekeeper: orphan cleanup sweep over the tables that asked for it"),
 		Schedule:    awsevents.Schedule_Expression(jsii.String(s.OrphanSchedule)),
 		Targets:     &[]awsevents.IRuleTarget{orphanTarget},
+	})
+	// The weekly summary: a constant scheduled event as the orphan
+	// schedule's, naming the summary (events.ActionSummary).
+	summaryTarget := actionTarget(fns, ActionSummary)
+	r.Summary = awsevents.NewRule(scope, jsii.String("SummarySchedule"), &awsevents.RuleProps{
+		Description: jsii.String("icekeeper: the weekly summary (summary/ in the bucket, and an event)"),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(s.SummarySchedule)),
+		Targets:     &[]awsevents.IRuleTarget{summaryTarget},
 	})
 	r.Commit = awsevents.NewRule(scope, jsii.String("CommitEvents"), &awsevents.RuleProps{
 		Description: jsii.String("icekeeper: a writer announced an Iceberg commit"),

@@ -309,6 +309,15 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 		statement("PlansAndReportsWrite", []string{"s3:PutObject"}, []string{jobs, health}),
 		statement("AuditEvents", []string{"events:PutEvents"}, []string{a.busARN(bus)}),
 	)
+	// The weekly summary (shared/summary): it reads the maintenance log
+	// and the latest health reports, lists them by prefix (which also
+	// tells a missing report from a denied read, package blob), and
+	// writes summary/ only.
+	add(fns.Planner,
+		statement("SummaryWrite", []string{"s3:PutObject"}, []string{bucket + "/" + a.s.key(SummaryPrefix) + "*"}),
+		statement("SummaryInputsRead", []string{"s3:GetObject"}, []string{joblog, health}),
+		a.prefixListing("SummaryInputsList", bucket, a.s.key(LogPrefix), a.s.key(HealthPrefix)),
+	)
 	q.Tasks.GrantSendMessages(fns.Planner)
 	q.Commits.GrantSendMessages(fns.Planner)
 	add(fns.Rewriter,
@@ -467,6 +476,18 @@ func (a *access) jobFoldersListing(sid, bucket string, folders ...string) awsiam
 		prefixes = append(prefixes, p, p+"*")
 	}
 	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": prefixes})
+	return st
+}
+
+// prefixListing allows listing icekeeper's bucket only under the given
+// prefixes.
+func (a access) prefixListing(sid, bucket string, prefixes ...string) awsiam.PolicyStatement {
+	st := statement(sid, []string{"s3:ListBucket"}, []string{bucket})
+	var ps []string
+	for _, p := range prefixes {
+		ps = append(ps, p+"*")
+	}
+	st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": ps})
 	return st
 }
 

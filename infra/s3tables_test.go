@@ -90,8 +90,9 @@ func TestS3Tables_PermissionsAreScopedToGrantedNamespacesAndTables(t *testing.T)
 // nothing it leaves to the operator.
 func TestS3Tables_PlannerWakesBySweepAndCustomEvents(t *testing.T) {
 	f := mustSynth(t, s3tablesContext())
-	// Sweep, orphans, commit, continuation, and the two query signal rules.
-	assert(t, "the sweep, orphan and custom event rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(6)) })
+	// Sweep, orphans, summary, commit, continuation, and the two query
+	// signal rules.
+	assert(t, "the sweep, orphan, summary and custom event rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(7)) })
 	meta, _ := (*f.tpl.ToJSON())["Metadata"].(map[string]any)
 	summary, _ := meta["Icekeeper::Settings"].(string)
 	if strings.Contains(summary, "table location") || !strings.Contains(summary, "table bucket "+testTableBucket) {

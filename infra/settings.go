@@ -108,6 +108,10 @@ type Settings struct {
 	// OrphanSchedule is the EventBridge schedule expression of the orphan
 	// cleanup sweep (tables whose owner set icekeeper.orphans.enabled).
 	OrphanSchedule string
+	// SummarySchedule is the EventBridge schedule expression of the
+	// weekly summary (package summary): Mondays 06:00 UTC by default, the
+	// week before being complete by then.
+	SummarySchedule string
 
 	Planner, Rewriter, Committer FunctionSettings
 	// RewriterConcurrency is the task queue event source's maximum
@@ -182,7 +186,12 @@ func DefaultSettings() Settings {
 		EventBus:              "default",
 		SweepSchedule:         "rate(1 hour)",
 		OrphanSchedule:        "rate(7 days)",
-		Planner:               FunctionSettings{MemoryMB: 1024, Timeout: 5 * time.Minute},
+		// EventBridge cron: minutes hours day-of-month month day-of-week
+		// year, one of the two days "?" (EventBridge User Guide, "Cron
+		// expressions reference":
+		// https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cron-expressions.html).
+		SummarySchedule: "cron(0 6 ? * MON *)",
+		Planner:         FunctionSettings{MemoryMB: 1024, Timeout: 5 * time.Minute},
 		// 1769 MB is one vCPU's worth of CPU (AWS Lambda developer guide,
 		// "Configuring Lambda function memory"). A rewriter is mostly one
 		// core of zstd: more memory buys CPU it barely uses (two cores did
@@ -232,6 +241,7 @@ const (
 	CtxEventBus              = "eventBus"
 	CtxSweepSchedule         = "sweepSchedule"
 	CtxOrphanSchedule        = "orphanSchedule"
+	CtxSummarySchedule       = "summarySchedule"
 	CtxPlannerMemory         = "plannerMemoryMb"
 	CtxPlannerTimeout        = "plannerTimeout"
 	CtxRewriterMemory        = "rewriterMemoryMb"
@@ -274,7 +284,7 @@ func ContextKeys() []string {
 	return []string{
 		CtxMode, CtxGrants, CtxCatalogType, CtxCatalogName, CtxCatalogURI, CtxCatalogWarehouse, CtxCatalogSigV4,
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
-		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxPlannerMemory,
+		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxSummarySchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
 		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxQuerySignals, CtxAthenaWorkGroups, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
@@ -308,6 +318,7 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.str(CtxEventBus, &s.EventBus)
 	r.str(CtxSweepSchedule, &s.SweepSchedule)
 	r.str(CtxOrphanSchedule, &s.OrphanSchedule)
+	r.str(CtxSummarySchedule, &s.SummarySchedule)
 	r.integer(CtxPlannerMemory, &s.Planner.MemoryMB)
 	r.duration(CtxPlannerTimeout, &s.Planner.Timeout)
 	r.integer(CtxRewriterMemory, &s.Rewriter.MemoryMB)
@@ -441,7 +452,7 @@ func (s Settings) Validate() error {
 	if s.EventBus == "" {
 		bad(CtxEventBus, "must not be empty (use default)")
 	}
-	for key, v := range map[string]string{CtxSweepSchedule: s.SweepSchedule, CtxOrphanSchedule: s.OrphanSchedule} {
+	for key, v := range map[string]string{CtxSweepSchedule: s.SweepSchedule, CtxOrphanSchedule: s.OrphanSchedule, CtxSummarySchedule: s.SummarySchedule} {
 		if !strings.HasPrefix(v, "rate(") && !strings.HasPrefix(v, "cron(") {
 			bad(key, "%q: want rate(...) or cron(...)", v)
 		}

@@ -319,7 +319,7 @@ var functionIDs = []string{"Planner", "Rewriter", "Committer"}
 func TestIcekeeperStack_CreatesTheResources(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	for typ, n := range map[string]float64{
-		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 8, // schedule, orphans, commit, continuation, Glue, S3, query signals, Athena
+		"AWS::Lambda::Function": 3, "AWS::SQS::Queue": 5, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 9, // schedule, orphans, summary, commit, continuation, Glue, S3, query signals, Athena
 		"AWS::S3::Bucket": 1, "AWS::Lambda::EventSourceMapping": 2, "AWS::SNS::Topic": 1, "AWS::SNS::Subscription": 1,
 		"AWS::CloudWatch::Dashboard": 1, "AWS::Logs::LogGroup": 3,
 	} {
@@ -944,7 +944,8 @@ func TestIcekeeperStack_ModeOffHasNoTableAccess(t *testing.T) {
 			}
 		}
 	}
-	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) })
+	// The sweep, orphan and summary schedules and the commit rule.
+	assert(t, "mode off rules", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(4)) })
 }
 
 func TestIcekeeperStack_AdvisoryOnlyLetsThePlannerRead(t *testing.T) {
@@ -1042,8 +1043,9 @@ func TestSettings_ReadCommandLineStrings(t *testing.T) {
 	if !contains(reads, partition+":s3:::wh/demo/*/*") {
 		t.Errorf("explicit namespace location not used: %v", reads)
 	}
-	// Sweep, orphans, commit, S3 metadata and the two query signal rules.
-	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(7)) })
+	// Sweep, orphans, summary, commit, S3 metadata and the two query
+	// signal rules (and the continuation).
+	assert(t, "no Glue rule for a REST catalog", func() { f.tpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(8)) })
 }
 
 // matches is EventBridge's matching for the pattern features the stack
@@ -1612,42 +1614,107 @@ func checkPolicies(t *testing.T, policiesFile string, ctx map[string]any) {
 	}
 }
 
-// TestIcekeeperStack_OrphanScheduleSendsThePlannersOrphanSweepEvent: the
-// orphan schedule's target input, with EventBridge's placeholders filled,
-// is the sample events/orphan-schedule.json (source, detail-type and
-// detail), which the planner decodes as an orphan sweep (events tests);
-// the schedule is the setting's.
-func TestIcekeeperStack_OrphanScheduleSendsThePlannersOrphanSweepEvent(t *testing.T) {
-	var sample map[string]any
-	if err := json.Unmarshal(mustReadFile(t, filepath.Join("..", "events", "orphan-schedule.json")), &sample); err != nil {
-		t.Fatal(err)
-	}
+// TestIcekeeperStack_SchedulesSendThePlannersScheduledEvents: the orphan
+// schedule's and the weekly summary's target inputs, with EventBridge's
+// placeholders filled, are the samples events/orphan-schedule.json and
+// events/summary-schedule.json (source, detail-type and detail), which
+// the planner decodes as an orphan sweep and a summary (events tests);
+// each schedule is the setting's, each rule's one target the planner.
+func TestIcekeeperStack_SchedulesSendThePlannersScheduledEvents(t *testing.T) {
 	f := mustSynth(t, activeContext())
-	found := false
-	for id, r := range f.ofType("AWS::Events::Rule") {
-		if !strings.HasPrefix(id, "OrphanSchedule") {
+	planner, _ := f.function(t, "Planner")
+	for _, tc := range []struct{ rule, sample, schedule string }{
+		{"OrphanSchedule", "orphan-schedule.json", "rate(7 days)"},
+		{"SummarySchedule", "summary-schedule.json", "cron(0 6 ? * MON *)"},
+	} {
+		var sample map[string]any
+		if err := json.Unmarshal(mustReadFile(t, filepath.Join("..", "events", tc.sample)), &sample); err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for id, r := range f.ofType("AWS::Events::Rule") {
+			if !strings.HasPrefix(id, tc.rule) {
+				continue
+			}
+			found++
+			p := props(r)
+			if p["ScheduleExpression"] != tc.schedule {
+				t.Errorf("%s: schedule %v, want %s", tc.rule, p["ScheduleExpression"], tc.schedule)
+			}
+			targets := p["Targets"].([]any)
+			if len(targets) != 1 || flat(targets[0].(map[string]any)["Arn"]) != "${"+planner+".Arn}" {
+				t.Errorf("%s: targets %v, want the planner %s alone", tc.rule, targets, planner)
+			}
+			input, _ := targets[0].(map[string]any)["InputTransformer"].(map[string]any)
+			tmpl, _ := input["InputTemplate"].(string)
+			raw := strings.NewReplacer("<id>", `"e-1"`, "<time>", `"2026-11-30T03:00:00Z"`).Replace(tmpl)
+			var got map[string]any
+			if err := json.Unmarshal([]byte(raw), &got); err != nil {
+				t.Fatalf("%s: target input %s: %v", tc.rule, raw, err)
+			}
+			for _, k := range []string{"source", "detail-type", "detail"} {
+				if !reflect.DeepEqual(got[k], sample[k]) {
+					t.Errorf("%s: %s: the rule sends %v, the planner's sample has %v", tc.rule, k, got[k], sample[k])
+				}
+			}
+		}
+		if found != 1 {
+			t.Fatalf("%d %s rules, want 1", found, tc.rule)
+		}
+	}
+}
+
+// TestIcekeeperStack_ThePlannerWritesTheSummaryAndReadsOnlyItsInputs:
+// the planner may put the summary's event on the bus and write objects
+// under summary/ (and its plans and reports, as before), nowhere else in
+// the bucket; it reads the maintenance log and the health reports, and
+// lists only under their prefixes.
+func TestIcekeeperStack_ThePlannerWritesTheSummaryAndReadsOnlyItsInputs(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	var puts, gets []string
+	events, listed := false, false
+	for _, s := range f.statements(t, "Planner") {
+		if s.Effect != "Allow" {
 			continue
 		}
-		found = true
-		p := props(r)
-		if p["ScheduleExpression"] != "rate(7 days)" {
-			t.Errorf("orphan schedule %v", p["ScheduleExpression"])
-		}
-		input, _ := p["Targets"].([]any)[0].(map[string]any)["InputTransformer"].(map[string]any)
-		tmpl, _ := input["InputTemplate"].(string)
-		raw := strings.NewReplacer("<id>", `"e-1"`, "<time>", `"2026-11-30T03:00:00Z"`).Replace(tmpl)
-		var got map[string]any
-		if err := json.Unmarshal([]byte(raw), &got); err != nil {
-			t.Fatalf("target input %s: %v", raw, err)
-		}
-		for _, k := range []string{"source", "detail-type", "detail"} {
-			if !reflect.DeepEqual(got[k], sample[k]) {
-				t.Errorf("%s: the rule sends %v, the planner's sample has %v", k, got[k], sample[k])
+		for _, a := range s.Actions {
+			switch a {
+			case "s3:PutObject":
+				puts = append(puts, s.Resources...)
+			case "s3:GetObject":
+				gets = append(gets, s.Resources...)
+			case "events:PutEvents":
+				for _, r := range s.Resources {
+					events = events || strings.HasSuffix(r, ":event-bus/default")
+				}
+			case "s3:ListBucket":
+				if s.Sid == "SummaryInputsList" {
+					listed = reflect.DeepEqual(s.Condition, map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"log/*", "health/*"}}})
+				}
 			}
 		}
 	}
-	if !found {
-		t.Fatal("no orphan schedule rule")
+	sort.Strings(puts)
+	sort.Strings(gets)
+	// Keys in icekeeper's bucket (${Bucket….Arn}/key), the key alone.
+	inBucket := func(rs []string) []string {
+		var out []string
+		for _, r := range rs {
+			if strings.HasPrefix(r, "${Bucket") {
+				out = append(out, r[strings.Index(r, "}")+1:])
+			}
+		}
+		return out
+	}
+	bucketPuts, bucketGets := inBucket(puts), inBucket(gets)
+	if want := []string{"/health/*", "/jobs/*", "/summary/*"}; !slices.Equal(bucketPuts, want) {
+		t.Errorf("the planner writes %v in the bucket, want %v", bucketPuts, want)
+	}
+	if want := []string{"/health/*", "/log/*"}; !slices.Equal(bucketGets, want) {
+		t.Errorf("the planner reads %v in the bucket, want %v", bucketGets, want)
+	}
+	if !events || !listed {
+		t.Errorf("PutEvents on the default bus %v; listing limited to log/ and health/ %v", events, listed)
 	}
 }
 

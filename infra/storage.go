@@ -34,6 +34,9 @@ const (
 	HealthPrefix = "health/"
 	// LogPrefix holds the maintenance log, log/<table>/ (shared/joblog).
 	LogPrefix = "log/"
+	// SummaryPrefix holds the weekly summaries, summary/<yyyy>-W<ww>.json
+	// and .html and summary/latest.* (shared/summary).
+	SummaryPrefix = "summary/"
 )
 
 // newStorage creates the bucket (S3-managed encryption, no public access,

@@ -107,6 +107,17 @@ func (c *catalogFlags) openCatalog(ctx context.Context, create bool) (config.Con
 	return cfg, cat, err
 }
 
+// deployment reads the ICEKEEPER_* settings and loads the AWS clients:
+// what the commands that read a deployment's records (log, summary) use.
+func deployment(ctx context.Context) (config.Config, *awsclients.Clients, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return cfg, nil, exitError{code: 2, err: err}
+	}
+	clients, err := awsclients.Load(ctx)
+	return cfg, clients, err
+}
+
 // envConfig reads the ICEKEEPER_* settings and applies the catalog flags.
 func (c *catalogFlags) envConfig() (config.Config, error) {
 	cfg, err := config.FromEnv()

@@ -31,11 +31,7 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return exitError{code: 2, err: err}
-	}
-	clients, err := awsclients.Load(ctx)
+	cfg, clients, err := deployment(ctx)
 	if err != nil {
 		return err
 	}

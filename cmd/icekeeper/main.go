@@ -92,6 +92,14 @@ Usage:
       The table's maintenance log: one record per job (trigger, pinned and
       committed snapshots, files, bytes and rows in and out, durations,
       estimated cost, outcome and reason), from ICEKEEPER_BUCKET.
+  icekeeper summary [TABLE ...] [--at TIME] [--json] [--html FILE] [--publish]
+      The weekly summary of the last complete ISO week (of the tables named,
+      else of every table with a maintenance log): jobs per table and kind,
+      estimated cost, the ledger's measured saving, tables backed off and
+      why, layout trial verdicts, partition proposals pending a human.
+      Reads ICEKEEPER_BUCKET (and the lease and jobs tables when set).
+      --publish writes it to summary/ and puts its event, as the planner's
+      weekly rule does.
   icekeeper invoke planner --event FILE [catalog flags]
   icekeeper invoke rewriter|committer [--max N]
       Run one function's handler locally, as SAM's local invoke does: the
@@ -184,6 +192,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runLog(ctx, args[1:], stdout, stderr)
 	case "signals":
 		return runSignals(ctx, args[1:], stdout, stderr)
+	case "summary":
+		return runSummary(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}

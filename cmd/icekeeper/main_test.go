@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
@@ -27,6 +28,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/summary"
 )
 
 func runCLI(t *testing.T, args ...string) (string, error) {
@@ -317,6 +319,39 @@ func TestInvoke_EachStageByHandWithACommitBetween(t *testing.T) {
 	}
 	if len(book.Weeks) != 1 || book.Weeks[0].Jobs != 1 || book.Weeks[0].CostUSD <= 0 || book.Verdict.BackOff {
 		t.Fatalf("ledger %+v", book)
+	}
+
+	// The weekly summary of this week (built as at the next Monday
+	// 06:00): the one compaction, committed, with its cost.
+	now := time.Now().UTC()
+	nextMonday := time.Date(now.Year(), now.Month(), now.Day(), 6, 0, 0, 0, time.UTC).AddDate(0, 0, 7-(int(now.Weekday())+6)%7)
+	if out, err = runCLI(t, "summary", "--at", nextMonday.Format(time.RFC3339), "--json"); err != nil {
+		t.Fatalf("icekeeper summary: %v\n%s", err, out)
+	}
+	var week summary.Summary
+	if err := json.Unmarshal([]byte(out), &week); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if week.Totals.Tables != 1 || week.Totals.Jobs != 1 || week.Totals.Committed != 1 || week.Totals.CostUSD <= 0 ||
+		len(week.Tables) != 1 || week.Tables[0].Table != "demo.events" || len(week.Tables[0].Actions) != 1 || week.Tables[0].Actions[0].Kind != "compaction" {
+		t.Fatalf("summary %+v", week)
+	}
+	// The planner on the weekly rule's event writes last week's to the
+	// bucket with the stack's wiring.
+	if out, err = runCLI(t, "invoke", "planner", "--event", "../../events/summary-schedule.json", "-q"); err != nil || !strings.Contains(out, `"action": "summarized"`) {
+		t.Fatalf("invoke planner (summary): %v\n%s", err, out)
+	}
+	store, err := blob.NewStore(cloud.Clients.S3, cfg.Bucket, cfg.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.Get(ctx, store.Key(summary.LatestJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last summary.Summary
+	if err := json.Unmarshal(b, &last); err != nil || last.Totals.Tables != 1 || !last.To.Equal(nextMonday.Add(-6*time.Hour).AddDate(0, 0, -7)) {
+		t.Fatalf("the planner's summary %+v (%v)", last, err)
 	}
 }
 

@@ -146,6 +146,7 @@ func Render(w io.Writer, p Page) error {
 	}
 	data := map[string]any{
 		"R":          p.Report,
+		"Style":      Style,
 		"Generated":  p.Report.GeneratedAt.UTC().Format(time.RFC3339),
 		"Histograms": hist,
 		"More":       more,
@@ -160,27 +161,36 @@ func Render(w io.Writer, p Page) error {
 	return pageTemplate.Execute(w, data)
 }
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"bytes":   func(n int64) string { return health.FormatBytes(n) },
-	"percent": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"delta": func(before, after int64) string {
-		if before == 0 {
-			return ""
-		}
-		return fmt.Sprintf("%+.0f%%", 100*float64(after-before)/float64(before))
-	},
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>{{.R.Table}}: health</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+// Style is the pages' stylesheet, inline in each page (the weekly
+// summary's page, package summary, shares it).
+const Style template.CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 .muted{color:#666}.grid{display:flex;flex-wrap:wrap;gap:12px}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 10px}
 table{border-collapse:collapse}td,th{padding:3px 10px;text-align:right;border-bottom:1px solid #eee}
 td:first-child,th:first-child{text-align:left}
 .score{font-size:34px;font-weight:600}.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
-</style></head><body>
+`
+
+// Funcs are the pages' formatting functions: bytes (binary units),
+// percent (a ratio) and delta (the change from before to after).
+func Funcs() template.FuncMap {
+	return template.FuncMap{
+		"bytes":   func(n int64) string { return health.FormatBytes(n) },
+		"percent": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+		"delta": func(before, after int64) string {
+			if before == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%+.0f%%", 100*float64(after-before)/float64(before))
+		},
+	}
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(Funcs()).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{{.R.Table}}: health</title>
+<style>{{.Style}}</style></head><body>
 <h1>{{.R.Table}}</h1>
 <div class="muted">snapshot {{.R.SnapshotID}} · generated {{.Generated}} · target file size {{bytes .R.Thresholds.TargetFileSize}}</div>
 

@@ -181,6 +181,12 @@ func (l *Log) Read(ctx context.Context, table string, limit int) ([]Record, erro
 	if limit > 0 && len(keys) > limit {
 		keys = keys[:limit]
 	}
+	return l.records(ctx, keys)
+}
+
+// records reads the records at keys, in their order (keys not of a record
+// are skipped).
+func (l *Log) records(ctx context.Context, keys []string) ([]Record, error) {
 	out := make([]Record, 0, len(keys))
 	for _, k := range keys {
 		if !strings.HasSuffix(k, ".json") {
@@ -197,6 +203,24 @@ func (l *Log) Read(ctx context.Context, table string, limit int) ([]Record, erro
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ReadSince returns a table's records of jobs created at or after since,
+// oldest first (their keys sort by creation time).
+func (l *Log) ReadSince(ctx context.Context, table string, since time.Time) ([]Record, error) {
+	keys, err := l.store.List(ctx, prefix(table))
+	if err != nil {
+		return nil, fmt.Errorf("joblog: list %s: %w", table, err)
+	}
+	sort.Strings(keys)
+	from := prefix(table) + since.UTC().Format("20060102T150405.000Z")
+	kept := keys[:0]
+	for _, k := range keys {
+		if i := strings.LastIndex(k, prefix(table)); i >= 0 && k[i:] >= from {
+			kept = append(kept, k)
+		}
+	}
+	return l.records(ctx, kept)
 }
 
 // LedgerEntry is r's ledger entry, if the ledger weighs r's kind: its

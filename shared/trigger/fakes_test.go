@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/summary"
 )
 
 // The fakes below stand for the dispatcher's collaborators; each records
@@ -289,6 +290,19 @@ func (l *fakeLedger) Assess(context.Context, string, time.Time) (ledger.Assessme
 	return l.a, nil
 }
 
+// fakeSummarizer records the tables each weekly summary was asked for.
+type fakeSummarizer struct {
+	calls [][]string
+	err   error
+}
+
+func (f *fakeSummarizer) Publish(_ context.Context, tables []string, at time.Time) (summary.Published, error) {
+	f.calls = append(f.calls, tables)
+	_, _, week := summary.Week(at)
+	jsonKey, _ := summary.Keys(week)
+	return summary.Published{Summary: summary.Summary{ID: "test/" + week, Week: week}, Event: summary.Event{JSONKey: jsonKey}}, f.err
+}
+
 // rig is a dispatcher wired to fakes.
 type rig struct {
 	cat       *fakeCatalog
@@ -301,6 +315,7 @@ type rig struct {
 	signals   *fakeSignals
 	queries   *fakeQueries
 	ledger    *fakeLedger
+	summary   *fakeSummarizer
 	settings  Settings
 }
 
@@ -318,6 +333,7 @@ func newRig(t *testing.T, mode config.Mode, grants string) *rig {
 		reports:   &fakeReports{},
 		assessor:  &fakeAssessor{byTable: map[string]Assessment{}, errs: map[string]error{}, orphans: map[string]int{}},
 		metrics:   &fakeMetrics{},
+		summary:   &fakeSummarizer{},
 		settings:  Settings{Mode: mode, Grants: g, MinInterval: time.Minute, SweepMaxJobs: 10, SweepMaxBytes: 1 << 40},
 	}
 }
@@ -341,6 +357,9 @@ func (r *rig) dispatcher(t *testing.T) *Dispatcher {
 	}
 	if r.ledger != nil {
 		deps.Ledger = r.ledger
+	}
+	if r.summary != nil {
+		deps.Summarizer = r.summary
 	}
 	d, err := New(r.settings, deps)
 	if err != nil {

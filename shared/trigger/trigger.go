@@ -56,6 +56,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
+	"github.com/icekeeper/icekeeper/shared/summary"
 	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
@@ -102,6 +103,12 @@ type QueryLookup interface {
 // Auditor publishes audit events.
 type Auditor interface {
 	Publish(ctx context.Context, detailType string, detail any) error
+}
+
+// Summarizer publishes the weekly summary of the tables (package
+// summary): the week's JSON and page in the bucket, and its event.
+type Summarizer interface {
+	Publish(ctx context.Context, tables []string, at time.Time) (summary.Published, error)
 }
 
 // Reports stores health reports.
@@ -172,6 +179,8 @@ const (
 	ActionSkipped  Action = "skipped"
 	// ActionObserved: a query signal was recorded.
 	ActionObserved Action = "observed"
+	// ActionSummarized: the weekly summary was written and announced.
+	ActionSummarized Action = "summarized"
 )
 
 // Skip reasons (also the Reason metric dimension).
@@ -230,6 +239,7 @@ type Dispatcher struct {
 	signals   Signals
 	queries   QueryLookup
 	ledger    Ledger
+	summary   Summarizer
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -252,8 +262,11 @@ type Deps struct {
 	// rewrites of a table whose maintenance keeps costing more than it
 	// saves (active mode).
 	Ledger Ledger
-	Log    *slog.Logger
-	Now    func() time.Time
+	// Summarizer, when set, publishes the weekly summary on its
+	// schedule's trigger (advisory and active modes).
+	Summarizer Summarizer
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // New validates the settings against the mode and returns a Dispatcher.
@@ -288,7 +301,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
-		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, log: d.Log, now: d.Now}, nil
+		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, summary: d.Summarizer, log: d.Log, now: d.Now}, nil
 }
 
 // Dispatch handles one decoded trigger. The error joins the retryable
@@ -326,6 +339,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		}
 		return out, errors.Join(errs...)
 	}
+	if trig.Kind == events.KindSummarySchedule {
+		record(d.summarize(ctx, log))
+		return out, errors.Join(errs...)
+	}
 	if trig.Sweep {
 		sweep := d.sweep
 		if trig.Kind == events.KindOrphanSchedule {
@@ -357,6 +374,32 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		record(d.visit(ctx, log.With("table", name), name, trig.Kind))
 	}
 	return out, errors.Join(errs...)
+}
+
+// summarize publishes the weekly summary of the granted tables. A failure
+// is retryable: the week's keys and its event's id are the same on the
+// next attempt.
+func (d *Dispatcher) summarize(ctx context.Context, log *slog.Logger) (TableOutcome, error) {
+	if d.summary == nil {
+		// Not wired (the functions always are): ignored as a trigger that
+		// changes no table, without a skip reason of its own (each is a
+		// metric dimension value, infra/cost_test.go).
+		d.count("", "TriggersIgnored", SkipNoTableChange)
+		log.Info("trigger ignored: the weekly summary is not published here")
+		return TableOutcome{Action: ActionSkipped, Skip: SkipNoTableChange, Reason: "the weekly summary is not published here"}, nil
+	}
+	names, err := d.grantedTables(ctx)
+	if err != nil {
+		return TableOutcome{}, err
+	}
+	p, err := d.summary.Publish(ctx, names, d.now())
+	o := TableOutcome{Table: p.Summary.ID, Action: ActionSummarized, ReportKey: p.Event.JSONKey,
+		Reason: fmt.Sprintf("%d tables, %d jobs, $%.4f", p.Summary.Totals.Tables, p.Summary.Totals.Jobs, p.Summary.Totals.CostUSD)}
+	if err != nil {
+		return o, fmt.Errorf("trigger: weekly summary: %w", err)
+	}
+	log.Info("weekly summary published", "summary_id", p.Summary.ID, "key", p.Event.JSONKey, "tables", p.Summary.Totals.Tables, "jobs", p.Summary.Totals.Jobs)
+	return o, nil
 }
 
 // observe records a query signal's observations for the granted tables

@@ -9,6 +9,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/aws/aws-sdk-go-v2/service/athena"
@@ -21,6 +22,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/stage"
+	"github.com/icekeeper/icekeeper/shared/summary"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
 
@@ -89,14 +91,23 @@ func Dispatcher(d *stage.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error)
 	deps.Signals = store
 	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now, WorkGroupClasses: d.Config.AthenaWorkGroupClasses}
 	deps.Assessor = trigger.HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: stage.MemoryLimit(), Signals: store, Catalog: cat}
+	sum := summary.Publisher{Store: d.Blobs, Leases: d.Leases, Events: deps.Auditor, Deployment: Deployment(d.Config), Bucket: d.Config.Bucket}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)
 		if err != nil {
 			return nil, err
 		}
 		deps.Planner = p
-		deps.Ledger = ledger.Book{Entries: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable},
+		book := ledger.Book{Entries: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable},
 			Signals: store, Prices: ledger.Prices{ScanPerTB: d.Config.ScanPricePerTB}, BackOff: d.Config.LedgerBackOff}
+		deps.Ledger, sum.Ledger = book, book
 	}
+	deps.Summarizer = sum
 	return trigger.New(s, deps)
+}
+
+// Deployment names a deployment in its weekly summary: its bucket and
+// prefix (the stack's own, unique to it).
+func Deployment(c config.Config) string {
+	return strings.TrimSuffix(c.Bucket+"/"+strings.Trim(c.Prefix, "/"), "/")
 }
