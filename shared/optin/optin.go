@@ -24,6 +24,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/icekeeper/icekeeper/shared/sustain"
+	"github.com/icekeeper/icekeeper/shared/workload"
 )
 
 // Table properties.
@@ -303,6 +306,14 @@ func ValidateProperties(props map[string]string) error {
 		case PropertyMaxBytesPerJob:
 			if _, err := MaxBytesPerJob(map[string]string{k: v}, 0); err != nil {
 				errs = append(errs, err)
+			}
+		case workload.PropertyClass:
+			if _, err := workload.Choose(v, nil); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %w", ErrBadProperty, err))
+			}
+		case sustain.PropertyWindows:
+			if _, err := sustain.WindowsOf(map[string]string{k: v}); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %w", ErrBadProperty, err))
 			}
 		case PropertyCompactionStrategy, PropertyZOrderColumns:
 			if _, err := CompactionStrategy(props); err != nil {

@@ -2,6 +2,7 @@ package optin
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -178,6 +179,33 @@ func TestCompactionStrategy_BinpackByDefaultAndBadLayoutsAreRefused(t *testing.T
 	} {
 		if err := ValidateProperties(props); !errors.Is(err, ErrBadProperty) {
 			t.Errorf("%s: %v, want a bad property", name, err)
+		}
+	}
+}
+
+func TestValidateProperties_LayoutClassAndSustainedWindowsAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, good := range []map[string]string{
+		{"icekeeper.layout.class": "auto"}, {"icekeeper.layout.class": "dashboard"},
+		{"icekeeper.layout.sustained-windows": "1"}, {"icekeeper.layout.sustained-windows": "3"},
+	} {
+		if err := ValidateProperties(good); err != nil {
+			t.Errorf("%v rejected: %v", good, err)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"icekeeper.layout.class": "reports"}, {"icekeeper.layout.sustained-windows": "0"},
+		{"icekeeper.layout.sustained-windows": "two"}, {"icekeeper.layout.sustained-windows": "2.5"},
+	} {
+		err := ValidateProperties(bad)
+		if !errors.Is(err, ErrBadProperty) {
+			t.Errorf("%v: %v, want ErrBadProperty", bad, err)
+			continue
+		}
+		for k := range bad {
+			if !strings.Contains(err.Error(), k) {
+				t.Errorf("%v: %v does not name the property", bad, err)
+			}
 		}
 	}
 }

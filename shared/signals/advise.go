@@ -27,13 +27,11 @@ func PolicyOf(props map[string]string) (Policy, error) {
 	if _, err := workload.Choose(p.Class, nil); err != nil {
 		return p, err
 	}
-	if v := props[sustain.PropertyWindows]; v != "" {
-		var n int
-		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != v {
-			return p, fmt.Errorf("signals: %s=%q: want a whole number from 1", sustain.PropertyWindows, v)
-		}
-		p.Windows = n
+	n, err := sustain.WindowsOf(props)
+	if err != nil {
+		return p, fmt.Errorf("signals: %w", err)
 	}
+	p.Windows = n
 	return p, nil
 }
 

@@ -20,6 +20,21 @@ import (
 	"time"
 )
 
+// WindowsOf reads PropertyWindows from a table's properties:
+// DefaultWindows when it is unset, an error naming the property when it is
+// not a whole number from 1.
+func WindowsOf(props map[string]string) (int, error) {
+	v, ok := props[PropertyWindows]
+	if !ok || v == "" {
+		return DefaultWindows, nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != v {
+		return 0, fmt.Errorf("%s=%q: want a whole number from 1", PropertyWindows, v)
+	}
+	return n, nil
+}
+
 // DefaultWindows is how many consecutive windows a new leading column
 // must win (the table property PropertyWindows).
 const DefaultWindows = 2
