@@ -107,7 +107,7 @@ func TestPlan_MatchesIcebergGosPlanner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Plan(cfg, tasks)
+		got, err := planInto(cfg, tasks, EachOwnSpec, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,5 +223,70 @@ func TestPlanInto_FilesOfAnOlderSpecAreGroupedAcrossTheirPartitions(t *testing.T
 	}
 	if len(back.Groups) != 0 {
 		t.Fatalf("moving into spec %d: %d groups, want none", old.ID(), len(back.Groups))
+	}
+}
+
+// TestPlan_SmallFilesThatFillMoreThanATargetAreGroupedAsIcebergJavaDoes:
+// files between a fifth and three quarters of the target never make a bin
+// of MinInputFiles (iceberg-go drops them); Iceberg Java rewrites a group
+// of more than one file with more content than the target, and so does
+// Plan. Fewer files, or less content, stay.
+func TestPlan_SmallFilesThatFillMoreThanATargetAreGroupedAsIcebergJavaDoes(t *testing.T) {
+	spec := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = 100 << 20
+	cfg.MinFileSizeBytes = cfg.TargetFileSizeBytes * 3 / 4
+	cfg.MaxFileSizeBytes = cfg.TargetFileSizeBytes * 9 / 5
+	cfg.MinInputFiles = 5
+	file := func(part, i int, mb int64) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, fmt.Sprintf("s3://b/t/data/%d-%03d.parquet", part, i), iceberg.ParquetFile, map[int]any{1000: int32(part)}, nil, nil, 10, mb<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table.FileScanTask{File: b.Build()}
+	}
+	cases := []struct {
+		name   string
+		sizes  []int64 // MB, in one partition
+		groups int
+	}{
+		{"four files of half the target: iceberg-go's bins hold two each, both dropped", []int64{50, 50, 50, 50}, 1},
+		{"six files of 60%: one bin each", []int64{60, 60, 60, 60, 60, 60}, 1},
+		{"two files of 60%: more than a target together", []int64{60, 60}, 1},
+		{"two files of 40%: less than a target", []int64{40, 40}, 0},
+		{"one file of 70%: alone", []int64{70}, 0},
+		{"a right-sized file and one small one: the small one alone", []int64{100, 30}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var tasks []table.FileScanTask
+			for i, mb := range c.sizes {
+				tasks = append(tasks, file(0, i, mb))
+			}
+			ice, err := cfg.PlanCompaction(slices.Clone(tasks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ice.Groups) != 0 {
+				t.Fatalf("iceberg-go plans %d groups: the case does not show the difference", len(ice.Groups))
+			}
+			p, err := Plan(cfg, tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Groups) != c.groups {
+				t.Fatalf("%d groups, want %d", len(p.Groups), c.groups)
+			}
+			var grouped int
+			for _, g := range p.Groups {
+				grouped += len(g.Tasks)
+			}
+			if c.groups > 0 && grouped != len(c.sizes) {
+				t.Errorf("%d of %d files grouped, want all", grouped, len(c.sizes))
+			}
+			if p.SkippedFiles != len(c.sizes)-grouped {
+				t.Errorf("skipped %d, want %d", p.SkippedFiles, len(c.sizes)-grouped)
+			}
+		})
 	}
 }
