@@ -115,12 +115,17 @@ func sustained(rec *Recommendation, days []Day, now time.Time, t Table, p Policy
 }
 
 // Windows splits the days into count consecutive windows of width ending
-// at now, oldest first, each with its leading column (Aggregate's first,
-// partition sources excluded) and queries.
+// with now's UTC day, oldest first, each with its leading column
+// (Aggregate's first, partition sources excluded) and queries. Signals are
+// counted by UTC day, so the windows are whole days: the newest one ends at
+// the end of today and holds today's queries at any hour (windows ending
+// at now itself left today out before noon, since a day is placed by its
+// noon, and a change sustained in the afternoon was not in the morning).
 func Windows(days []Day, now time.Time, width time.Duration, count int, exclude []string) []sustain.Window {
 	var out []sustain.Window
+	today := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	for i := count - 1; i >= 0; i-- {
-		end := now.Add(-time.Duration(i) * width)
+		end := today.Add(-time.Duration(i) * width)
 		w := sustain.Window{Start: end.Add(-width), End: end}
 		var in []Day
 		for _, d := range days {

@@ -136,3 +136,25 @@ func TestRecommend_LeavesOutASecondColumnImpliedOrCorrelated(t *testing.T) {
 		}
 	}
 }
+
+// TestWindows_TodaysQueriesCountAtEveryHourOfTheDay: queries recorded
+// today and a week ago fall in the newest two windows whatever the hour,
+// midnight to the last minute of the day (windows that ended at now left
+// today out before noon).
+func TestWindows_TodaysQueriesCountAtEveryHourOfTheDay(t *testing.T) {
+	day := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	days := []Day{
+		{Date: "2026-11-28", Queries: 3, Columns: map[string]ColumnDay{"amount": {Filters: 3, BytesScanned: 3 << 20}}},
+		{Date: "2026-12-05", Queries: 4, Columns: map[string]ColumnDay{"amount": {Filters: 4, BytesScanned: 4 << 20}}},
+	}
+	for _, at := range []time.Duration{0, 30 * time.Minute, 11 * time.Hour, 12 * time.Hour, 23*time.Hour + 59*time.Minute} {
+		now := day.Add(at)
+		w := Windows(days, now, 7*24*time.Hour, 3, nil)
+		if len(w) != 3 {
+			t.Fatalf("at %s: %d windows", now, len(w))
+		}
+		if w[2].Queries != 4 || w[2].Leader != "amount" || w[1].Queries != 3 || w[1].Leader != "amount" || w[0].Queries != 0 {
+			t.Errorf("at %s: windows %+v, want today's 4 queries in the newest, the week before's 3 in the next", now.Format(time.TimeOnly), w)
+		}
+	}
+}
