@@ -38,7 +38,12 @@
 //     commit event's, detail.job_id, detail.deferred_groups,
 //     detail.deferred_bytes. It wakes the table as a commit event does; the
 //     committer reopened the table's cooldown first, so the next job is
-//     planned at once.
+//     planned at once. The committer puts the same event, with
+//     detail.resume_after (the committed job's kind) and no groups
+//     deferred, after a compaction, delete-file rewrite or manifest
+//     rewrite: the planner then plans only the actions after that one in
+//     the maintenance chain (the snapshot expiry that frees what the job
+//     replaced), without claiming the table's cooldown again.
 //   - "Icekeeper Query Observed" from icekeeper (the query signal any
 //     engine can put on the bus, docs/FORMATS.md): detail.namespace and
 //     detail.table as the commit event's, detail.columns (the filtered
@@ -147,6 +152,13 @@ type Trigger struct {
 	// ContinuesJob is the committed job whose compaction the trigger
 	// continues (KindContinue), for logs.
 	ContinuesJob string `json:"continues_job,omitempty"`
+	// ResumeAfter is the kind of the committed job (KindContinue) after
+	// which the maintenance chain resumes: the planner plans only the
+	// actions that come after it (a compaction is followed by the
+	// delete-file rewrite, the manifest rewrite and the snapshot expiry
+	// that are due). Empty: the compaction itself continues (groups were
+	// deferred), and the chain starts from its beginning.
+	ResumeAfter string `json:"resume_after,omitempty"`
 }
 
 // Query is the detail of an "Icekeeper Query Observed" event, less the
@@ -355,8 +367,10 @@ func decodeCommit(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 }
 
 // Continuation is the detail of an "Icekeeper Compaction Continues" event:
-// the committer committed job JobID of the table, which left DeferredGroups
-// groups (DeferredBytes input bytes) for the next job.
+// the committer committed job JobID of the table, which either left
+// DeferredGroups groups (DeferredBytes input bytes) for the next job of its
+// compaction, or (ResumeAfter, the job's kind) leaves the rest of the
+// maintenance chain to run after it.
 type Continuation struct {
 	// Namespace is the table's namespace, one entry per level.
 	Namespace      []string `json:"namespace"`
@@ -364,6 +378,10 @@ type Continuation struct {
 	JobID          string   `json:"job_id"`
 	DeferredGroups int      `json:"deferred_groups"`
 	DeferredBytes  int64    `json:"deferred_bytes"`
+	// ResumeAfter is the committed job's kind when the chain resumes
+	// after it (Trigger.ResumeAfter); omitted when the compaction itself
+	// continues.
+	ResumeAfter string `json:"resume_after,omitempty"`
 }
 
 // NewContinuation is the detail for the committed job jobID of the table
@@ -376,10 +394,22 @@ func NewContinuation(ident []string, jobID string, groups int, bytes int64) (Con
 	return Continuation{Namespace: ident[:len(ident)-1], Table: ident[len(ident)-1], JobID: jobID, DeferredGroups: groups, DeferredBytes: bytes}, nil
 }
 
+// NewChainContinuation is the detail for the committed job jobID of kind
+// after, whose table's maintenance chain resumes after it.
+func NewChainContinuation(ident []string, jobID, after string) (Continuation, error) {
+	c, err := NewContinuation(ident, jobID, 0, 0)
+	if err == nil && strings.TrimSpace(after) == "" {
+		err = fmt.Errorf("events: continuation of %s: the kind of job the chain resumes after is required", strings.Join(ident, "."))
+	}
+	c.ResumeAfter = after
+	return c, err
+}
+
 func decodeContinue(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 	var d struct {
 		commitDetail
-		JobID string `json:"job_id"`
+		JobID       string `json:"job_id"`
+		ResumeAfter string `json:"resume_after"`
 	}
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {
 		return Trigger{}, fmt.Errorf("%w: continuation event %s: bad detail: %v", ErrRejected, ev.ID, err)
@@ -391,7 +421,7 @@ func decodeContinue(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 	if strings.TrimSpace(d.JobID) == "" {
 		return Trigger{}, fmt.Errorf("%w: continuation event %s: detail.job_id is required", ErrRejected, ev.ID)
 	}
-	return Trigger{Kind: KindContinue, Tables: []string{name}, ID: ev.ID, ContinuesJob: d.JobID}, nil
+	return Trigger{Kind: KindContinue, Tables: []string{name}, ID: ev.ID, ContinuesJob: d.JobID, ResumeAfter: strings.TrimSpace(d.ResumeAfter)}, nil
 }
 
 // predicates are the predicate kinds a query signal may name.

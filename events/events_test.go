@@ -178,6 +178,18 @@ func TestDecode_ContinuationRoundTripsWhatTheCommitterPuts(t *testing.T) {
 	if _, err := NewContinuation([]string{"orders"}, "job-7", 1, 1); err == nil {
 		t.Fatal("a continuation of a table without a namespace was built")
 	}
+	c, err = NewChainContinuation([]string{"sales", "orders"}, "job-8", "compaction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail, _ = json.Marshal(c)
+	raw = `{"detail-type":"` + DetailTypeContinue + `","source":"` + SourceCommit + `","id":"e3","detail":` + string(detail) + `}`
+	if got, err := Decode([]byte(raw)); err != nil || got.ResumeAfter != "compaction" || got.ContinuesJob != "job-8" || got.Tables[0] != "sales.orders" {
+		t.Fatalf("chain continuation decoded to %+v, %v", got, err)
+	}
+	if _, err := NewChainContinuation([]string{"sales", "orders"}, "job-8", " "); err == nil {
+		t.Fatal("a chain continuation without the kind it resumes after was built")
+	}
 	for name, d := range map[string]string{
 		"no job id": `{"namespace":["demo"],"table":"events"}`,
 		"no table":  `{"namespace":["demo"],"job_id":"j"}`,

@@ -387,3 +387,56 @@ func TestExpire_LargeDeletionsFanOutToTheRewriters(t *testing.T) {
 	}
 	e.requireOnlyReferencedFiles()
 }
+
+// TestExpire_FollowsACompactionAtOnceOnTheCommittersContinuation: a table
+// whose compaction is due at every visit (a streaming writer's) used to
+// reach its expiry only on a visit with nothing to compact, so its storage
+// grew with every compaction (the soak harness). Now the committer of a
+// compaction announces that the maintenance chain resumes after it; that
+// announcement, delivered to the planner inside the table's cooldown (an
+// hour), plans the expiry the compaction made due, which leaves one
+// snapshot and only its files on storage. The expiry announces nothing;
+// the announcement again plans nothing; the rows never change.
+func TestExpire_FollowsACompactionAtOnceOnTheCommittersContinuation(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Hour })
+	d.createNamed("demo.events", withProps(smallTable, map[string]string{
+		"icekeeper.maintenance.enabled": "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
+	}))
+	want := d.fingerprint()
+	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindCompaction {
+		t.Fatalf("want a compaction: %+v", o)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	d.requireCommitted(o.Plan.JobID, want)
+	chain := d.events.chainContinuations(t)
+	if len(chain) != 1 {
+		t.Fatalf("the compaction announced %d chain continuations, want 1", len(chain))
+	}
+	time.Sleep(10 * time.Millisecond) // the compaction's snapshot ages past the 1 ms retention
+	o = outcomeOf(t, d.handle(chain[0]), "demo.events")
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindExpire {
+		t.Fatalf("the continuation planned %+v, want the expiry", o)
+	}
+	d.drainCommits()
+	if j := d.job(o.Plan.JobID); j.State != jobs.Committed {
+		t.Fatalf("expiry job %s (%s)", j.State, j.Reason)
+	}
+	if n := len(d.load().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots after the expiry, want 1", n)
+	}
+	d.requireOnlyReferencedFiles()
+	if got := d.fingerprint(); got != want {
+		t.Fatalf("rows changed: %v, want %v", got, want)
+	}
+	if n := len(d.events.chainContinuations(t)); n != 1 {
+		t.Fatalf("%d chain continuations after the expiry, want still 1", n)
+	}
+	if again := outcomeOf(t, d.handle(chain[0]), "demo.events"); again.Action == trigger.ActionPlanned {
+		t.Fatalf("a redelivered continuation planned %+v", again)
+	}
+	if again := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); again.Skip != trigger.SkipCooldown {
+		t.Fatalf("a commit event inside the cooldown: %+v, want coalesced", again)
+	}
+}

@@ -61,14 +61,32 @@ func TestPlanner_AJobTakesAtMostMaxJobFilesAndLeavesTheRestForTheNextJobs(t *tes
 }
 
 // continuations are the "Icekeeper Compaction Continues" events put on
-// the bus so far, each as EventBridge delivers it to the planner.
+// the bus so far that announce a compaction's next job (no resume_after),
+// each as EventBridge delivers it to the planner.
 func (r *recordingEventBridge) continuations(t *testing.T) [][]byte {
+	return r.continuationsWhere(t, func(c events.Continuation) bool { return c.ResumeAfter == "" })
+}
+
+// chainContinuations are the continuations that resume a table's
+// maintenance chain after a committed job (resume_after set).
+func (r *recordingEventBridge) chainContinuations(t *testing.T) [][]byte {
+	return r.continuationsWhere(t, func(c events.Continuation) bool { return c.ResumeAfter != "" })
+}
+
+func (r *recordingEventBridge) continuationsWhere(t *testing.T, keep func(events.Continuation) bool) [][]byte {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out [][]byte
 	for i, e := range r.entries {
 		if e["detail-type"] != events.DetailTypeContinue {
+			continue
+		}
+		var c events.Continuation
+		if err := json.Unmarshal([]byte(e["detail"]), &c); err != nil {
+			t.Fatalf("continuation detail %s: %v", e["detail"], err)
+		}
+		if !keep(c) {
 			continue
 		}
 		b, err := json.Marshal(map[string]any{"version": "0", "id": fmt.Sprintf("continue-%d", i), "source": e["source"],

@@ -228,6 +228,10 @@ type Result struct {
 	// Continued: the job left groups of its compaction for a next one, and
 	// the committer announced it (continuation.go).
 	Continued bool `json:"continued,omitempty"`
+	// ChainResumed: the committer announced that the table's maintenance
+	// chain resumes after this job (a compaction's expiry is planned
+	// without waiting for the next visit).
+	ChainResumed bool `json:"chain_resumed,omitempty"`
 	// Batch is the batch of a batched job this result is about (partial
 	// progress; 0: the whole job).
 	Batch int `json:"batch,omitempty"`

@@ -370,7 +370,15 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		}
 		names = append(names, name)
 	}
+	after := ""
+	if trig.Kind == events.KindContinue {
+		after = trig.ResumeAfter
+	}
 	for _, name := range names {
+		if after != "" {
+			record(d.resume(ctx, log.With("table", name, "continues_job", trig.ContinuesJob), name, trig.Kind, after))
+			continue
+		}
 		record(d.visit(ctx, log.With("table", name), name, trig.Kind))
 	}
 	return out, errors.Join(errs...)
@@ -482,11 +490,31 @@ func (d *Dispatcher) visit(ctx context.Context, log *slog.Logger, name, kind str
 		if !ok {
 			return d.skip(log, o, SkipCooldown, "visited less than the cooldown ago; the event is coalesced"), nil
 		}
-		o, err := d.visitClaimed(ctx, log, o, ident, kind)
+		o, err := d.visitClaimed(ctx, log, o, ident, kind, "")
 		d.settleSlot(ctx, log, name, o, err)
 		return o, err
 	}
-	return d.visitClaimed(ctx, log, o, ident, kind)
+	return d.visitClaimed(ctx, log, o, ident, kind, "")
+}
+
+// resume handles a chain continuation: the committer committed a job of
+// kind after on a granted table, and the rest of the visit's maintenance
+// chain (plan) runs now. The table's cooldown is neither claimed nor given
+// back (the visit that planned the job spent it, and a busy table's
+// compactions stay a cooldown apart); only the actions after the committed
+// one are planned, each under its own cooldown when the table sets one,
+// so the chain only moves forward and a redelivered continuation plans
+// at most what is still due.
+func (d *Dispatcher) resume(ctx context.Context, log *slog.Logger, name, kind, after string) (TableOutcome, error) {
+	o := TableOutcome{Table: name}
+	ident, err := messages.TableIdent(name)
+	if err != nil {
+		return d.skip(log, o, SkipNoSuchTable, err.Error()), nil
+	}
+	if !d.s.Grants.Granted(name) {
+		return d.skip(log, o, SkipNotGranted, "a maintenance chain resumes on granted tables only"), nil
+	}
+	return d.visitClaimed(ctx, log, o, ident, kind, after)
 }
 
 // settleSlot keeps a claimed cooldown slot only when it was spent on a job:
@@ -504,8 +532,9 @@ func (d *Dispatcher) settleSlot(ctx context.Context, log *slog.Logger, name stri
 }
 
 // visitClaimed reads the table and acts on it; for a granted table the
-// caller holds its cooldown slot.
-func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o TableOutcome, ident table.Identifier, kind string) (TableOutcome, error) {
+// caller holds its cooldown slot, or (after, a chain continuation) the
+// visit resumes the chain after that kind of job.
+func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o TableOutcome, ident table.Identifier, kind, after string) (TableOutcome, error) {
 	name := o.Table
 	granted := d.s.Grants.Granted(name)
 	tbl, err := d.catalog.LoadTable(ctx, ident)
@@ -526,7 +555,7 @@ func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o Table
 	if !eligible {
 		return o, nil
 	}
-	if iv := optin.MinInterval(tbl.Properties(), d.s.MinInterval); iv != d.s.MinInterval {
+	if iv := optin.MinInterval(tbl.Properties(), d.s.MinInterval); iv != d.s.MinInterval && after == "" {
 		if err := d.cooldowns.SetNext(ctx, name, d.now().Add(iv)); err != nil {
 			log.Warn("set table cooldown", "err", err.Error())
 		}
@@ -538,7 +567,7 @@ func (d *Dispatcher) visitClaimed(ctx context.Context, log *slog.Logger, o Table
 	if err != nil || d.s.Mode != config.ModeActive {
 		return o, err
 	}
-	return d.plan(ctx, log, o, tbl.Properties(), kind, a.Layout)
+	return d.plan(ctx, log, o, tbl.Properties(), kind, a.Layout, after)
 }
 
 // decide applies the double key and the property rules.
@@ -611,23 +640,33 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 // deletes pile up), then a manifest rewrite (after compaction
 // replaced many files' entries), then a snapshot expiry (which frees what
 // both replaced; off when the owner set icekeeper.expire.enabled=false).
-// Each later action runs on a later visit, after the earlier one ended.
-func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string, layout *plan.LayoutChange) (TableOutcome, error) {
+// One job a visit: each later action runs after the earlier one ended, on
+// the chain continuation its committer announces (after, the kind of the
+// committed job: only the actions after it are planned) or on a later
+// visit.
+func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome, props map[string]string, kind string, layout *plan.LayoutChange, after string) (TableOutcome, error) {
 	start := d.now()
 	changeLayout := func(ctx context.Context, table, trigger string) (plan.Result, error) {
 		return d.planner.PlanLayoutChange(ctx, table, trigger, *layout)
 	}
-	chain := []struct {
-		name, action string
-		on           bool
-		cooldown     string // the action's own cooldown property, if any
-		plan         func(ctx context.Context, table, trigger string) (plan.Result, error)
-	}{
+	chain := []chainStep{
 		{"layout change", "change-layout", layout != nil && optin.LayoutAuto(props), "", changeLayout},
 		{"compaction", "compaction", optin.OnUnlessFalse(props, optin.PropertyCompactionEnabled), "", d.planner.PlanTable},
 		{"delete-file rewrite", "rewrite-deletes", optin.OnUnlessFalse(props, optin.PropertyRewriteDeletesEnabled), optin.PropertyRewriteDeletesMinInterval, d.planner.PlanDeleteRewrite},
 		{"manifest rewrite", "rewrite-manifests", optin.OnUnlessFalse(props, optin.PropertyRewriteManifestsEnabled), optin.PropertyRewriteManifestsMinInterval, d.planner.PlanManifestRewrite},
 		{"snapshot expiry", "expire", optin.ExpireEnabled(props), optin.PropertyExpireMinInterval, d.planner.PlanExpiry},
+	}
+	if after != "" {
+		i := slices.IndexFunc(chain, func(n chainStep) bool { return n.action == after })
+		if i < 0 {
+			return d.skip(log, o, SkipNoTableChange, "a maintenance chain does not resume after "+after), nil
+		}
+		chain = chain[i+1:]
+		if len(chain) == 0 {
+			o.Plan = &plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo, Reason: "nothing in the maintenance chain comes after " + after}
+			o.Reason = o.Plan.Reason
+			return o, nil
+		}
 	}
 	book := d.weigh(ctx, log, o.Table)
 	res := plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo}
@@ -692,6 +731,14 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 		o.Reason = res.Reason
 	}
 	return o, nil
+}
+
+// chainStep is one action of the maintenance chain (plan).
+type chainStep struct {
+	name, action string
+	on           bool
+	cooldown     string // the action's own cooldown property, if any
+	plan         func(ctx context.Context, table, trigger string) (plan.Result, error)
 }
 
 // weigh reads the table's ledger and logs its last weighed week (values
@@ -937,7 +984,7 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
 			continue
 		}
-		o, err := d.plan(ctx, tlog, c.out, c.props, trig.Kind, c.a.Layout)
+		o, err := d.plan(ctx, tlog, c.out, c.props, trig.Kind, c.a.Layout, "")
 		d.settleSlot(ctx, tlog, c.name, o, err)
 		if err != nil {
 			errs = append(errs, err)

@@ -798,3 +798,90 @@ func TestNew_RefusesSettingsTheModeCannotRunWith(t *testing.T) {
 		})
 	}
 }
+
+// TestResume_AChainContinuationPlansOnlyTheActionsAfterTheCommittedJob: the
+// committer's continuation after a compaction plans the next due action of
+// the chain (here the snapshot expiry) while the table's cooldown, spent by
+// the visit that planned the compaction, still runs; it never plans a
+// compaction (a busy table's compactions stay a cooldown apart), leaves the
+// cooldown as it was, and a continuation after an expiry, or after a kind
+// the chain does not know, or on an ungranted table, plans nothing.
+func TestResume_AChainContinuationPlansOnlyTheActionsAfterTheCommittedJob(t *testing.T) {
+	cases := []struct {
+		name        string
+		table       string
+		after       string
+		wantActions []string
+		wantAction  Action
+	}{
+		{"after a compaction", "shop.orders", "compaction", []string{"rewrite-deletes", "rewrite-manifests", "expire"}, ActionPlanned},
+		{"after a delete-file rewrite", "shop.orders", "rewrite-deletes", []string{"rewrite-manifests", "expire"}, ActionPlanned},
+		{"after a manifest rewrite", "shop.orders", "rewrite-manifests", []string{"expire"}, ActionPlanned},
+		{"after an expiry: nothing", "shop.orders", "expire", nil, ActionAssessed},
+		{"after an unknown kind: nothing", "shop.orders", "vacuum", nil, ActionSkipped},
+		{"an ungranted table: nothing", "other.orders", "compaction", nil, ActionSkipped},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, config.ModeActive, "shop")
+			r.settings.MinInterval = time.Hour
+			r.add(t, c.table, optedIn(), due)
+			r.planner.results["compaction"] = planned
+			r.planner.results["expire"] = planned
+			d := r.dispatcher(t)
+			// The visit that planned the compaction spent the cooldown.
+			if ok, _ := r.cooldowns.Claim(t.Context(), c.table, testNow, time.Hour); !ok {
+				t.Fatal("claim")
+			}
+			next := r.cooldowns.next[c.table]
+			out, err := d.Dispatch(t.Context(), events.Trigger{Kind: events.KindContinue, Tables: []string{c.table}, ContinuesJob: "job-1", ResumeAfter: c.after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := onlyOutcome(t, out)
+			if got := r.planner.actions(); !slices.Equal(got, c.wantActions) {
+				t.Errorf("planner asked for %v, want %v", got, c.wantActions)
+			}
+			if o.Action != c.wantAction {
+				t.Errorf("action %s, want %s (%+v)", o.Action, c.wantAction, o)
+			}
+			if got := r.cooldowns.next[c.table]; !got.Equal(next) {
+				t.Errorf("the table's cooldown moved from %s to %s", next, got)
+			}
+			// A commit event in the cooldown is still coalesced.
+			out, err = d.Dispatch(t.Context(), events.Trigger{Kind: events.KindCommit, Tables: []string{c.table}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := onlyOutcome(t, out); c.table == "shop.orders" && o.Skip != SkipCooldown {
+				t.Errorf("a commit event after the continuation: %+v, want coalesced", o)
+			}
+		})
+	}
+}
+
+// TestResume_AContinuationWithoutAKindStartsTheChainOverAsAnyEvent: a
+// compaction that deferred groups announces a continuation without
+// resume_after; it claims the cooldown as any event (the committer
+// reopened it) and starts the chain from the compaction.
+func TestResume_AContinuationWithoutAKindStartsTheChainOverAsAnyEvent(t *testing.T) {
+	r := newRig(t, config.ModeActive, "shop")
+	r.settings.MinInterval = time.Hour
+	r.add(t, "shop.orders", optedIn(), due)
+	r.planner.results["compaction"] = planned
+	d := r.dispatcher(t)
+	trig := events.Trigger{Kind: events.KindContinue, Tables: []string{"shop.orders"}, ContinuesJob: "job-1"}
+	if _, err := d.Dispatch(t.Context(), trig); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.planner.actions(); !slices.Equal(got, []string{"compaction"}) {
+		t.Fatalf("planner asked for %v, want the compaction", got)
+	}
+	out, err := d.Dispatch(t.Context(), trig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := onlyOutcome(t, out); o.Skip != SkipCooldown {
+		t.Fatalf("a redelivered continuation: %+v, want coalesced", o)
+	}
+}
