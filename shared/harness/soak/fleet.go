@@ -222,16 +222,17 @@ func (f *fleet) createTables(ctx context.Context) error {
 }
 
 // A table starts with sampleFiles appends of sampleRowsPerFile rows a
-// partition: files of about 41 KB (3 bytes a row), over the target size,
-// so not compaction's candidates; its writer appends appendRows rows a
-// partition a commit: files of about 2 KB, small. (A file between a fifth
-// of the target and three quarters of it would be small yet never
-// compacted: iceberg-go's planner bin-packs a partition's candidates into
-// groups of at most the target size and drops groups of fewer than
-// min-input-files (5) files.)
+// partition: files of about 12 KB (3 bytes a row), between a fifth and
+// three quarters of the 32 KiB target, the files iceberg-go's planner
+// alone never compacted (it bin-packs a partition's candidates into groups
+// of at most the target size and drops groups of fewer than
+// min-input-files, 5, files) and Iceberg Java's enough-content rule does
+// (binpack.planInto): the four of a partition, 48 KB together, are one
+// group. Its writer appends appendRows rows a partition a commit: files of
+// about 2 KB, small.
 const (
 	sampleFiles       = 4
-	sampleRowsPerFile = 14000
+	sampleRowsPerFile = 4000
 	appendRows        = 500
 )
 

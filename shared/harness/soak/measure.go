@@ -30,6 +30,12 @@ type TableSample struct {
 	// and of every snapshot younger than the retention: what storage
 	// should hold.
 	RetainedBytes int64 `json:"retained_bytes"`
+	// ScheduledBytes add the snapshots younger than the retention plus
+	// the table's expiry interval (icekeeper.expire.min-interval): what
+	// storage holds at most when each expiry runs as soon as its interval
+	// lets it, since a snapshot that passes the retention just after an
+	// expiry waits for the next.
+	ScheduledBytes int64 `json:"scheduled_bytes"`
 	// StoredBytes are the files under the table's data location.
 	StoredBytes int64 `json:"stored_bytes"`
 	Snapshots   int   `json:"snapshots"`
@@ -43,6 +49,12 @@ func (s TableSample) FileRatio() float64 {
 // StorageRatio is stored bytes over retained bytes.
 func (s TableSample) StorageRatio() float64 {
 	return float64(s.StoredBytes) / float64(max(s.RetainedBytes, 1))
+}
+
+// ScheduledStorageRatio is stored bytes over the bytes retained until the
+// next expiry the table's interval allows.
+func (s TableSample) ScheduledStorageRatio() float64 {
+	return float64(s.StoredBytes) / float64(max(s.ScheduledBytes, 1))
 }
 
 type fileRef struct {
@@ -78,9 +90,10 @@ func (f *fleet) measure(ctx context.Context, t *tableState) (TableSample, map[st
 	}
 	meta := tbl.Metadata()
 	cutoff := time.Now().Add(-f.o.wall(Retention)).UnixMilli()
+	scheduledCutoff := time.Now().Add(-f.o.wall(Retention + ExpirePeriod)).UnixMilli()
 	current := tbl.CurrentSnapshot()
 	referenced := map[string]bool{}
-	retained := map[string]int64{}
+	retained, scheduled := map[string]int64{}, map[string]int64{}
 	used := map[string]bool{}
 	snaps := meta.Snapshots()
 	s.Snapshots = len(snaps)
@@ -88,6 +101,7 @@ func (f *fleet) measure(ctx context.Context, t *tableState) (TableSample, map[st
 		snap := &snaps[i]
 		isCurrent := current != nil && snap.SnapshotID == current.SnapshotID
 		keep := isCurrent || snap.TimestampMs >= cutoff
+		keepScheduled := isCurrent || snap.TimestampMs >= scheduledCutoff
 		mfs, err := snap.Manifests(fsys)
 		if err != nil {
 			return s, nil, fmt.Errorf("soak: manifests of %s: %w", t.Name, err)
@@ -113,6 +127,9 @@ func (f *fleet) measure(ctx context.Context, t *tableState) (TableSample, map[st
 				if keep {
 					retained[r.path] = r.size
 				}
+				if keepScheduled {
+					scheduled[r.path] = r.size
+				}
 				if !isCurrent {
 					continue
 				}
@@ -136,6 +153,9 @@ func (f *fleet) measure(ctx context.Context, t *tableState) (TableSample, map[st
 	}
 	for _, b := range retained {
 		s.RetainedBytes += b
+	}
+	for _, b := range scheduled {
+		s.ScheduledBytes += b
 	}
 	stored, err := filesUnder(tbl)
 	if err != nil {

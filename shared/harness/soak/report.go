@@ -215,8 +215,9 @@ func (f *fleet) bill(r *Result) {
 
 // goals checks the measured goals.
 func (f *fleet) goals(r *Result) []Goal {
-	var worstFile, worstStorage float64
-	var worstFileAt, worstStorageAt string
+	var worstFile, worstStorage, worstScheduled float64
+	var worstFileAt, worstStorageAt, worstScheduledAt string
+	var stored, retained, scheduled int64
 	for _, s := range r.Samples {
 		if s.At < time.Hour {
 			continue
@@ -228,7 +229,14 @@ func (f *fleet) goals(r *Result) []Goal {
 			if v := t.StorageRatio(); v > worstStorage {
 				worstStorage, worstStorageAt = v, fmt.Sprintf("%s at %s", name, s.At.Truncate(time.Minute))
 			}
+			if v := t.ScheduledStorageRatio(); v > worstScheduled {
+				worstScheduled, worstScheduledAt = v, fmt.Sprintf("%s at %s", name, s.At.Truncate(time.Minute))
+			}
 		}
+	}
+	if n := len(r.Samples); n > 0 {
+		last := r.Samples[n-1]
+		stored, retained, scheduled = last.StoredBytes, last.RetainedBytes, last.ScheduledBytes
 	}
 	abortShare := float64(r.JobsAborted) / float64(max(r.JobsPlanned, 1))
 	rowsOK := true
@@ -246,7 +254,8 @@ func (f *fleet) goals(r *Result) []Goal {
 	return []Goal{
 		{"after the first simulated hour every table stays within 2x its optimal file count", worstFile <= 2, fmt.Sprintf("worst %.2fx (%s)", worstFile, worstFileAt)},
 		{"writers lose no commit", lost == 0, fmt.Sprintf("%d of %d writers' commits lost; %d retries", lost, r.WriterCommits, r.WriterRetries)},
-		{"storage stays within 1.2x of live data plus what retention keeps", worstStorage <= 1.2, fmt.Sprintf("worst %.2fx (%s)", worstStorage, worstStorageAt)},
+		{"storage stays within 1.2x of live data plus what retention keeps", worstStorage <= 1.2, fmt.Sprintf("worst %.2fx (%s); the fleet at the end %.2fx", worstStorage, worstStorageAt, float64(stored)/float64(max(retained, 1)))},
+		{"the same, retention counted until the next expiry the table's interval allows", worstScheduled <= 1.2, fmt.Sprintf("worst %.2fx (%s); the fleet at the end %.2fx", worstScheduled, worstScheduledAt, float64(stored)/float64(max(scheduled, 1)))},
 		{"aborts under 1% of jobs", abortShare < 0.01, fmt.Sprintf("%d of %d jobs (%.2f%%)", r.JobsAborted, r.JobsPlanned, 100*abortShare)},
 		{"at the end every table's rows equal its writer's model", rowsOK, fmt.Sprintf("%d tables checked", len(f.tables))},
 	}
@@ -342,8 +351,8 @@ func (r Result) Markdown() string {
 	fmt.Fprintf(&b, "| **total** | **$%.4f** | **$%.6f** |\n\n", total, r.PerTableDay)
 	if len(r.Samples) > 0 {
 		s := r.Samples[len(r.Samples)-1]
-		fmt.Fprintf(&b, "At the end: %d data files (%.2fx the optimum at the median, %.2fx at the 90th percentile, %.2fx the worst), %d delete files, %.1f MB stored for %.1f MB live and %.1f MB retained.\n\n",
-			s.DataFiles, s.FileRatioMedian, s.FileRatioP90, s.FileRatioMax, s.DeleteFiles, float64(s.StoredBytes)/1e6, float64(s.LiveBytes)/1e6, float64(s.RetainedBytes)/1e6)
+		fmt.Fprintf(&b, "At the end: %d data files (%.2fx the optimum at the median, %.2fx at the 90th percentile, %.2fx the worst), %d delete files, %.1f MB stored for %.1f MB live, %.1f MB retained and %.1f MB retained until the next expiry the interval allows.\n\n",
+			s.DataFiles, s.FileRatioMedian, s.FileRatioP90, s.FileRatioMax, s.DeleteFiles, float64(s.StoredBytes)/1e6, float64(s.LiveBytes)/1e6, float64(s.RetainedBytes)/1e6, float64(s.ScheduledBytes)/1e6)
 	}
 	fmt.Fprintf(&b, "Writers' own orphaned files (commit attempts that lost to icekeeper's commits): %d.\n\n", len(r.WriterOrphanFiles))
 	if len(r.Alarms) == 0 {

@@ -44,11 +44,15 @@ type Sample struct {
 	// StorageRatio*: stored bytes over retained bytes, the same way.
 	StorageRatioMax    float64 `json:"storage_ratio_max"`
 	StorageRatioMedian float64 `json:"storage_ratio_median"`
-	DataFiles          int     `json:"data_files"`
-	DeleteFiles        int     `json:"delete_files"`
-	StoredBytes        int64   `json:"stored_bytes"`
-	RetainedBytes      int64   `json:"retained_bytes"`
-	LiveBytes          int64   `json:"live_bytes"`
+	// ScheduledStorageRatioMax: stored bytes over what retention keeps
+	// until the next expiry the tables' interval allows, the worst table.
+	ScheduledStorageRatioMax float64 `json:"scheduled_storage_ratio_max"`
+	DataFiles                int     `json:"data_files"`
+	DeleteFiles              int     `json:"delete_files"`
+	StoredBytes              int64   `json:"stored_bytes"`
+	RetainedBytes            int64   `json:"retained_bytes"`
+	ScheduledBytes           int64   `json:"scheduled_bytes"`
+	LiveBytes                int64   `json:"live_bytes"`
 	Counts
 	// Tables are the per-table samples, by table name.
 	Tables map[string]TableSample `json:"tables,omitempty"`
@@ -204,7 +208,7 @@ func (f *fleet) jobEnds(ctx context.Context) map[string]int {
 // sample measures every table and appends the fleet's sample.
 func (f *fleet) sample(ctx context.Context) error {
 	s := Sample{At: f.clk.now(), Tables: map[string]TableSample{}}
-	var fileRatios, storageRatios []float64
+	var fileRatios, storageRatios, scheduledRatios []float64
 	var errs []error
 	for _, t := range f.tables {
 		ts, _, err := f.measure(ctx, t)
@@ -215,10 +219,12 @@ func (f *fleet) sample(ctx context.Context) error {
 		s.Tables[t.Name] = ts
 		fileRatios = append(fileRatios, ts.FileRatio())
 		storageRatios = append(storageRatios, ts.StorageRatio())
+		scheduledRatios = append(scheduledRatios, ts.ScheduledStorageRatio())
 		s.DataFiles += ts.DataFiles
 		s.DeleteFiles += ts.DeleteFiles
 		s.StoredBytes += ts.StoredBytes
 		s.RetainedBytes += ts.RetainedBytes
+		s.ScheduledBytes += ts.ScheduledBytes
 		s.LiveBytes += ts.LiveBytes
 		if t.writer != nil {
 			ws := t.writer.Stats()
@@ -228,6 +234,7 @@ func (f *fleet) sample(ctx context.Context) error {
 	}
 	s.FileRatioMax, s.FileRatioP90, s.FileRatioMedian = quantile(fileRatios, 1), quantile(fileRatios, 0.9), quantile(fileRatios, 0.5)
 	s.StorageRatioMax, s.StorageRatioMedian = quantile(storageRatios, 1), quantile(storageRatios, 0.5)
+	s.ScheduledStorageRatioMax = quantile(scheduledRatios, 1)
 	s.JobsPlanned = int(f.emf.total("JobsPlanned"))
 	s.JobsCommitted = int(f.emf.total("JobsCommitted"))
 	s.JobsAborted = int(f.emf.total("JobsAborted"))
