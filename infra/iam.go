@@ -312,7 +312,9 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	// The weekly summary (shared/summary): it reads the maintenance log
 	// and the latest health reports, lists them by prefix (which also
 	// tells a missing report from a denied read, package blob), and
-	// writes summary/ only.
+	// writes summary/ only. The dispatcher reads a table's latest health
+	// report too, before writing another (shared/trigger: only a changed
+	// one is written).
 	add(fns.Planner,
 		statement("SummaryWrite", []string{"s3:PutObject"}, []string{bucket + "/" + a.s.key(SummaryPrefix) + "*"}),
 		statement("SummaryInputsRead", []string{"s3:GetObject"}, []string{joblog, health}),

@@ -93,7 +93,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 			// (LIST is strongly consistent with PUT and DELETE: Amazon S3
 			// User Guide, "Amazon S3 data consistency model",
 			// https://docs.aws.amazon.com/AmazonS3/latest/userguide/Welcome.html#ConsistencyModel).
-			if !probed(key) {
+			if !s.probed(key) {
 				return nil, fmt.Errorf("blob: get s3://%s/%s: %w", s.bucket, key, err)
 			}
 			if missing, lerr := s.missing(ctx, key); lerr == nil && missing {
@@ -127,13 +127,16 @@ func denied(err error) bool {
 // only the keys whose absence a step acts on (a job's deletions.json and
 // listing.json, the parts of its deletions record and the markers of its
 // fanned-out listing: "not there" means "first run", "done" or "listed
-// meanwhile"), which are exactly the prefixes the stack lets the
-// functions list (infra/iam.go: JobRecordsProbe, DeletionPartsList,
-// ListingMarkersList). Any other missing key is an error either way, and
-// a listing there would only be denied too.
-func probed(key string) bool {
+// meanwhile"; a table's health/<table>/latest.json: "not there" means
+// "first report", written), which are exactly the prefixes the stack
+// lets the functions list (infra/iam.go: JobRecordsProbe,
+// DeletionPartsList, ListingMarkersList, and the planner's
+// SummaryInputsList for health/). Any other missing key is an error
+// either way, and a listing there would only be denied too.
+func (s *Store) probed(key string) bool {
 	return strings.HasSuffix(key, "/deletions.json") || strings.HasSuffix(key, "/listing.json") ||
-		strings.Contains(key, "/deletions/") || strings.Contains(key, "/listing/")
+		strings.Contains(key, "/deletions/") || strings.Contains(key, "/listing/") ||
+		strings.HasPrefix(key, s.Key("health/")) && strings.HasSuffix(key, "/latest.json")
 }
 
 // missing reports whether no object has the full key: a listing with the

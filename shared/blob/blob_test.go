@@ -57,14 +57,19 @@ func TestGet_ADeniedReadOfAMissingKeyIsNotFound(t *testing.T) {
 	}{
 		// A key whose absence no step acts on is not probed: the read's
 		// AccessDenied stands (the function may not list there).
-		"another job object, denied":    {f: fakeS3{getErr: denied}, key: "icekeeper/jobs/j1/tasks/3.json", deniedRemain: true},
-		"a deletion part, missing":      {f: fakeS3{getErr: denied}, key: "icekeeper/jobs/j1/deletions/00001.json", notFound: true, wantListing: true},
-		"missing, listing allowed":      {f: fakeS3{getErr: denied}, notFound: true, wantListing: true},
-		"a longer key listed":           {f: fakeS3{getErr: denied, listed: []string{key + ".tmp"}}, notFound: true, wantListing: true},
-		"present but denied":            {f: fakeS3{getErr: denied, listed: []string{key}}, wantListing: true, deniedRemain: true},
-		"listing denied too":            {f: fakeS3{getErr: denied, listErr: denied}, wantListing: true, deniedRemain: true},
-		"404 needs no listing":          {f: fakeS3{getErr: &types.NoSuchKey{}}, notFound: true},
-		"another error, nothing listed": {f: fakeS3{getErr: errors.New("timeout")}},
+		"another job object, denied": {f: fakeS3{getErr: denied}, key: "icekeeper/jobs/j1/tasks/3.json", deniedRemain: true},
+		"a deletion part, missing":   {f: fakeS3{getErr: denied}, key: "icekeeper/jobs/j1/deletions/00001.json", notFound: true, wantListing: true},
+		// The planner reads a table's latest health report before
+		// writing another; a first report finds none.
+		"a latest health report, missing": {f: fakeS3{getErr: denied}, key: "icekeeper/health/shop.orders/latest.json", notFound: true, wantListing: true},
+		"a stamped health report, denied": {f: fakeS3{getErr: denied}, key: "icekeeper/health/shop.orders/20261202T120000Z.json", deniedRemain: true},
+		"latest.json outside health/":     {f: fakeS3{getErr: denied}, key: "icekeeper/summary/latest.json", deniedRemain: true},
+		"missing, listing allowed":        {f: fakeS3{getErr: denied}, notFound: true, wantListing: true},
+		"a longer key listed":             {f: fakeS3{getErr: denied, listed: []string{key + ".tmp"}}, notFound: true, wantListing: true},
+		"present but denied":              {f: fakeS3{getErr: denied, listed: []string{key}}, wantListing: true, deniedRemain: true},
+		"listing denied too":              {f: fakeS3{getErr: denied, listErr: denied}, wantListing: true, deniedRemain: true},
+		"404 needs no listing":            {f: fakeS3{getErr: &types.NoSuchKey{}}, notFound: true},
+		"another error, nothing listed":   {f: fakeS3{getErr: errors.New("timeout")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := c.f

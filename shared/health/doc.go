@@ -11,7 +11,9 @@
 // report into the CloudWatch gauges the planner publishes as EMF lines (see
 // package metrics). Report.AddOrphans adds the orphan-cleanup
 // recommendation from what package orphans found (orphans.Find, an explicit
-// opt-in, lists the table location).
+// opt-in, lists the table location). Unchanged tells the planner whether a
+// new report says anything the published one did not, but for the fields
+// that move with the clock alone (it rewrites an unchanged one daily).
 //
 // Invariants:
 //

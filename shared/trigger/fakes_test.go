@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -214,11 +215,35 @@ func (a *fakeAuditor) Publish(_ context.Context, detailType string, detail any) 
 	return nil
 }
 
-type fakeReports struct{ puts []string }
+// fakeReports keeps what was put by key; getErr fails every read.
+type fakeReports struct {
+	puts    []string
+	objects map[string][]byte
+	gets    []string
+	getErr  error
+}
 
-func (r *fakeReports) Put(_ context.Context, name string, _ []byte) (string, error) {
+func (r *fakeReports) Key(name string) string { return "s3://reports/" + name }
+
+func (r *fakeReports) Put(_ context.Context, name string, data []byte) (string, error) {
 	r.puts = append(r.puts, name)
-	return "s3://reports/" + name, nil
+	if r.objects == nil {
+		r.objects = map[string][]byte{}
+	}
+	r.objects[r.Key(name)] = append([]byte(nil), data...)
+	return r.Key(name), nil
+}
+
+func (r *fakeReports) Get(_ context.Context, key string) ([]byte, error) {
+	r.gets = append(r.gets, key)
+	if r.getErr != nil {
+		return nil, r.getErr
+	}
+	b, ok := r.objects[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", blob.ErrNotFound, key)
+	}
+	return b, nil
 }
 
 type fakeAssessor struct {

@@ -14,7 +14,9 @@
 //     conditional write, so 100 commit events in a cooldown make at most one
 //     planning, whichever planner instance they reach;
 //  3. assesses the table's health from its metadata and publishes it
-//     (advisory and active modes): EMF metric lines and a JSON report in S3;
+//     (advisory and active modes): EMF metric lines and a JSON report in S3,
+//     written only when the table's health changed or the published one is
+//     a day old (health.Unchanged);
 //  4. in active mode, starts a compaction job (package plan).
 //
 // A query signal (an "Icekeeper Query Observed" event, or a succeeded
@@ -49,7 +51,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/audit"
+	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -111,9 +115,15 @@ type Summarizer interface {
 	Publish(ctx context.Context, tables []string, at time.Time) (summary.Published, error)
 }
 
-// Reports stores health reports.
+// Reports stores health reports (*blob.Store).
 type Reports interface {
+	// Put writes data at a relative name and returns its full key.
 	Put(ctx context.Context, name string, data []byte) (string, error)
+	// Key is the full key of a relative name.
+	Key(name string) string
+	// Get reads the object at a full key; blob.ErrNotFound when there is
+	// none.
+	Get(ctx context.Context, key string) ([]byte, error)
 }
 
 // Metrics emits metric lines.
@@ -619,17 +629,42 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 	if err := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"}, a.Gauges...); err != nil {
 		log.Warn("emit health metrics", "err", err.Error())
 	}
+	latest := "health/" + o.Table + "/latest.json"
+	if key := d.reports.Key(latest); d.reportUnchanged(ctx, log, key, a.Report) {
+		o.ReportKey = key
+		log.Info("health unchanged: report not rewritten", "score", a.Score, "compaction_bytes", a.CompactionBytes, "report", key)
+		return a, o, nil
+	}
 	stamp := d.now().UTC().Format("20060102T150405Z")
 	if _, err := d.reports.Put(ctx, "health/"+o.Table+"/"+stamp+".json", a.Report); err != nil {
 		return a, o, fmt.Errorf("trigger: store health report of %s: %w", o.Table, err)
 	}
-	key, err := d.reports.Put(ctx, "health/"+o.Table+"/latest.json", a.Report)
+	key, err := d.reports.Put(ctx, latest, a.Report)
 	if err != nil {
 		return a, o, fmt.Errorf("trigger: store health report of %s: %w", o.Table, err)
 	}
 	o.ReportKey = key
 	log.Info("health assessed", "score", a.Score, "compaction_bytes", a.CompactionBytes, "report", key)
 	return a, o, nil
+}
+
+// reportUnchanged reports whether the table's published latest report
+// (at key) says what report says, and is less than health.RefreshAge old
+// (health.Unchanged): then neither report is written again. A sweep
+// assesses every table each hour and most have not changed since; S3
+// charges a GET about a twelfth of a PUT, and this one saves two. A
+// missing report is written; so is one that cannot be read, with a
+// warning: the visit goes on.
+func (d *Dispatcher) reportUnchanged(ctx context.Context, log *slog.Logger, key string, report []byte) bool {
+	prev, err := d.reports.Get(ctx, key)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return false
+	case err != nil:
+		log.Warn("previous health report not read; the report is written", "report", key, "err", err.Error())
+		return false
+	}
+	return health.Unchanged(prev, report, health.RefreshAge)
 }
 
 // plan starts a job for an eligible table, the first that is due of the

@@ -1,6 +1,8 @@
 package trigger
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -495,6 +497,59 @@ func TestDispatch_AdvisoryAssessesAndNeverPlans(t *testing.T) {
 	}
 	if want := []string{"health/shop.orders/20261202T120000Z.json", "health/shop.orders/latest.json"}; !slices.Equal(r.reports.puts, want) {
 		t.Errorf("reports %v, want %v", r.reports.puts, want)
+	}
+}
+
+// TestSweep_AnUnchangedHealthReportIsNotWrittenAgain: a sweep writes a
+// table's two reports; the next sweep, an hour later with the table as it
+// was, reads latest.json and writes nothing, yet still names it; once the
+// table changed, both are written again, and so they are when the
+// published report cannot be read.
+func TestSweep_AnUnchangedHealthReportIsNotWrittenAgain(t *testing.T) {
+	r := newRig(t, config.ModeAdvisory, "shop")
+	report := func(at time.Time, snapshot int) []byte {
+		return []byte(fmt.Sprintf(`{"table":"shop.orders","snapshot_id":"%d","generated_at":%q,"oldest_snapshot_age_seconds":%d,"score":3}`,
+			snapshot, at.Format(time.RFC3339), at.Unix()))
+	}
+	const latest = "s3://reports/health/shop.orders/latest.json"
+	sweep := func(at time.Time, snapshot int) (TableOutcome, []string) {
+		t.Helper()
+		r.add(t, "shop.orders", optedIn(), Assessment{Score: 3, Report: report(at, snapshot)})
+		r.reports.puts = nil
+		d := r.dispatcher(t)
+		d.now = func() time.Time { return at }
+		out, err := d.Dispatch(context.Background(), events.Trigger{Kind: events.KindSchedule, Sweep: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return onlyOutcome(t, out), r.reports.puts
+	}
+	stamped := func(at time.Time) []string {
+		return []string{"health/shop.orders/" + at.UTC().Format("20060102T150405Z") + ".json", "health/shop.orders/latest.json"}
+	}
+
+	if o, puts := sweep(testNow, 1); !slices.Equal(puts, stamped(testNow)) || o.ReportKey != latest {
+		t.Fatalf("first sweep wrote %v (report %q), want %v", puts, o.ReportKey, stamped(testNow))
+	}
+	next := testNow.Add(time.Hour)
+	o, puts := sweep(next, 1)
+	if len(puts) != 0 {
+		t.Errorf("sweep of an unchanged table wrote %v, want nothing", puts)
+	}
+	if o.Action != ActionAssessed || o.ReportKey != latest {
+		t.Errorf("outcome %+v, want assessed, naming %s", o, latest)
+	}
+	if got := r.reports.gets; len(got) == 0 || got[len(got)-1] != latest {
+		t.Errorf("read %v, want %s read", got, latest)
+	}
+	next = next.Add(time.Hour)
+	if _, puts := sweep(next, 2); !slices.Equal(puts, stamped(next)) {
+		t.Errorf("sweep of a changed table wrote %v, want %v", puts, stamped(next))
+	}
+	r.reports.getErr = errors.New("timeout")
+	next = next.Add(time.Hour)
+	if _, puts := sweep(next, 2); !slices.Equal(puts, stamped(next)) {
+		t.Errorf("sweep with the published report unreadable wrote %v, want %v", puts, stamped(next))
 	}
 }
 
