@@ -510,13 +510,7 @@ func TestDeletes_TheChainRunsADeleteRewriteAndItHasItsOwnSwitch(t *testing.T) {
 	d.equalityDeletes(eqTable, true)
 	want := d.fingerprint()
 	time.Sleep(10 * time.Millisecond)
-	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
-	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindRewriteDeletes {
-		t.Fatalf("want a delete-file rewrite: %+v", o)
-	}
-	d.drainTasks()
-	d.drainCommits()
-	d.requireCommitted(o.Plan.JobID, want)
+	o := d.commitEventRunsJob("demo.events", jobs.KindRewriteDeletes, want)
 	if n := d.equalityDeleteFiles(); n != 0 {
 		t.Fatalf("%d equality delete files left", n)
 	}

@@ -403,19 +403,13 @@ func TestExpire_FollowsACompactionAtOnceOnTheCommittersContinuation(t *testing.T
 		"icekeeper.maintenance.enabled": "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
 	}))
 	want := d.fingerprint()
-	o := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events")
-	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindCompaction {
-		t.Fatalf("want a compaction: %+v", o)
-	}
-	d.drainTasks()
-	d.drainCommits()
-	d.requireCommitted(o.Plan.JobID, want)
+	d.commitEventRunsJob("demo.events", jobs.KindCompaction, want)
 	chain := d.events.chainContinuations(t)
 	if len(chain) != 1 {
 		t.Fatalf("the compaction announced %d chain continuations, want 1", len(chain))
 	}
 	time.Sleep(10 * time.Millisecond) // the compaction's snapshot ages past the 1 ms retention
-	o = outcomeOf(t, d.handle(chain[0]), "demo.events")
+	o := outcomeOf(t, d.handle(chain[0]), "demo.events")
 	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindExpire {
 		t.Fatalf("the continuation planned %+v, want the expiry", o)
 	}

@@ -20,7 +20,9 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
@@ -135,6 +137,21 @@ func setupDispatch(t *testing.T, mode config.Mode, grants string, mutate ...func
 }
 
 var optedIn = map[string]string{optin.PropertyEnabled: "true"}
+
+// commitEventRunsJob hands the planner a commit event of the table, wants
+// a job of kind planned, runs it through the rewriters and the committer,
+// and wants it committed with the rows want.
+func (d *dispatchEnv) commitEventRunsJob(name string, kind jobs.Kind, want fingerprint.Fingerprint) trigger.TableOutcome {
+	d.t.Helper()
+	o := outcomeOf(d.t, d.handle(commitEvent(name)), name)
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != kind {
+		d.t.Fatalf("want a job of kind %s: %+v", kind, o)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	d.requireCommitted(o.Plan.JobID, want)
+	return o
+}
 
 func (d *dispatchEnv) createNamed(name string, o sampletable.Options) *table.Table {
 	d.t.Helper()
