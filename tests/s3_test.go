@@ -123,13 +123,18 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer counter.Close()
-	e, _ := s3Setup(t, counter.URL)
+	// One file at a time, as a rewriter of one vCPU scans (GOMAXPROCS 1).
+	e, _ := s3Setup(t, counter.URL, func(c *config.Config) { c.ScanConcurrency = 1 })
 	e.createTable(smallTable)
 	want := e.fingerprint()
 	before := e.stats()
 	r := e.plan()
 	counter.Reset()
+	// S3 answers in tens of milliseconds, not at once: the rewriters
+	// read their files ahead, several at a time (package fileio).
+	counter.SetLatency(5 * time.Millisecond)
 	e.drainTasks()
+	counter.SetLatency(0)
 	c := counter.Counts()
 	counter.Reset()
 	e.drainCommits()
@@ -144,7 +149,7 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 
 	inputs := int64(before.DataFiles + before.DeleteFiles())
 	gets := c.Ops[s3requests.GetObject]
-	t.Logf("rewriters, %d groups over %d data and %d delete files: %v", r.Groups, before.DataFiles, before.DeleteFiles(), c.Ops)
+	t.Logf("rewriters, %d groups over %d data and %d delete files: %v, %d GETs overlapped another", r.Groups, before.DataFiles, before.DeleteFiles(), c.Ops, c.OverlappedGets)
 	for key, n := range c.Gets {
 		if n > 1 {
 			t.Errorf("%s was read with %d GETs", key, n)
@@ -152,6 +157,12 @@ func TestPipeline_S3WarehouseRequestBudget(t *testing.T) {
 	}
 	if gets > inputs+1 {
 		t.Fatalf("rewriters sent %d GETs for %d input files, want one per file and one for the pinned metadata file", gets, inputs)
+	}
+	// The delete files' reads can overlap one another only; the data
+	// files' must too.
+	if c.OverlappedGets <= int64(before.DeleteFiles()) {
+		t.Errorf("%d of the rewriters' GETs overlapped another (at most %d at once) for %d data and %d delete files: want the data files read ahead too, several at a time",
+			c.OverlappedGets, c.MostGetsInFlight, before.DataFiles, before.DeleteFiles())
 	}
 	if puts := c.Class(s3requests.ClassPut); puts != int64(r.Groups) || c.Ops[s3requests.UploadPart] != 0 {
 		t.Fatalf("rewriters sent %d PUT-class requests (%v) for %d new files, want one PutObject each", puts, c.Ops, r.Groups)

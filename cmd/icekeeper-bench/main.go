@@ -65,6 +65,8 @@ func main() {
 	fs.IntVar(&o.RowGroupMB, "row-group-mb", 0, "the memory check's table's write.parquet.row-group-size-bytes, in MB; 0 for iceberg-go's default (128 MB)")
 	fs.IntVar(&o.RewriterMemoryMB, "rewriter-memory-mb", 0, "the memory rewriter processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE; Go's memory limit, and under it the rewriter's GC percent, are set from it as in the function); 0 for none")
 	fs.IntVar(&o.CoordinatorMemoryMB, "coordinator-memory-mb", 0, "the memory the planner and committer processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's memory limit and the planner's memory budget are set from it as in the functions; the stack gives them 1024); 0 for none, to measure what they need")
+	fs.BoolVar(&o.ReadAheadBaseline, "read-ahead-baseline", false, "also run the pipeline (one rewriter) without reading ahead (ICEKEEPER_READ_AHEAD_FILES=-1) beside the default")
+	fs.DurationVar(&o.S3Latency, "s3-latency", 0, "--storage s3: hold each S3 request of a measured run this long, as S3's time to first byte (tens of milliseconds for small objects, AWS's S3 performance whitepaper), e.g. 30ms; 0 for the emulator's own")
 	fs.StringVar(&o.Storage, "storage", "local", "where the tables live: local (a folder) or s3 (a bucket in the emulator, every engine's S3 requests counted)")
 	fs.IntVar(&o.ColdStartRuns, "cold-starts", 7, "starts of each function binary to measure its cold start; 0 to skip")
 	fs.StringVar(&o.ColdStartBaseline, "cold-start-baseline", "", "also start the function binaries of this git revision, interleaved with these, and compare (e.g. HEAD~1)")

@@ -55,6 +55,7 @@ const (
 	EnvMaxTaskAttempts        = envvars.MaxTaskAttempts
 	EnvCommitRetries          = envvars.CommitRetries
 	EnvScanConcurrency        = envvars.ScanConcurrency
+	EnvReadAheadFiles         = envvars.ReadAheadFiles
 	EnvSortWindowBytes        = envvars.SortWindowBytes
 	EnvScanPricePerTB         = envvars.ScanPricePerTB
 	EnvLedgerBackOff          = envvars.LedgerBackOff
@@ -172,6 +173,10 @@ type Config struct {
 	CoordinatorMemoryMB int
 	// ScanConcurrency is the rewriter's read concurrency (0: GOMAXPROCS).
 	ScanConcurrency int
+	// ReadAheadFiles is how many of a group's files the rewriter reads at
+	// once ahead of its scan, so that S3's latency is not paid file by
+	// file (0: fileio.DefaultReadAheadFiles; -1: none).
+	ReadAheadFiles int
 	// SortWindowBytes bounds the rows a rewriter sorts in memory at once
 	// (sort compaction); a larger group is sorted in runs spilled to /tmp
 	// and merged. 0: a quarter of the function's memory limit.
@@ -355,6 +360,14 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
 	setI(&c.CommitRetries, EnvCommitRetries)
 	setI(&c.ScanConcurrency, EnvScanConcurrency)
+	if v := strings.TrimSpace(getenv(EnvReadAheadFiles)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a number of files, 0 for the default or -1 for none", ErrInvalid, EnvReadAheadFiles, v))
+		} else {
+			c.ReadAheadFiles = n
+		}
+	}
 	setI64(&c.SortWindowBytes, EnvSortWindowBytes)
 	setI64(&c.ExchangePageBytes, EnvExchangePageBytes)
 	setI(&c.RewriterMemoryMB, EnvRewriterMemoryMB)
@@ -405,6 +418,9 @@ func (c Config) Env() map[string]string {
 	}
 	if c.ExchangePageBytes > 0 {
 		m[EnvExchangePageBytes] = strconv.FormatInt(c.ExchangePageBytes, 10)
+	}
+	if c.ReadAheadFiles != 0 {
+		m[EnvReadAheadFiles] = strconv.Itoa(c.ReadAheadFiles)
 	}
 	if c.ScanPricePerTB > 0 {
 		m[EnvScanPricePerTB] = strconv.FormatFloat(c.ScanPricePerTB, 'g', -1, 64)
@@ -466,6 +482,9 @@ func (c Config) Validate(need ...Need) error {
 	}
 	if c.SortWindowBytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvSortWindowBytes))
+	}
+	if c.ReadAheadFiles < -1 {
+		errs = append(errs, fmt.Errorf("%w: %s must be a number of files, 0 for the default or -1 for none", ErrInvalid, EnvReadAheadFiles))
 	}
 	if c.Mode == ModeActive {
 		g, err := optin.ParseGrants(c.Grants)

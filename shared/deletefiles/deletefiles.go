@@ -39,6 +39,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/icekeeper/icekeeper/shared/fileio"
 )
 
 // ErrMismatch: positions worked out here disagree with what iceberg-go's
@@ -90,7 +92,7 @@ func Within(bm *dv.RoaringPositionBitmap, count int64) *dv.RoaringPositionBitmap
 // whatever the number of tasks it is attached to.
 func Positional(ctx context.Context, fs iceio.IO, tasks []table.FileScanTask) ([]*dv.RoaringPositionBitmap, error) {
 	targets := map[string]map[string]struct{}{}
-	posFiles := map[string]iceberg.DataFile{}
+	var posFiles []iceberg.DataFile // in the tasks' order, each once
 	for _, t := range tasks {
 		if len(t.DeletionVectorFiles) > 0 {
 			continue
@@ -98,20 +100,23 @@ func Positional(ctx context.Context, fs iceio.IO, tasks []table.FileScanTask) ([
 		for _, d := range t.DeleteFiles {
 			if targets[d.FilePath()] == nil {
 				targets[d.FilePath()] = map[string]struct{}{}
-				posFiles[d.FilePath()] = d
+				posFiles = append(posFiles, d)
 			}
 			targets[d.FilePath()][t.File.FilePath()] = struct{}{}
-		}
-	}
-	fromPos := map[string]*dv.RoaringPositionBitmap{}
-	for path, d := range posFiles {
-		if err := ReadPositions(ctx, fs, d, targets[path], fromPos); err != nil {
-			return nil, fmt.Errorf("read position delete file %s: %w", path, err)
 		}
 	}
 	var dvs []iceberg.DataFile
 	for _, t := range tasks {
 		dvs = append(dvs, t.DeletionVectorFiles...)
+	}
+	// The files are read in this order: read them ahead (package fileio).
+	stop := fileio.ReadAhead(ctx, fs, aheadOf(append(slices.Clone(posFiles), dvs...)))
+	defer stop()
+	fromPos := map[string]*dv.RoaringPositionBitmap{}
+	for _, d := range posFiles {
+		if err := ReadPositions(ctx, fs, d, targets[d.FilePath()], fromPos); err != nil {
+			return nil, fmt.Errorf("read position delete file %s: %w", d.FilePath(), err)
+		}
 	}
 	vectors, err := ReadDeletionVectors(fs, dvs)
 	if err != nil {
@@ -131,6 +136,19 @@ func Positional(ctx context.Context, fs iceio.IO, tasks []table.FileScanTask) ([
 		out[i] = Within(bm, t.File.Count())
 	}
 	return out, nil
+}
+
+// aheadOf names files for fileio.ReadAhead, each once, in their order.
+func aheadOf(files []iceberg.DataFile) []fileio.AheadFile {
+	seen := map[string]bool{}
+	var out []fileio.AheadFile
+	for _, f := range files {
+		if !seen[f.FilePath()] {
+			seen[f.FilePath()] = true
+			out = append(out, fileio.AheadFile{Name: f.FilePath(), Size: f.FileSizeBytes()})
+		}
+	}
+	return out
 }
 
 // ReadDeletionVectors reads deletion vectors, in the order given, opening

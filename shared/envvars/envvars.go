@@ -39,15 +39,18 @@ const (
 	MaxTaskAttempts   = "ICEKEEPER_MAX_TASK_ATTEMPTS"
 	CommitRetries     = "ICEKEEPER_COMMIT_RETRIES"
 	ScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
-	TargetFileSize    = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
-	S3PathStyle       = "ICEKEEPER_S3_PATH_STYLE"
-	CommitTakeover    = "ICEKEEPER_COMMIT_TAKEOVER"
-	RewriterMemoryMB  = "ICEKEEPER_REWRITER_MEMORY_MB"
-	CoordinatorMemMB  = "ICEKEEPER_COORDINATOR_MEMORY_MB"
-	OrphanListFanOut  = "ICEKEEPER_ORPHAN_LIST_FANOUT_FILES"
-	RebaseDeletes     = "ICEKEEPER_REBASE_DELETES"
-	SortWindowBytes   = "ICEKEEPER_SORT_WINDOW_BYTES"
-	ScanPricePerTB    = "ICEKEEPER_SCAN_PRICE_PER_TB"
+	// ReadAheadFiles is how many of a group's files a rewriter reads at
+	// once ahead of its scan (-1: none; package fileio).
+	ReadAheadFiles   = "ICEKEEPER_READ_AHEAD_FILES"
+	TargetFileSize   = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
+	S3PathStyle      = "ICEKEEPER_S3_PATH_STYLE"
+	CommitTakeover   = "ICEKEEPER_COMMIT_TAKEOVER"
+	RewriterMemoryMB = "ICEKEEPER_REWRITER_MEMORY_MB"
+	CoordinatorMemMB = "ICEKEEPER_COORDINATOR_MEMORY_MB"
+	OrphanListFanOut = "ICEKEEPER_ORPHAN_LIST_FANOUT_FILES"
+	RebaseDeletes    = "ICEKEEPER_REBASE_DELETES"
+	SortWindowBytes  = "ICEKEEPER_SORT_WINDOW_BYTES"
+	ScanPricePerTB   = "ICEKEEPER_SCAN_PRICE_PER_TB"
 	// AthenaWorkGroupClasses maps Athena workgroups to workload classes
 	// ("bi=dashboard,etl=pipeline"; package workload).
 	AthenaWorkGroupClasses = "ICEKEEPER_ATHENA_WORKGROUP_CLASSES"
@@ -98,7 +101,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles,
 	}
 }
 

@@ -11,6 +11,9 @@
 //   - a file no larger than Options.WholeReadBytes is read whole from the
 //     body of the GET that opened it and served from memory: one GET per
 //     small file, whatever the reader asks for;
+//   - the files a reader is about to open in turn can be read ahead,
+//     a few at a time (ReadAhead, readahead.go), so that S3's latency
+//     is paid once for several files rather than once for each;
 //   - new files are uploaded in parts of Options.PartBytes with
 //     Options.PartConcurrency parts in flight: a 256 MB file is 8 parts
 //     of 32 MB instead of 32 of 8 MB. A file smaller than one part is one
@@ -38,7 +41,6 @@ import (
 	"container/list"
 	"context"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	pathpkg "path"
 	"strings"
@@ -74,6 +76,11 @@ type Options struct {
 	WholeReadBytes  int64
 	PartBytes       int
 	PartConcurrency int
+	// ReadAheadFiles and ReadAheadBytes bound ReadAhead: the files read
+	// at once, and the bytes read and not yet opened. ReadAheadFiles < 0
+	// turns it off.
+	ReadAheadFiles int
+	ReadAheadBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -85,6 +92,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PartConcurrency == 0 {
 		o.PartConcurrency = DefaultPartConcurrency
+	}
+	if o.ReadAheadFiles == 0 {
+		o.ReadAheadFiles = DefaultReadAheadFiles
+	}
+	if o.ReadAheadBytes == 0 {
+		o.ReadAheadBytes = DefaultReadAheadBytes
 	}
 	return o
 }
@@ -138,6 +151,8 @@ type Cache struct {
 	want       map[string]bool
 	data       map[string][]byte
 	size, most int64
+	// ahead is the files being read ahead for these IOs (ReadAhead).
+	ahead *readAhead
 }
 
 // NewCache returns a cache that keeps at most most bytes.
@@ -197,6 +212,10 @@ func (s *objectIO) Open(name string) (icebergio.File, error) {
 			return &wholeFile{Reader: bytes.NewReader(b), info: fileInfo{name: pathpkg.Base(name), size: int64(len(b))}}, nil
 		}
 	}
+	if b, info, ok := s.cache.takeAhead(name); ok {
+		s.cache.offer(name, b)
+		return &wholeFile{Reader: bytes.NewReader(b), info: info}, nil
+	}
 	f, err := s.FileIO.Open(name)
 	if err != nil || s.o.WholeReadBytes < 0 {
 		return f, err
@@ -205,14 +224,9 @@ func (s *objectIO) Open(name string) (icebergio.File, error) {
 	if err != nil || st.Size() > s.o.WholeReadBytes {
 		return f, nil
 	}
-	data := make([]byte, st.Size())
-	_, rerr := io.ReadFull(f, data)
-	cerr := f.Close()
-	if rerr != nil {
-		return nil, &iofs.PathError{Op: "open", Path: name, Err: rerr}
-	}
-	if cerr != nil {
-		return nil, &iofs.PathError{Op: "open", Path: name, Err: cerr}
+	data, err := readAll(name, f, st.Size())
+	if err != nil {
+		return nil, err
 	}
 	s.cache.offer(name, data)
 	if keep {

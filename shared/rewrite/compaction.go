@@ -123,14 +123,16 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 	var bounds []int64
 	reordered := task.SortOrderID != nil || len(task.ZOrderFieldIDs) > 0
 	mapped := !out.repartition && !reordered && tbl.Metadata().DefaultSortOrder() == table.UnsortedSortOrderID
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, m, tbl, fmt.Errorf("open table IO: %w", err)
+	}
+	var kept []string
 	if mapped {
 		tasks = equalityLast(tasks)
-		fs, err := tbl.FS(ctx)
-		if err != nil {
-			return nil, m, tbl, fmt.Errorf("open table IO: %w", err)
-		}
 		// The scan reads these files again: keep them (package fileio).
-		fileio.Retain(fs, positionalDeletePaths(tasks)...)
+		kept = positionalDeletePaths(tasks)
+		fileio.Retain(fs, kept...)
 		if dropped, err = deletefiles.Positional(ctx, fs, tasks); err != nil {
 			return nil, m, tbl, classify(fmt.Errorf("read group %d's position deletes: %w", task.Group, err))
 		}
@@ -143,6 +145,10 @@ func (r *Rewriter) rewrite(ctx context.Context, task messages.Task, attempt stri
 			bounds = append(bounds, end)
 		}
 	}
+	// The scan opens the files one after the other (a core's worth at a
+	// time): read them ahead, so S3's latency is not paid file by file.
+	stopAhead := fileio.ReadAhead(ctx, fs, scanOrder(tasks, kept))
+	defer stopAhead()
 	_, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, m, tbl, classify(fmt.Errorf("read group %d: %w", task.Group, err))

@@ -42,6 +42,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/pin"
 	"github.com/icekeeper/icekeeper/shared/queue"
 	"github.com/icekeeper/icekeeper/shared/tracing"
@@ -76,7 +77,7 @@ func New(cfg config.Config, clients *awsclients.Clients, log *slog.Logger, need 
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &Deps{Config: cfg, Clients: clients, Log: log, Now: time.Now, Tables: pin.Opener{Properties: cfg.Catalog.Properties}}
+	d := &Deps{Config: cfg, Clients: clients, Log: log, Now: time.Now, Tables: pin.Opener{Properties: cfg.Catalog.Properties, IO: fileio.Options{ReadAheadFiles: cfg.ReadAheadFiles}}}
 	d.Metrics = metrics.NewEmitter(os.Stdout, metrics.DefaultNamespace, d.Now)
 	d.Events = clients.Events
 	d.Tracer = tracing.FromEnv()

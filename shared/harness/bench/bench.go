@@ -89,6 +89,9 @@ type Options struct {
 	// Go's default (100) in the same run. With RewriterMemoryMB the soft
 	// memory limit still bounds the heap, as in the function.
 	RewriterGOGC []string
+	// ReadAheadBaseline adds the pipeline with one rewriter that does not
+	// read ahead (ICEKEEPER_READ_AHEAD_FILES=-1), beside the default.
+	ReadAheadBaseline bool
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
 	// PlannerFiles are the table sizes (data files) the planner is measured
@@ -122,6 +125,11 @@ type Options struct {
 	// engine's requests go through; the raw baseline, which reads local
 	// files, is left out).
 	Storage string
+	// S3Latency is held before each S3 request of a measured run (Storage
+	// "s3"), as S3's time to first byte: the emulator answers at once, so
+	// without it an engine that waits for each file in turn looks as fast
+	// as one that reads ahead. 0: none.
+	S3Latency time.Duration
 	// Repeats is how many times each engine runs on each table,
 	// interleaved (default 3): the report gives the median run and the
 	// spread.
@@ -189,6 +197,19 @@ type Measurement struct {
 	Requests *s3requests.Counts `json:"s3_requests,omitempty"`
 	// Walls are every run's wall time (the measurement is the median run).
 	Walls []time.Duration `json:"walls_ns,omitempty"`
+	// Rounds are the times icekeeper's pipeline started its rewriters
+	// (1 unless a task came back only after its visibility timeout), and
+	// ReceiveErrors the receives that failed and were tried again, the
+	// last one's error in LastReceiveError (icekeeper's runs).
+	Rounds           int    `json:"rounds,omitempty"`
+	ReceiveErrors    int    `json:"receive_errors,omitempty"`
+	LastReceiveError string `json:"last_receive_error,omitempty"`
+	// Billed is the rewriters' time in their handler, what Lambda bills
+	// them for (waits for S3 included, the process's start and idle polls
+	// not), and CoordWall the planner's and committer's, from the call to
+	// its answer (icekeeper's runs).
+	Billed    time.Duration `json:"billed_ns,omitempty"`
+	CoordWall time.Duration `json:"coordinator_wall_ns,omitempty"`
 }
 
 // medianRun is the run of median wall time, with every run's wall time.
@@ -319,6 +340,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if storage, err = newS3Storage(ctx, cloud); err != nil {
 			return rep, err
 		}
+		storage.latency = o.S3Latency
 		defer storage.close()
 	default:
 		return rep, fmt.Errorf("bench: storage %q: want local or s3", o.Storage)
@@ -432,6 +454,7 @@ func openCatalogIn(ctx context.Context, dir string, storage *s3Storage) (catalog
 // s3Storage is a bucket in the emulator behind a request counter.
 type s3Storage struct {
 	counter   *s3requests.Proxy
+	latency   time.Duration
 	warehouse string
 	props     map[string]string
 }
@@ -459,7 +482,9 @@ func (s *s3Storage) measure(run func() (Measurement, error)) (Measurement, error
 		return run()
 	}
 	s.counter.Reset()
+	s.counter.SetLatency(s.latency)
 	m, err := run()
+	s.counter.SetLatency(0)
 	c := s.counter.Counts()
 	m.Requests = &c
 	return m, err
@@ -695,6 +720,22 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			return m, rollback()
 		}})
 	}
+	// 3d. The same without reading ahead, one rewriter.
+	if o.ReadAheadBaseline {
+		engines = append(engines, engine{"icekeeper pipeline, no read-ahead, 1 rewriter", func() (Measurement, error) {
+			m, err := storage.measure(func() (Measurement, error) {
+				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, pipelineRun{rewriterEnv: []string{config.EnvReadAheadFiles + "=-1"}})
+			})
+			if err != nil {
+				return m, err
+			}
+			m.Engine, m.InputB = EngineNoReadAhead, tr.InputBytes
+			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
+				return m, err
+			}
+			return m, rollback()
+		}})
+	}
 	// 4. A sort compaction of the same input, one rewriter.
 	if o.SortColumn != "" {
 		engines = append(engines, engine{"icekeeper pipeline, sorted by " + o.SortColumn + ", 1 rewriter", func() (Measurement, error) {
@@ -847,6 +888,10 @@ const (
 // Options.CompressionLevel (one rewriter).
 const EngineLevel = "icekeeper, compression level"
 
+// EngineNoReadAhead names the measurement of a rewriter that does not
+// read ahead (Options.ReadAheadBaseline).
+const EngineNoReadAhead = "icekeeper, no read-ahead"
+
 // EngineGOGC prefixes the measurements with the rewriter's GOGC set
 // (Options.RewriterGOGC): "icekeeper, GOGC=400".
 const EngineGOGC = "icekeeper, GOGC="
@@ -954,6 +999,7 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	if err != nil {
 		return m, 0, err
 	}
+	m.CoordWall = time.Since(start)
 	if pr.JobID == "" {
 		return m, 0, fmt.Errorf("planner did not plan %s: %s (%s)", name, pr.Outcome, pr.Reason)
 	}
@@ -987,8 +1033,13 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 				return m, 0, err
 			}
 			m.CPU += p.CPU
+			m.Billed += out.Busy
 			m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
 			delivered, failed = delivered+out.Delivered, failed+out.Failed
+			m.ReceiveErrors += out.ReceiveErrors
+			if out.LastReceiveError != "" {
+				m.LastReceiveError = out.LastReceiveError
+			}
 			rewriterLogs += out.LogBytes
 			m.Bill.RewriterInvocations += int64(out.Delivered)
 		}
@@ -996,11 +1047,18 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			m.Wall = time.Since(start)
 			return m, groupBytes, nil // the memory check commits nothing
 		}
+		commitStart := time.Now()
 		cs, err := localrun.Drain(ctx, deps.Commits, st.Committer, 1, 0)
 		if err != nil {
 			return m, 0, err
 		}
+		m.CoordWall += time.Since(commitStart)
 		delivered, failed = delivered+cs.Delivered, failed+cs.Failed
+		m.ReceiveErrors += cs.ReceiveErrors
+		if cs.LastReceiveError != "" {
+			m.LastReceiveError = cs.LastReceiveError
+		}
+		m.Rounds = round + 1
 		m.Bill.CommitterInvocations += int64(cs.Delivered)
 		if j, err = watch.Get(ctx, pr.JobID); err != nil {
 			return m, 0, err

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -69,6 +70,9 @@ const (
 	// LambdaGBPerVCPU is the memory that buys one vCPU on Lambda, in GB:
 	// compute costs the same per vCPU-second at every memory size.
 	LambdaGBPerVCPU = float64(LambdaMBPerVCPU) / 1024
+	// StackCoordinatorMemoryMB is the memory the stack gives the planner
+	// and the committer (infra's defaults).
+	StackCoordinatorMemoryMB = 1024
 )
 
 // lineItem is one part of a job's bill in dollars, and whether it grows
@@ -82,11 +86,8 @@ type lineItem struct {
 }
 
 // billOf prices one icekeeper measurement: every line item of the job.
-func billOf(m Measurement, t TableResult) []lineItem {
-	vcpu := LambdaGBPerVCPU * LambdaArmGBSecond
-	items := []lineItem{
-		{"Lambda compute, rewriters", m.CPU.Seconds() * vcpu, fmt.Sprintf("%.1f CPU s at %.0f MB (a vCPU)", m.CPU.Seconds(), float64(LambdaMBPerVCPU)), false},
-		{"Lambda compute, planner and committer", m.CoordCPU.Seconds() * vcpu, fmt.Sprintf("%.1f CPU s, an upper bound: the harness's process, the emulator's serving included", m.CoordCPU.Seconds()), false},
+func billOf(m Measurement, t TableResult, o Options) []lineItem {
+	items := []lineItem{rewriterCompute(m, o), coordinatorCompute(m, o),
 		{"Lambda requests", float64(m.Bill.Invocations()) * LambdaRequest, fmt.Sprintf("%d invocations", m.Bill.Invocations()), true},
 	}
 	// On local disk, estimated as the S3 run measures them: a GET per
@@ -112,6 +113,30 @@ func billOf(m Measurement, t TableResult) []lineItem {
 	logs := m.Bill.LogBytes + LambdaLogLinesBytes*m.Bill.Invocations()
 	items = append(items, lineItem{"CloudWatch Logs ingestion", float64(logs) / 1e9 * LogsIngestedGB, fmt.Sprintf("%d bytes (the functions' %d, Lambda's lines %d)", logs, m.Bill.LogBytes, LambdaLogLinesBytes*m.Bill.Invocations()), true})
 	return items
+}
+
+// rewriterCompute prices the rewriters by their time in the handler at
+// their memory (what Lambda bills: GB-seconds of duration), or, for a run
+// that did not record it, their CPU at a vCPU's memory.
+func rewriterCompute(m Measurement, o Options) lineItem {
+	mb := cmp.Or(o.RewriterMemoryMB, LambdaMBPerVCPU)
+	if m.Billed <= 0 {
+		return lineItem{"Lambda compute, rewriters", m.CPU.Seconds() * LambdaGBPerVCPU * LambdaArmGBSecond, fmt.Sprintf("%.1f CPU s at %d MB (a vCPU)", m.CPU.Seconds(), LambdaMBPerVCPU), false}
+	}
+	return lineItem{"Lambda compute, rewriters", m.Billed.Seconds() * float64(mb) / 1024 * LambdaArmGBSecond,
+		fmt.Sprintf("%.1f s in the handler at %d MB (%.1f CPU s)", m.Billed.Seconds(), mb, m.CPU.Seconds()), false}
+}
+
+// coordinatorCompute prices the planner's and the committer's calls by
+// their wall time at their memory (the stack's 1024 MB unless the run set
+// another), or, for a run that did not record it, the harness's CPU.
+func coordinatorCompute(m Measurement, o Options) lineItem {
+	if m.CoordWall <= 0 {
+		return lineItem{"Lambda compute, planner and committer", m.CoordCPU.Seconds() * LambdaGBPerVCPU * LambdaArmGBSecond, fmt.Sprintf("%.1f CPU s, an upper bound: the harness's process, the emulator's serving included", m.CoordCPU.Seconds()), false}
+	}
+	mb := cmp.Or(o.CoordinatorMemoryMB, StackCoordinatorMemoryMB)
+	return lineItem{"Lambda compute, planner and committer", m.CoordWall.Seconds() * float64(mb) / 1024 * LambdaArmGBSecond,
+		fmt.Sprintf("%.2f s of wall time at %d MB", m.CoordWall.Seconds(), mb), false}
 }
 
 // S3Classes sums the S3 requests among counts (the stages' plans and
@@ -149,7 +174,7 @@ func (r Report) bill() string {
 		}
 		scale := 1e12 / float64(m.InputB)
 		perGroup := 1e12 / float64(config.DefaultMaxGroupBytes) / float64(max(m.Bill.Groups, 1))
-		items := billOf(m, t)
+		items := billOf(m, t, r.Options)
 		var total float64
 		fmt.Fprintf(&b, "#### %s deletes (v%d): %.0f MB in %d files, %d groups\n\n| item | per TB | counted in the run |\n|---|---|---|\n", t.Kind, formatVersion(t.Kind), float64(m.InputB)/1e6, t.InputFiles, m.Bill.Groups)
 		for _, it := range items {

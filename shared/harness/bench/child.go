@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/icekeeper/icekeeper/events"
@@ -184,6 +185,9 @@ func icebergRewrite(ctx context.Context, a IcebergArgs) (IcebergOut, error) {
 type RewriterOut struct {
 	localrun.Stats
 	LogBytes int64 `json:"log_bytes"`
+	// Busy is the time spent in the handler, what Lambda bills: the
+	// process's start and its polls of the queue are not in it.
+	Busy time.Duration `json:"busy_ns"`
 }
 
 // LogCounter counts the bytes a stage logs (its slog JSON and its metrics'
@@ -231,7 +235,12 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (RewriterOut, error) {
 	if err != nil {
 		return out, err
 	}
-	h := rewriterstage.Handler{Rewrite: r}.Handle
+	handle := rewriterstage.Handler{Rewrite: r}.Handle
+	h := func(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+		start := time.Now()
+		defer func() { out.Busy += time.Since(start) }()
+		return handle(ctx, ev)
+	}
 	if a.MaxGroups > 0 {
 		out.Stats, err = localrun.Drain(ctx, deps.Tasks, h, 1, a.MaxGroups)
 		out.LogBytes = logs.Bytes()
@@ -244,6 +253,10 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (RewriterOut, error) {
 	for idle := 0; idle < 3; {
 		st, err := localrun.Drain(ctx, deps.Tasks, h, 1, 0)
 		total.Batches, total.Delivered, total.Failed = total.Batches+st.Batches, total.Delivered+st.Delivered, total.Failed+st.Failed
+		total.ReceiveErrors += st.ReceiveErrors
+		if st.LastReceiveError != "" {
+			total.LastReceiveError = st.LastReceiveError
+		}
 		if err != nil {
 			out.LogBytes = logs.Bytes()
 			return out, err

@@ -51,6 +51,9 @@ func (t TableResult) Find(engine string, procs int) (Measurement, bool) {
 func (r Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %s.\n\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Machine)
+	if o := r.Options; o.Storage == "s3" && o.S3Latency > 0 {
+		fmt.Fprintf(&b, "Every S3 request of a measured run was held %s before the emulator answered it, as S3's time to first byte (tens of milliseconds for small objects, AWS's S3 performance whitepaper): an engine that waits for each file in turn pays it on every file.\n\n", o.S3Latency)
+	}
 	o := r.Options
 	if o.Data == DataTPCH {
 		fmt.Fprintf(&b, "Input: TPC-H tables (%s) at scale factor %g, each written by Spark in %d appends and deleted from by a CDC stream, about %.0f%% of the rows (each table below says how); output files of %d MB.\n\n",
@@ -84,6 +87,12 @@ func (r Report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %.1f | %.0f | %s | %.0f | %s | %s |\n", m.Engine, shape, m.Wall.Seconds(), spread(m), m.MBps(), m.RowsPerSec(), cpu, float64(m.PeakRSS)/(1<<20), vsRaw, vsIce)
 		}
 		b.WriteString("\n")
+		for _, m := range t.Measurements {
+			if m.Rounds > 1 || m.ReceiveErrors > 0 {
+				fmt.Fprintf(&b, "%s, %d × %d: the rewriters were started %d times (a task came back only after its visibility timeout of 60 s); %d receives failed and were tried again (last: %s). Its wall time includes that wait.\n\n",
+					m.Engine, m.shapeProcs(), m.shapeCores(), m.Rounds, m.ReceiveErrors, m.LastReceiveError)
+			}
+		}
 		if lvl, ok := t.Find(EngineLevel, 1); ok {
 			if bp, ok := t.Find("icekeeper", 1); ok {
 				fmt.Fprintf(&b, "With the table's `write.parquet.compression-level` at %s: %.2fx the default level's CPU and %.2fx its wall time, one rewriter; output %.0f MB against %.0f MB (%.2fx), same input, same run.\n\n",
@@ -97,6 +106,12 @@ func (r Report) Markdown() string {
 			if ok && ok2 {
 				fmt.Fprintf(&b, "With the rewriter's GOGC=%s: %.2fx Go's default's CPU, %.2fx its wall time and %.2fx its peak RSS, one rewriter; output %.0f MB against %.0f MB, same input, same run.\n\n",
 					gogc, g.CPU.Seconds()/bp.CPU.Seconds(), g.Wall.Seconds()/bp.Wall.Seconds(), float64(g.PeakRSS)/float64(max(bp.PeakRSS, 1)), float64(g.OutputB)/1e6, float64(bp.OutputB)/1e6)
+			}
+		}
+		if na, ok := t.Find(EngineNoReadAhead, 1); ok {
+			if bp, ok := t.Find("icekeeper", 1); ok && na.Billed > 0 {
+				fmt.Fprintf(&b, "Reading ahead: the rewriter spent %.1f s in its handler (what Lambda bills) against %.1f s without it, %.2fx, for %.2fx the CPU and %.2fx the GETs, one rewriter, same input, same run.\n\n",
+					bp.Billed.Seconds(), na.Billed.Seconds(), bp.Billed.Seconds()/na.Billed.Seconds(), bp.CPU.Seconds()/na.CPU.Seconds(), ratioGets(bp, na))
 			}
 		}
 		if srt, ok := t.Find(EngineSorted, 1); ok {
@@ -441,4 +456,12 @@ func (r Report) againstSpark() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// ratioGets is a's GETs over b's (1 when either was not on S3).
+func ratioGets(a, b Measurement) float64 {
+	if a.Requests == nil || b.Requests == nil || b.Requests.Class(s3requests.ClassGet) == 0 {
+		return 1
+	}
+	return float64(a.Requests.Class(s3requests.ClassGet)) / float64(b.Requests.Class(s3requests.ClassGet))
 }

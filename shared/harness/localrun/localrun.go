@@ -29,6 +29,11 @@ type Stats struct {
 	Batches   int `json:"batches"`
 	Delivered int `json:"delivered"`
 	Failed    int `json:"failed"`
+	// ReceiveErrors are receives that failed and were tried again: a
+	// response cut short may have taken messages with it, which come back
+	// only when their visibility timeout runs out.
+	ReceiveErrors    int    `json:"receive_errors,omitempty"`
+	LastReceiveError string `json:"last_receive_error,omitempty"`
 }
 
 // receiveAttempts is how many times a receive is tried before Drain gives
@@ -38,7 +43,7 @@ type Stats struct {
 // took is delivered again when its visibility timeout runs out, as on SQS.
 const receiveAttempts = 3
 
-func receive(ctx context.Context, q *queue.Queue, batchSize int32) ([]queue.Message, error) {
+func receive(ctx context.Context, q *queue.Queue, batchSize int32, st *Stats) ([]queue.Message, error) {
 	var err error
 	for i := range receiveAttempts {
 		if i > 0 {
@@ -52,6 +57,7 @@ func receive(ctx context.Context, q *queue.Queue, batchSize int32) ([]queue.Mess
 		if msgs, err = q.Receive(ctx, batchSize, 0, 60); err == nil {
 			return msgs, nil
 		}
+		st.ReceiveErrors, st.LastReceiveError = st.ReceiveErrors+1, err.Error()
 	}
 	return nil, fmt.Errorf("localrun: %d receives failed: %w", receiveAttempts, err)
 }
@@ -63,7 +69,7 @@ func receive(ctx context.Context, q *queue.Queue, batchSize int32) ([]queue.Mess
 func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32, maxBatches int) (Stats, error) {
 	var st Stats
 	for maxBatches == 0 || st.Batches < maxBatches {
-		msgs, err := receive(ctx, q, batchSize)
+		msgs, err := receive(ctx, q, batchSize, &st)
 		if err != nil {
 			return st, err
 		}

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -123,6 +124,10 @@ type Counts struct {
 	BytesDown int64
 	// Gets counts the GETs of each object (its request path).
 	Gets map[string]int64 `json:"-"`
+	// MostGetsInFlight is the most GETs the proxy was serving at once,
+	// OverlappedGets the GETs that arrived while another was served.
+	MostGetsInFlight int64 `json:",omitempty"`
+	OverlappedGets   int64 `json:",omitempty"`
 }
 
 // Class sums the operations of one billing class.
@@ -174,7 +179,18 @@ type Proxy struct {
 	stop func() error
 	mu   sync.Mutex
 	c    Counts
+	// latency is held before each request is forwarded (SetLatency).
+	latency atomic.Int64
+	// gets is the GETs being served.
+	gets int64
 }
+
+// SetLatency holds every request d before forwarding it (0: none), as
+// S3's time to first byte would: the emulator answers in microseconds,
+// S3 in tens of milliseconds for small objects ("Timeouts and Retries for
+// Latency-Sensitive Applications", AWS's S3 performance whitepaper), and
+// a reader that waits for each file in turn pays that on every file.
+func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
 // Serve serves handle on a free loopback port in front of target: handle
 // gets each request and forward, the reverse proxy to target (a counting
@@ -210,11 +226,26 @@ func Start(target string) (*Proxy, error) {
 			p.c.BytesUp += max(r.ContentLength, 0)
 		case GetObject:
 			p.c.Gets[r.URL.Path]++
+			if p.gets > 0 {
+				p.c.OverlappedGets++
+			}
+			p.gets++
+			p.c.MostGetsInFlight = max(p.c.MostGetsInFlight, p.gets)
 		}
 		p.mu.Unlock()
+		if op == GetObject {
+			defer func() {
+				p.mu.Lock()
+				p.gets--
+				p.mu.Unlock()
+			}()
+		}
 		if err := decodeAWSChunked(r); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
+		}
+		if d := time.Duration(p.latency.Load()); d > 0 {
+			time.Sleep(d)
 		}
 		cw := &ResponseCounter{ResponseWriter: w}
 		rp.ServeHTTP(cw, r)
@@ -234,7 +265,7 @@ func Start(target string) (*Proxy, error) {
 func (p *Proxy) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := Counts{Ops: make(map[string]int64, len(p.c.Ops)), BytesUp: p.c.BytesUp, BytesDown: p.c.BytesDown, Gets: make(map[string]int64, len(p.c.Gets))}
+	out := Counts{Ops: make(map[string]int64, len(p.c.Ops)), BytesUp: p.c.BytesUp, BytesDown: p.c.BytesDown, Gets: make(map[string]int64, len(p.c.Gets)), MostGetsInFlight: p.c.MostGetsInFlight, OverlappedGets: p.c.OverlappedGets}
 	for k, v := range p.c.Ops {
 		out.Ops[k] = v
 	}
