@@ -116,8 +116,13 @@ func TestBench_SparkRunsBesideIcekeeperOnTheSameTable(t *testing.T) {
 		b.PlannerInvocations != 1 || b.RewriterInvocations <= 0 || b.CommitterInvocations <= 0 || b.LogBytes <= 0 {
 		t.Fatalf("icekeeper's bill uncounted: %+v (aws %+v)", b, b.AWS)
 	}
-	if !strings.Contains(rep.Markdown(), "The whole bill, per TB compacted") {
-		t.Fatalf("the report has no bill:\n%s", rep.Markdown())
+	// Lambda bills duration: the rewriters' time in their handler, the
+	// planner's and committer's calls.
+	if ice.Billed <= 0 || ice.CoordWall <= 0 || ice.Rounds < 1 {
+		t.Fatalf("icekeeper's billed time unmeasured: handler %s, planner and committer %s, %d rounds", ice.Billed, ice.CoordWall, ice.Rounds)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "The whole bill, per TB compacted") || !strings.Contains(md, "in the handler at") {
+		t.Fatalf("the report has no bill by duration:\n%s", md)
 	}
 	if !strings.Contains(rep.Markdown(), "Against Spark") {
 		t.Fatalf("the report has no side-by-side with Spark:\n%s", rep.Markdown())

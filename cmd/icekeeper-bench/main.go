@@ -66,6 +66,8 @@ func main() {
 	fs.IntVar(&o.RewriterMemoryMB, "rewriter-memory-mb", 0, "the memory rewriter processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE; Go's memory limit, and under it the rewriter's GC percent, are set from it as in the function); 0 for none")
 	fs.IntVar(&o.CoordinatorMemoryMB, "coordinator-memory-mb", 0, "the memory the planner and committer processes are told they have (AWS_LAMBDA_FUNCTION_MEMORY_SIZE: Go's memory limit and the planner's memory budget are set from it as in the functions; the stack gives them 1024); 0 for none, to measure what they need")
 	fs.BoolVar(&o.ReadAheadBaseline, "read-ahead-baseline", false, "also run the pipeline (one rewriter) without reading ahead (ICEKEEPER_READ_AHEAD_FILES=-1) beside the default")
+	partsMB := fs.String("upload-part-mb", "", "also run the pipeline (one rewriter) uploading in parts of each of these many MiB (ICEKEEPER_UPLOAD_PART_BYTES) beside the default's, e.g. 64,128; empty to skip")
+	icebergGo := fs.Bool("iceberg-go", true, "also run iceberg-go's own compaction (RewriteDataFiles) on every table")
 	fs.DurationVar(&o.S3Latency, "s3-latency", 0, "--storage s3: hold each S3 request of a measured run this long, as S3's time to first byte (tens of milliseconds for small objects, AWS's S3 performance whitepaper), e.g. 30ms; 0 for the emulator's own")
 	fs.StringVar(&o.Storage, "storage", "local", "where the tables live: local (a folder) or s3 (a bucket in the emulator, every engine's S3 requests counted)")
 	fs.IntVar(&o.ColdStartRuns, "cold-starts", 7, "starts of each function binary to measure its cold start; 0 to skip")
@@ -93,6 +95,17 @@ func main() {
 			fail(fmt.Errorf("--rewriter-gogc %q: want a percentage or off, as Go's GOGC", g))
 		}
 		o.RewriterGOGC = append(o.RewriterGOGC, g)
+	}
+	o.NoIcebergGo = !*icebergGo
+	for _, p := range strings.Split(*partsMB, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		mb, err := strconv.Atoi(p)
+		if err != nil || mb < 5 || mb > 5<<10 {
+			fail(fmt.Errorf("--upload-part-mb %q: want sizes in MiB between 5 and 5120, S3's part sizes", p))
+		}
+		o.UploadPartMB = append(o.UploadPartMB, mb)
 	}
 	for _, f := range strings.Split(*plannerFiles, ",") {
 		if f = strings.TrimSpace(f); f != "" {

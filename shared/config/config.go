@@ -56,6 +56,7 @@ const (
 	EnvCommitRetries          = envvars.CommitRetries
 	EnvScanConcurrency        = envvars.ScanConcurrency
 	EnvReadAheadFiles         = envvars.ReadAheadFiles
+	EnvUploadPartBytes        = envvars.UploadPartBytes
 	EnvSortWindowBytes        = envvars.SortWindowBytes
 	EnvScanPricePerTB         = envvars.ScanPricePerTB
 	EnvLedgerBackOff          = envvars.LedgerBackOff
@@ -177,6 +178,10 @@ type Config struct {
 	// once ahead of its scan, so that S3's latency is not paid file by
 	// file (0: fileio.DefaultReadAheadFiles; -1: none).
 	ReadAheadFiles int
+	// UploadPartBytes is the size of the parts new files are uploaded in
+	// (0: fileio.DefaultPartBytes): a part is a PUT request, and a file
+	// smaller than one part is one PutObject.
+	UploadPartBytes int
 	// SortWindowBytes bounds the rows a rewriter sorts in memory at once
 	// (sort compaction); a larger group is sorted in runs spilled to /tmp
 	// and merged. 0: a quarter of the function's memory limit.
@@ -360,6 +365,14 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
 	setI(&c.CommitRetries, EnvCommitRetries)
 	setI(&c.ScanConcurrency, EnvScanConcurrency)
+	if v := strings.TrimSpace(getenv(EnvUploadPartBytes)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n != 0 && (n < 5<<20 || int64(n) > 5<<30) {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a part size between 5 MiB and 5 GiB (S3's limits), or 0 for the default", ErrInvalid, EnvUploadPartBytes, v))
+		} else {
+			c.UploadPartBytes = n
+		}
+	}
 	if v := strings.TrimSpace(getenv(EnvReadAheadFiles)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < -1 {
@@ -422,6 +435,9 @@ func (c Config) Env() map[string]string {
 	if c.ReadAheadFiles != 0 {
 		m[EnvReadAheadFiles] = strconv.Itoa(c.ReadAheadFiles)
 	}
+	if c.UploadPartBytes > 0 {
+		m[EnvUploadPartBytes] = strconv.Itoa(c.UploadPartBytes)
+	}
 	if c.ScanPricePerTB > 0 {
 		m[EnvScanPricePerTB] = strconv.FormatFloat(c.ScanPricePerTB, 'g', -1, 64)
 	}
@@ -482,6 +498,9 @@ func (c Config) Validate(need ...Need) error {
 	}
 	if c.SortWindowBytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: %s must not be negative", ErrInvalid, EnvSortWindowBytes))
+	}
+	if c.UploadPartBytes != 0 && (c.UploadPartBytes < 5<<20 || int64(c.UploadPartBytes) > 5<<30) {
+		errs = append(errs, fmt.Errorf("%w: %s must be between 5 MiB and 5 GiB (S3's part sizes), or 0 for the default", ErrInvalid, EnvUploadPartBytes))
 	}
 	if c.ReadAheadFiles < -1 {
 		errs = append(errs, fmt.Errorf("%w: %s must be a number of files, 0 for the default or -1 for none", ErrInvalid, EnvReadAheadFiles))

@@ -19,7 +19,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		EnvLeaseTable: "leases", EnvJobsTable: "jobs", EnvTaskQueueURL: "q1", EnvCommitQueueURL: "q2",
 		EnvBucket: "b", EnvMode: "active", EnvGrants: "db.a, sales", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
 		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m", EnvScanPricePerTB: "6.25", EnvLedgerBackOff: "72h", EnvMaxJobFiles: "250000",
-		EnvRewriterConcurrency: "50", EnvReadAheadFiles: "-1",
+		EnvRewriterConcurrency: "50", EnvReadAheadFiles: "-1", EnvUploadPartBytes: "134217728",
 	}
 	c, err := FromLookup(lookup(env))
 	if err != nil {
@@ -29,7 +29,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		t.Fatalf("catalog %+v", c.Catalog)
 	}
 	if c.LeaseTTL != 45*time.Minute || c.MaxGroupBytes != 1<<30 || c.MaxTaskAttempts != 4 || c.CommitTakeover != 20*time.Minute ||
-		c.ScanPricePerTB != 6.25 || c.LedgerBackOff != 72*time.Hour || c.MaxJobFiles != 250_000 || c.RewriterConcurrency != 50 || c.ReadAheadFiles != -1 {
+		c.ScanPricePerTB != 6.25 || c.LedgerBackOff != 72*time.Hour || c.MaxJobFiles != 250_000 || c.RewriterConcurrency != 50 || c.ReadAheadFiles != -1 || c.UploadPartBytes != 128<<20 {
 		t.Fatalf("settings %+v", c)
 	}
 	if c.Mode != ModeActive || c.Grants != "db.a, sales" {
@@ -43,7 +43,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if again.LeaseTTL != c.LeaseTTL || again.Catalog.Properties["s3.region"] != "us-east-1" || again.TaskQueueURL != "q1" ||
-		again.ScanPricePerTB != 6.25 || again.LedgerBackOff != 72*time.Hour || again.RewriterConcurrency != 50 || again.ReadAheadFiles != -1 {
+		again.ScanPricePerTB != 6.25 || again.LedgerBackOff != 72*time.Hour || again.RewriterConcurrency != 50 || again.ReadAheadFiles != -1 || again.UploadPartBytes != 128<<20 {
 		t.Fatalf("round trip lost settings: %+v", again)
 	}
 }
@@ -52,7 +52,7 @@ func TestFromLookup_BadValuesNameTheSetting(t *testing.T) {
 	t.Parallel()
 	for k, v := range map[string]string{
 		EnvLeaseTTL: "soon", EnvMaxGroupBytes: "-1", EnvMode: "on", EnvMinInterval: "later", EnvMaxTaskAttempts: "x", EnvCatalogSigV4: "maybe", EnvCatalogProperties: "novalue",
-		EnvScanPricePerTB: "-5", EnvLedgerBackOff: "0s", EnvMaxJobFiles: "-1", EnvRewriterConcurrency: "0", EnvReadAheadFiles: "-2",
+		EnvScanPricePerTB: "-5", EnvLedgerBackOff: "0s", EnvMaxJobFiles: "-1", EnvRewriterConcurrency: "0", EnvReadAheadFiles: "-2", EnvUploadPartBytes: "1048576",
 	} {
 		_, err := FromLookup(lookup(map[string]string{k: v}))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), k) {

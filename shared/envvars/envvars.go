@@ -41,7 +41,10 @@ const (
 	ScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
 	// ReadAheadFiles is how many of a group's files a rewriter reads at
 	// once ahead of its scan (-1: none; package fileio).
-	ReadAheadFiles   = "ICEKEEPER_READ_AHEAD_FILES"
+	ReadAheadFiles = "ICEKEEPER_READ_AHEAD_FILES"
+	// UploadPartBytes is the size of the parts a rewriter uploads its
+	// files in (package fileio; S3 allows 5 MiB to 5 GiB).
+	UploadPartBytes  = "ICEKEEPER_UPLOAD_PART_BYTES"
 	TargetFileSize   = "ICEKEEPER_TARGET_FILE_SIZE_BYTES"
 	S3PathStyle      = "ICEKEEPER_S3_PATH_STYLE"
 	CommitTakeover   = "ICEKEEPER_COMMIT_TAKEOVER"
@@ -101,7 +104,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes,
 	}
 }
 

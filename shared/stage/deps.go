@@ -77,7 +77,7 @@ func New(cfg config.Config, clients *awsclients.Clients, log *slog.Logger, need 
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &Deps{Config: cfg, Clients: clients, Log: log, Now: time.Now, Tables: pin.Opener{Properties: cfg.Catalog.Properties, IO: fileio.Options{ReadAheadFiles: cfg.ReadAheadFiles}}}
+	d := &Deps{Config: cfg, Clients: clients, Log: log, Now: time.Now, Tables: pin.Opener{Properties: cfg.Catalog.Properties, IO: fileio.Options{ReadAheadFiles: cfg.ReadAheadFiles, PartBytes: cfg.UploadPartBytes}}}
 	d.Metrics = metrics.NewEmitter(os.Stdout, metrics.DefaultNamespace, d.Now)
 	d.Events = clients.Events
 	d.Tracer = tracing.FromEnv()

@@ -38,6 +38,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
@@ -92,6 +94,13 @@ type Options struct {
 	// ReadAheadBaseline adds the pipeline with one rewriter that does not
 	// read ahead (ICEKEEPER_READ_AHEAD_FILES=-1), beside the default.
 	ReadAheadBaseline bool
+	// NoIcebergGo leaves iceberg-go's own compaction out (with S3's
+	// latency held, its tens of ranged GETs a file take many minutes).
+	NoIcebergGo bool
+	// UploadPartMB adds, for each size, the pipeline with one rewriter
+	// uploading in parts of that many MiB (ICEKEEPER_UPLOAD_PART_BYTES),
+	// beside the default.
+	UploadPartMB []int
 	// Memory runs the rewriter memory check (groups of 1x and 4x).
 	Memory bool
 	// PlannerFiles are the table sizes (data files) the planner is measured
@@ -623,6 +632,9 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	}
 	// 2. iceberg-go's own compaction in one process, on one and two cores.
 	for _, n := range []int{1, 2} {
+		if o.NoIcebergGo {
+			break
+		}
 		engines = append(engines, engine{fmt.Sprintf("iceberg-go RewriteDataFiles, %d core(s)", n), func() (Measurement, error) {
 			m, err := storage.measure(func() (Measurement, error) {
 				p, err := runChild(ctx, o.Self, gomax(n), "iceberg", IcebergArgs{Catalog: cc, Table: name})
@@ -730,6 +742,22 @@ func runTable(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 				return m, err
 			}
 			m.Engine, m.InputB = EngineNoReadAhead, tr.InputBytes
+			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
+				return m, err
+			}
+			return m, rollback()
+		}})
+	}
+	// 3e. The same uploading in other parts, one rewriter.
+	for _, mb := range o.UploadPartMB {
+		engines = append(engines, engine{fmt.Sprintf("icekeeper pipeline, %d MiB upload parts, 1 rewriter", mb), func() (Measurement, error) {
+			m, err := storage.measure(func() (Measurement, error) {
+				return runPipeline(ctx, o, cat, cc, cloud, name, 1, 0, pipelineRun{rewriterEnv: []string{config.EnvUploadPartBytes + "=" + strconv.Itoa(mb<<20)}})
+			})
+			if err != nil {
+				return m, err
+			}
+			m.Engine, m.InputB = EngineParts(mb), tr.InputBytes
 			if m.OutputB, err = dataBytes(ctx, cat, ident); err != nil {
 				return m, err
 			}
@@ -891,6 +919,10 @@ const EngineLevel = "icekeeper, compression level"
 // EngineNoReadAhead names the measurement of a rewriter that does not
 // read ahead (Options.ReadAheadBaseline).
 const EngineNoReadAhead = "icekeeper, no read-ahead"
+
+// EngineParts names the measurement of a rewriter uploading in parts of
+// mb MiB (Options.UploadPartMB).
+func EngineParts(mb int) string { return fmt.Sprintf("icekeeper, %d MiB parts", mb) }
 
 // EngineGOGC prefixes the measurements with the rewriter's GOGC set
 // (Options.RewriterGOGC): "icekeeper, GOGC=400".
@@ -1066,6 +1098,9 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 		if j.State.Terminal() || time.Now().After(deadline) {
 			break
 		}
+		if round == 0 {
+			o.progress("%s: job %s is %s after its rewriters, %d of %d groups done; %s", name, j.ID, j.State, len(j.DoneGroups), j.Groups, queuesNow(ctx, cloud, cfg))
+		}
 		if round > 0 {
 			time.Sleep(time.Second) // nothing to receive yet: wait for it
 		}
@@ -1092,6 +1127,22 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	}
 	m.RowsOut, m.FilesOut = after.DataRecords, after.DataFiles
 	return m, groupBytes, nil
+}
+
+// queuesNow says what the pipeline's queues hold: messages visible and in
+// flight (SQS's approximate counts).
+func queuesNow(ctx context.Context, cloud *localcloud.Cloud, cfg config.Config) string {
+	var parts []string
+	for _, q := range []struct{ what, url string }{{"tasks", cfg.TaskQueueURL}, {"commit requests", cfg.CommitQueueURL}} {
+		out, err := cloud.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil {
+			parts = append(parts, q.what+": "+err.Error())
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s visible, %s in flight", q.what, out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // runMemory measures one rewriter's peak memory on a group of 1x and one

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
@@ -92,10 +93,11 @@ func billOf(m Measurement, t TableResult, o Options) []lineItem {
 	}
 	// On local disk, estimated as the S3 run measures them: a GET per
 	// data or delete file read, and each output file a multipart upload
-	// (create, 32 MiB parts, complete).
+	// (create, parts of fileio.DefaultPartBytes, complete).
 	s3Gets := int64(t.InputFiles + t.DeleteFiles)
-	s3Puts := int64(m.FilesOut)*2 + (m.OutputB+(32<<20)-1)/(32<<20)
-	s3How := fmt.Sprintf("the table's files, estimated (local disk): %d GETs, a GET a file read as the S3 run measures; %d PUT-class, 32 MiB parts", s3Gets, s3Puts)
+	part := int64(fileio.DefaultPartBytes)
+	s3Puts := int64(m.FilesOut)*2 + (m.OutputB+part-1)/part
+	s3How := fmt.Sprintf("the table's files, estimated (local disk): %d GETs, a GET a file read as the S3 run measures; %d PUT-class, %d MiB parts", s3Gets, s3Puts, part>>20)
 	if c := m.Requests; c != nil {
 		s3Gets, s3Puts = c.Class(s3requests.ClassGet), c.Class(s3requests.ClassPut)
 		s3How = fmt.Sprintf("the table's files: %d GET-class, %d PUT-class", s3Gets, s3Puts)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icekeeper/icekeeper/shared/fileio"
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 	"github.com/icekeeper/icekeeper/shared/stage"
 )
@@ -112,6 +113,13 @@ func (r Report) Markdown() string {
 			if bp, ok := t.Find("icekeeper", 1); ok && na.Billed > 0 {
 				fmt.Fprintf(&b, "Reading ahead: the rewriter spent %.1f s in its handler (what Lambda bills) against %.1f s without it, %.2fx, for %.2fx the CPU and %.2fx the GETs, one rewriter, same input, same run.\n\n",
 					bp.Billed.Seconds(), na.Billed.Seconds(), bp.Billed.Seconds()/na.Billed.Seconds(), bp.CPU.Seconds()/na.CPU.Seconds(), ratioGets(bp, na))
+			}
+		}
+		for _, mb := range r.Options.UploadPartMB {
+			pm, ok := t.Find(EngineParts(mb), 1)
+			if bp, ok2 := t.Find("icekeeper", 1); ok && ok2 && pm.Requests != nil && bp.Requests != nil {
+				fmt.Fprintf(&b, "Uploading in parts of %d MiB: %d PUT-class requests against %d, %.2fx the CPU, %.2fx the time in the handler and %.2fx the peak RSS of the default's %d MiB parts, one rewriter, same input, same run.\n\n",
+					mb, pm.Requests.Class(s3requests.ClassPut), bp.Requests.Class(s3requests.ClassPut), pm.CPU.Seconds()/bp.CPU.Seconds(), pm.Billed.Seconds()/max(bp.Billed.Seconds(), 1e-9), float64(pm.PeakRSS)/float64(max(bp.PeakRSS, 1)), fileio.DefaultPartBytes>>20)
 			}
 		}
 		if srt, ok := t.Find(EngineSorted, 1); ok {
