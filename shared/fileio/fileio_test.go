@@ -150,8 +150,8 @@ func TestOpen_ALargeFileIsNotHeldInMemory(t *testing.T) {
 }
 
 // TestCreate_UploadsInLargeParts: a file smaller than a part is one
-// PutObject; a 70 MiB file is three 32 MiB parts (at most one PUT per
-// 32 MiB, plus the upload's create and complete).
+// PutObject; a 140 MiB file is three 64 MiB parts (at most one PUT per
+// 64 MiB, plus the upload's create and complete).
 func TestCreate_UploadsInLargeParts(t *testing.T) {
 	p, props, root := s3Env(t)
 	fs := load(t, props, root, fileio.Options{})
@@ -160,11 +160,11 @@ func TestCreate_UploadsInLargeParts(t *testing.T) {
 		t.Fatalf("a 2 MiB file: %v, want one PutObject", c.Ops)
 	}
 	p.Reset()
-	big := payload(70 << 20)
+	big := payload(140 << 20)
 	write(t, fs, root+"/data/big.parquet", big)
 	c := p.Counts()
 	if c.Ops[s3requests.UploadPart] != 3 || c.Ops[s3requests.CreateMultipartUpload] != 1 || c.Ops[s3requests.CompleteMultipartUpload] != 1 {
-		t.Fatalf("a 70 MiB file: %v, want 3 parts", c.Ops)
+		t.Fatalf("a 140 MiB file: %v, want 3 parts", c.Ops)
 	}
 	if c.BytesUp != int64(len(big)) {
 		t.Fatalf("uploaded %d bytes, want %d", c.BytesUp, len(big))

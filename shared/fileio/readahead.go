@@ -91,7 +91,7 @@ func ReadAhead(ctx context.Context, fs icebergio.IO, files []AheadFile) (stop fu
 		cancel()
 		ra.stop()
 		wg.Wait()
-		s.cache.setAhead(nil)
+		s.cache.clearAhead(ra)
 	}
 }
 
@@ -160,14 +160,23 @@ func (ra *readAhead) stop() {
 	ra.cond.Broadcast()
 }
 
-// setAhead makes ra the cache's read-ahead (nil: none).
+// setAhead makes ra the cache's read-ahead, stopping the one before it.
 func (c *Cache) setAhead(ra *readAhead) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ahead != nil && ra != nil {
+	if c.ahead != nil {
 		c.ahead.stop()
 	}
 	c.ahead = ra
+}
+
+// clearAhead drops ra from the cache unless another read-ahead replaced it.
+func (c *Cache) clearAhead(ra *readAhead) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ahead == ra {
+		c.ahead = nil
+	}
 }
 
 // takeAhead is name's read ahead, waited for, when it succeeded.

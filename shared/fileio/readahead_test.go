@@ -5,6 +5,7 @@ import (
 	"errors"
 	iofs "io/fs"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,38 @@ func TestReadAhead_AFailedReadIsTheOpensOwnAnswer(t *testing.T) {
 		t.Fatalf("open of a missing file: %v, want not-exist", err)
 	}
 	for _, f := range files {
+		readLikeParquet(t, fs, f.Name, data[f.Name])
+	}
+}
+
+// TestReadAhead_ANewReadAheadReplacesTheOldOneAndOutlivesItsStop: a second
+// ReadAhead on the same table's IOs stops the first; stopping the first
+// afterwards leaves the second reading ahead: each of its files is read
+// once, by it (had the first's stop dropped it, the reader would read
+// each again).
+func TestReadAhead_ANewReadAheadReplacesTheOldOneAndOutlivesItsStop(t *testing.T) {
+	p, props, root := s3Env(t)
+	files, data := aheadFiles(t, props, root, 8, 600_000)
+	fs := load(t, props, root, fileio.Options{})
+	p.Reset()
+	p.SetLatency(20 * time.Millisecond)
+	stopFirst := fileio.ReadAhead(context.Background(), fs, files[:4])
+	stopSecond := fileio.ReadAhead(context.Background(), fs, files[4:])
+	defer stopSecond()
+	stopFirst()
+	for _, f := range files[4:] {
+		readLikeParquet(t, fs, f.Name, data[f.Name])
+	}
+	c := p.Counts()
+	for _, f := range files[4:] {
+		if n := c.Gets[strings.TrimPrefix(f.Name, "s3:/")]; n != 1 {
+			t.Errorf("%s read with %d GETs, want one (%v)", f.Name, n, c.Gets)
+		}
+	}
+	if c.MostGetsInFlight < 2 {
+		t.Errorf("at most %d GET in flight: want the second read-ahead's reads to overlap", c.MostGetsInFlight)
+	}
+	for _, f := range files[:4] {
 		readLikeParquet(t, fs, f.Name, data[f.Name])
 	}
 }
