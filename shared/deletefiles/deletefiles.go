@@ -110,7 +110,7 @@ func Positional(ctx context.Context, fs iceio.IO, tasks []table.FileScanTask) ([
 		dvs = append(dvs, t.DeletionVectorFiles...)
 	}
 	// The files are read in this order: read them ahead (package fileio).
-	stop := fileio.ReadAhead(ctx, fs, aheadOf(append(slices.Clone(posFiles), dvs...)))
+	stop := fileio.ReadAhead(ctx, fs, fileio.AheadOf(append(slices.Clone(posFiles), dvs...)))
 	defer stop()
 	fromPos := map[string]*dv.RoaringPositionBitmap{}
 	for _, d := range posFiles {
@@ -136,19 +136,6 @@ func Positional(ctx context.Context, fs iceio.IO, tasks []table.FileScanTask) ([
 		out[i] = Within(bm, t.File.Count())
 	}
 	return out, nil
-}
-
-// aheadOf names files for fileio.ReadAhead, each once, in their order.
-func aheadOf(files []iceberg.DataFile) []fileio.AheadFile {
-	seen := map[string]bool{}
-	var out []fileio.AheadFile
-	for _, f := range files {
-		if !seen[f.FilePath()] {
-			seen[f.FilePath()] = true
-			out = append(out, fileio.AheadFile{Name: f.FilePath(), Size: f.FileSizeBytes()})
-		}
-	}
-	return out
 }
 
 // ReadDeletionVectors reads deletion vectors, in the order given, opening

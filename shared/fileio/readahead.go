@@ -6,6 +6,7 @@ import (
 	iofs "io/fs"
 	"sync"
 
+	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 )
 
@@ -39,6 +40,20 @@ const (
 type AheadFile struct {
 	Name string
 	Size int64
+}
+
+// AheadOf names Iceberg data or delete files for ReadAhead, in their
+// order, each once.
+func AheadOf(files []iceberg.DataFile) []AheadFile {
+	seen := map[string]bool{}
+	var out []AheadFile
+	for _, f := range files {
+		if !seen[f.FilePath()] {
+			seen[f.FilePath()] = true
+			out = append(out, AheadFile{Name: f.FilePath(), Size: f.FileSizeBytes()})
+		}
+	}
+	return out
 }
 
 // ReadAhead starts reading files whole, in order, ahead of a reader of fs

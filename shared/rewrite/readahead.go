@@ -13,24 +13,17 @@ import (
 // out: the rewriter read them already and keeps them (fileio.Retain), so
 // the scan finds them in memory.
 func scanOrder(tasks []table.FileScanTask, kept []string) []fileio.AheadFile {
-	seen := map[string]bool{}
+	skip := map[string]bool{}
 	for _, k := range kept {
-		seen[k] = true
+		skip[k] = true
 	}
-	var out []fileio.AheadFile
-	add := func(f iceberg.DataFile) {
-		if !seen[f.FilePath()] {
-			seen[f.FilePath()] = true
-			out = append(out, fileio.AheadFile{Name: f.FilePath(), Size: f.FileSizeBytes()})
-		}
-	}
+	var files []iceberg.DataFile
 	for _, t := range tasks {
-		for _, group := range [][]iceberg.DataFile{t.DeleteFiles, t.DeletionVectorFiles, t.EqualityDeleteFiles} {
-			for _, d := range group {
-				add(d)
+		for _, f := range append(append(append(append([]iceberg.DataFile(nil), t.DeleteFiles...), t.DeletionVectorFiles...), t.EqualityDeleteFiles...), t.File) {
+			if !skip[f.FilePath()] {
+				files = append(files, f)
 			}
 		}
-		add(t.File)
 	}
-	return out
+	return fileio.AheadOf(files)
 }
