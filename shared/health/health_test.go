@@ -23,6 +23,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/metrics"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/orphans"
 )
 
@@ -512,6 +513,12 @@ func TestThresholdsFor_FollowsTableProperties(t *testing.T) {
 		{"prefixed key wins over legacy", map[string]string{MinSnapshotsToKeepKey: "4", "min-snapshots-to-keep": "2"}, 0, func(th Thresholds) bool {
 			return th.MaxSnapshots == 4
 		}},
+		{"min-input-files from the table, into the planner's config", map[string]string{optin.PropertyCompactionMinInputFiles: "3"}, 0, func(th Thresholds) bool {
+			return th.MinInputFiles == 3 && th.CompactionConfig().MinInputFiles == 3
+		}},
+		{"min-input-files of 1 is 2: one file is never enough input files", map[string]string{optin.PropertyCompactionMinInputFiles: "1"}, 0, func(th Thresholds) bool {
+			return th.MinInputFiles == 2
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			th, err := ThresholdsFor(tc.props, tc.override)
@@ -538,6 +545,8 @@ func TestThresholdsFor_MalformedPropertyIsNamed(t *testing.T) {
 		{MinSnapshotsToKeepKey, "0"},
 		{MaxSnapshotAgeMsKey, "five days"},
 		{table.GCEnabledKey, "maybe"},
+		{optin.PropertyCompactionMinInputFiles, "0"},
+		{optin.PropertyCompactionMinInputFiles, "few"},
 	} {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
 			_, err := ThresholdsFor(map[string]string{tc.key: tc.value}, 0)

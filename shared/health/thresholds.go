@@ -131,7 +131,8 @@ func (th *Thresholds) UnmarshalJSON(b []byte) error {
 // targetOverride > 0 replaces it, as ICEKEEPER_TARGET_FILE_SIZE_BYTES does),
 // history.expire.min-snapshots-to-keep and history.expire.max-snapshot-age-ms
 // (Iceberg defaults 1 and 5 days; their legacy unprefixed spellings are
-// honoured as iceberg-go does) and gc.enabled (default true). The other
+// honoured as iceberg-go does), gc.enabled (default true) and
+// icekeeper.compaction.min-input-files (default 5, Iceberg's). The other
 // thresholds take their documented defaults. A malformed property is an
 // error wrapping ErrInvalidThresholds that names it.
 func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, error) {
@@ -170,6 +171,9 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 			return th, err
 		}
 		th.MaxManifests = int(min(n, 1<<31-1))
+	}
+	if th.MinInputFiles, err = optin.CompactionMinInputFiles(props, th.MinInputFiles); err != nil {
+		return th, fmt.Errorf("%w: %w", ErrInvalidThresholds, err)
 	}
 	idle, minFiles, err := optin.HotPartitions(props)
 	if err != nil {

@@ -58,6 +58,13 @@ const (
 	// (a positive integer; default DefaultRewriteDeletesMinInputFiles, as
 	// Spark's rewrite_position_delete_files min-input-files).
 	PropertyRewriteDeletesMinInputFiles = "icekeeper.rewrite-deletes.min-input-files"
+	// PropertyCompactionMinInputFiles is how many small files a group
+	// must have to be compacted when together they do not fill a target
+	// file (Spark's rewrite_data_files option min-input-files, under
+	// icekeeper's prefix; default 5, Iceberg's). Lower it for a table
+	// whose partitions should hold fewer small files, at the cost of
+	// rewriting a partition's small files more often.
+	PropertyCompactionMinInputFiles = "icekeeper.compaction.min-input-files"
 	// Each later action's own cooldown (a Go duration; none by default:
 	// the table's cooldown, PropertyMinInterval, spaces every job): the
 	// action is not planned again within it.
@@ -283,6 +290,10 @@ func ValidateProperties(props map[string]string) error {
 			if _, err := RewriteDeletesMinInputFiles(props); err != nil {
 				errs = append(errs, err)
 			}
+		case PropertyCompactionMinInputFiles:
+			if _, err := CompactionMinInputFiles(props, 1); err != nil {
+				errs = append(errs, err)
+			}
 		case PropertyPartialProgressMaxCommits:
 			if _, err := PartialProgress(map[string]string{PropertyPartialProgressEnabled: "true", k: v}); err != nil {
 				errs = append(errs, err)
@@ -408,6 +419,24 @@ func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyRewriteDeletesMinInputFiles, v)
 	}
 	return n, nil
+}
+
+// CompactionMinInputFiles reads PropertyCompactionMinInputFiles: def when
+// the table does not set it. As in Iceberg Java
+// (SizeBasedFileRewritePlanner.enoughInputFiles: more than one file, and
+// at least min-input-files), a single file is never enough input files:
+// 1 counts as 2, since rewriting one small file alone writes it again as
+// it is.
+func CompactionMinInputFiles(props map[string]string, def int) (int, error) {
+	v, ok := props[PropertyCompactionMinInputFiles]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyCompactionMinInputFiles, v)
+	}
+	return max(n, 2), nil
 }
 
 // DefaultPartialProgressMaxCommits is PropertyPartialProgressMaxCommits'

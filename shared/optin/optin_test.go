@@ -209,3 +209,30 @@ func TestValidateProperties_LayoutClassAndSustainedWindowsAreChecked(t *testing.
 		}
 	}
 }
+
+func TestCompactionMinInputFiles_IcebergsDefaultOneCountsAsTwoAndBadValuesAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want int
+	}{{"", 5}, {"3", 3}, {" 2 ", 2}, {"1", 2}, {"40", 40}} {
+		props := map[string]string{}
+		if c.v != "" {
+			props[PropertyCompactionMinInputFiles] = c.v
+		}
+		if n, err := CompactionMinInputFiles(props, 5); err != nil || n != c.want {
+			t.Fatalf("%q: %d %v, want %d", c.v, n, err, c.want)
+		}
+		if err := ValidateProperties(props); err != nil {
+			t.Fatalf("ValidateProperties(%q): %v", c.v, err)
+		}
+	}
+	for _, bad := range []string{"0", "-3", "five", ""} {
+		props := map[string]string{PropertyCompactionMinInputFiles: bad}
+		if _, err := CompactionMinInputFiles(props, 5); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("%q: %v, want ErrBadProperty", bad, err)
+		}
+		if err := ValidateProperties(props); !errors.Is(err, ErrBadProperty) {
+			t.Fatalf("ValidateProperties(%q): %v, want ErrBadProperty", bad, err)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/shared/binpack"
 )
 
 func task(t *testing.T, i int, size int64) table.FileScanTask {
@@ -73,5 +75,51 @@ func TestCompactionConfig_FollowsTheTableTargetSize(t *testing.T) {
 	}
 	if _, err := CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "big"}, 0); err == nil {
 		t.Fatal("bad property accepted")
+	}
+}
+
+// Three small files that together do not fill a target file are left by
+// Iceberg's default (five input files, or enough content); a table that
+// sets icekeeper.compaction.min-input-files to 3 has them rewritten into
+// one, and a partition of one small file stays as it is at any setting.
+func TestCompactionConfig_TheTablesMinInputFilesDecidesWhenAFewSmallFilesAreRewritten(t *testing.T) {
+	t.Parallel()
+	const target = 128 << 20
+	for _, c := range []struct {
+		name   string
+		min    string
+		files  int
+		groups int
+	}{
+		{"Iceberg's default leaves three", "", 3, 0},
+		{"the table's 3 rewrites three", "3", 3, 1},
+		{"the table's 3 leaves two", "3", 2, 0},
+		{"the table's 1 leaves one file alone", "1", 1, 0},
+		{"the table's 1 rewrites two", "1", 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			props := map[string]string{table.WriteTargetFileSizeBytesKey: fmt.Sprint(target)}
+			if c.min != "" {
+				props["icekeeper.compaction.min-input-files"] = c.min
+			}
+			cfg, err := CompactionConfig(props, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tasks []table.FileScanTask
+			for i := range c.files {
+				tasks = append(tasks, task(t, i, 10<<20))
+			}
+			p, err := binpack.Plan(cfg, tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Groups) != c.groups {
+				t.Fatalf("%d groups, want %d", len(p.Groups), c.groups)
+			}
+			if c.groups == 1 && len(p.Groups[0].Tasks) != c.files {
+				t.Fatalf("the group holds %d of %d files", len(p.Groups[0].Tasks), c.files)
+			}
+		})
 	}
 }
