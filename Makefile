@@ -119,7 +119,8 @@ fuzz:
 ## soak.json and soak.png and fails on a lost writer commit, rows that
 ## differ from the writer's model, a leaked byte, a stuck job or an alarm.
 ## make test runs a short version (TestSoak_*). SOAK_FLAGS adds flags
-## (--seed, --tables, --scale, --duration; see cmd/icekeeper-soak).
+## (--seed, --tables, --scale, --duration, --table-property KEY=VALUE for
+## an owner's tuning on every table; see cmd/icekeeper-soak).
 SOAK_FLAGS ?=
 .PHONY: soak
 soak:

@@ -4,7 +4,7 @@
 // 1 when an invariant was breached (a lost writer commit, rows that differ
 // from the writer's model, a leaked byte, a stuck job, an alarm).
 //
-//	icekeeper-soak [--tables 100] [--namespaces 4] [--seed 1] [--scale 48] [--duration 24h] [--out DIR] [--dir DIR]
+//	icekeeper-soak [--tables 100] [--namespaces 4] [--seed 1] [--scale 48] [--duration 24h] [--table-property KEY=VALUE ...] [--out DIR] [--dir DIR]
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/harness/soak"
@@ -31,6 +32,17 @@ func main() {
 	fs.DurationVar(&o.SampleEvery, "sample-every", 30*time.Minute, "simulated time between measurements")
 	fs.IntVar(&o.Rewriters, "rewriters", 2, "concurrent rewriter invocations")
 	fs.DurationVar(&o.Settle, "settle", 2*time.Minute, "wall time the jobs in flight get to end once the writers stopped")
+	fs.Func("table-property", "KEY=VALUE set on every maintained table besides the fleet's own (repeatable), e.g. icekeeper.compaction.min-input-files=2", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("want KEY=VALUE, got %q", v)
+		}
+		if o.TableProperties == nil {
+			o.TableProperties = map[string]string{}
+		}
+		o.TableProperties[strings.TrimSpace(k)] = val
+		return nil
+	})
 	dir := fs.String("dir", "", "work folder for the catalog and warehouse (default: a temporary folder, removed)")
 	out := fs.String("out", "bin/soak", "folder for soak.json, soak.md and soak.png")
 	_ = fs.Parse(os.Args[1:])

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -174,7 +175,7 @@ func namespace(n int) string { return fmt.Sprintf("soak_%c", 'a'+n%26) }
 // tableProperties are the properties every maintained table carries: the
 // owner's key, and the cooldowns and retention scaled.
 func (o Options) tableProperties() map[string]string {
-	return map[string]string{
+	props := map[string]string{
 		optin.PropertyEnabled:                     "true",
 		optin.PropertyMinInterval:                 o.wall(CompactionPeriod).String(),
 		optin.PropertyExpireMinInterval:           o.wall(ExpirePeriod).String(),
@@ -183,6 +184,8 @@ func (o Options) tableProperties() map[string]string {
 		expire.MaxSnapshotAgeMsKey:                strconv.FormatInt(o.wall(Retention).Milliseconds(), 10),
 		"write.target-file-size-bytes":            strconv.Itoa(TargetFileSize),
 	}
+	maps.Copy(props, o.TableProperties)
+	return props
 }
 
 // createTables creates the fleet: table i has namespace i mod Namespaces,

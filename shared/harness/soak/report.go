@@ -32,6 +32,8 @@ type Result struct {
 		Namespaces int           `json:"namespaces"`
 		Scale      float64       `json:"scale"`
 		Duration   time.Duration `json:"duration"`
+		// TableProperties are the owner's tuning measured (Options').
+		TableProperties map[string]string `json:"table_properties,omitempty"`
 	} `json:"options"`
 	Tables    []*tableState `json:"tables"`
 	Simulated time.Duration `json:"simulated"`
@@ -55,6 +57,8 @@ type Result struct {
 	Alarms []string `json:"alarms,omitempty"`
 	// Goals are the issue's measured goals, each met or not.
 	Goals []Goal `json:"goals"`
+	// Workloads are each workload's files and rewrites.
+	Workloads []WorkloadStats `json:"workloads"`
 	// LeakedFiles break the no-leak invariant; WriterOrphanFiles are the
 	// writers' own failed attempts' files.
 	LeakedFiles       []string `json:"leaked_files,omitempty"`
@@ -88,6 +92,7 @@ var functionMB = map[string]float64{fnPlanner: 1024, fnRewriter: 1769, fnCommitt
 
 func (f *fleet) finish(ctx context.Context, r *Result) {
 	r.Options.Seed, r.Options.Tables, r.Options.Namespaces, r.Options.Scale, r.Options.Duration = f.o.Seed, f.o.Tables, f.o.Namespaces, f.o.Scale, f.o.Duration
+	r.Options.TableProperties = f.o.TableProperties
 	r.Tables = f.tables
 	r.Samples = f.samples
 	last := f.samples[len(f.samples)-1]
@@ -105,6 +110,11 @@ func (f *fleet) finish(ctx context.Context, r *Result) {
 	}
 	f.bill(r)
 	r.Goals = f.goals(r)
+	ws, err := f.workloadStats(ctx, r.Samples)
+	if err != nil {
+		r.Failures = append(r.Failures, err.Error())
+	}
+	r.Workloads = ws
 }
 
 // alarms evaluates the stack's alarms against what the run emitted, hour
@@ -303,7 +313,11 @@ func (r Result) Markdown() string {
 	for _, w := range workloads {
 		fmt.Fprintf(&b, " %s %d,", w, counts[w])
 	}
-	fmt.Fprintf(&b, " over %s simulated (scale %gx) in %s wall.\n\n", r.Simulated.Truncate(time.Minute), r.Options.Scale, r.Wall.Round(time.Second))
+	fmt.Fprintf(&b, " over %s simulated (scale %gx) in %s wall.", r.Simulated.Truncate(time.Minute), r.Options.Scale, r.Wall.Round(time.Second))
+	for _, k := range slices.Sorted(maps.Keys(r.Options.TableProperties)) {
+		fmt.Fprintf(&b, " Every table sets `%s=%s`.", k, r.Options.TableProperties[k])
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| goal | met | measured |\n|---|---|---|\n")
 	for _, g := range r.Goals {
 		met := "yes"
@@ -311,6 +325,9 @@ func (r Result) Markdown() string {
 			met = "**no**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.What, met, g.Measured)
+	}
+	if len(r.Workloads) > 0 {
+		b.WriteString("\nBy workload:\n\n" + workloadsMarkdown(r.Workloads))
 	}
 	fmt.Fprintf(&b, "\nWriters: %d commits, %d retries because of icekeeper's commits. Jobs: %d planned, %d committed, %d aborted, %d failed; %d concurrent delete files rebased.\n\n",
 		r.WriterCommits, r.WriterRetries, r.JobsPlanned, r.JobsCommitted, r.JobsAborted, r.JobsFailed, r.DeletesRebased)

@@ -58,6 +58,10 @@ type Options struct {
 	Settle time.Duration
 	// Progress hears what the run does (nil: nothing).
 	Progress io.Writer
+	// TableProperties are set on every maintained table besides the
+	// fleet's own (an owner's tuning to measure, such as
+	// icekeeper.compaction.min-input-files); they win over the fleet's.
+	TableProperties map[string]string
 }
 
 // The workloads' simulated schedules. A streaming writer's micro-batch

@@ -41,6 +41,29 @@ func TestSoak_AFleetKeepsEveryRowCommitAndByte(t *testing.T) {
 	if res.WriterCommits == 0 || res.JobsCommitted == 0 {
 		t.Fatalf("writers committed %d times and icekeeper %d jobs: the soak did not run", res.WriterCommits, res.JobsCommitted)
 	}
+	var rewritten int64
+	for _, w := range res.Workloads {
+		if w.Tables == 0 || w.WrittenBytes == 0 || w.Samples == 0 {
+			t.Errorf("workload %s: %d tables, %d bytes written, %d samples: not measured", w.Workload, w.Tables, w.WrittenBytes, w.Samples)
+		}
+		rewritten += w.RewrittenBytes
+	}
+	if rewritten == 0 {
+		t.Error("no rewritten bytes counted, though jobs committed")
+	}
+}
+
+// An owner's tuning under measurement reaches every maintained table and
+// wins over the fleet's own properties.
+func TestTableProperties_TheMeasuredTuningIsSetOnEveryTable(t *testing.T) {
+	o := Options{Scale: 48, TableProperties: map[string]string{"icekeeper.compaction.min-input-files": "2", "icekeeper.compaction.min-interval": "10s"}}
+	props := o.tableProperties()
+	if props["icekeeper.compaction.min-input-files"] != "2" || props["icekeeper.compaction.min-interval"] != "10s" {
+		t.Fatalf("properties %v", props)
+	}
+	if props["icekeeper.maintenance.enabled"] != "true" {
+		t.Fatalf("the fleet's own properties are lost: %v", props)
+	}
 }
 
 type testWriter struct{ t *testing.T }
