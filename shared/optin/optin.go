@@ -410,15 +410,7 @@ const DefaultRewriteDeletesMinInputFiles = 5
 
 // RewriteDeletesMinInputFiles reads PropertyRewriteDeletesMinInputFiles.
 func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
-	v, ok := props[PropertyRewriteDeletesMinInputFiles]
-	if !ok {
-		return DefaultRewriteDeletesMinInputFiles, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyRewriteDeletesMinInputFiles, v)
-	}
-	return n, nil
+	return positiveCount(props, PropertyRewriteDeletesMinInputFiles, DefaultRewriteDeletesMinInputFiles)
 }
 
 // CompactionMinInputFiles reads PropertyCompactionMinInputFiles: def when
@@ -428,15 +420,24 @@ func RewriteDeletesMinInputFiles(props map[string]string) (int, error) {
 // 1 counts as 2, since rewriting one small file alone writes it again as
 // it is.
 func CompactionMinInputFiles(props map[string]string, def int) (int, error) {
-	v, ok := props[PropertyCompactionMinInputFiles]
+	n, err := positiveCount(props, PropertyCompactionMinInputFiles, def)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, 2), nil
+}
+
+// positiveCount reads the positive integer property key, def when unset.
+func positiveCount(props map[string]string, key string, def int) (int, error) {
+	v, ok := props[key]
 	if !ok {
 		return def, nil
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, PropertyCompactionMinInputFiles, v)
+		return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrBadProperty, key, v)
 	}
-	return max(n, 2), nil
+	return n, nil
 }
 
 // DefaultPartialProgressMaxCommits is PropertyPartialProgressMaxCommits'
