@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -23,6 +24,7 @@ type SQS interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
 // Queue is one SQS queue.
@@ -120,14 +122,26 @@ type Message struct {
 
 // Receive takes up to max messages, waiting at most waitSeconds for the first.
 func (q *Queue) Receive(ctx context.Context, max int32, waitSeconds int32, visibility int32) ([]Message, error) {
+	msgs, _, err := q.ReceiveRetried(ctx, max, waitSeconds, visibility)
+	return msgs, err
+}
+
+// ReceiveRetried is Receive, and reports whether the SDK sent the request
+// more than once (its retryer tries again when a response is lost or cut
+// short). An earlier attempt may have taken messages that this answer
+// does not carry: they are in flight until their visibility timeout runs
+// out, then delivered again.
+func (q *Queue) ReceiveRetried(ctx context.Context, max int32, waitSeconds int32, visibility int32) ([]Message, bool, error) {
 	out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(q.url), MaxNumberOfMessages: max, WaitTimeSeconds: waitSeconds,
 		VisibilityTimeout:           visibility,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue: receive from %s: %w", q.url, err)
+		return nil, false, fmt.Errorf("queue: receive from %s: %w", q.url, err)
 	}
+	attempts, _ := retry.GetAttemptResults(out.ResultMetadata)
+	retried := len(attempts.Results) > 1
 	msgs := make([]Message, 0, len(out.Messages))
 	for _, m := range out.Messages {
 		attrs := map[string]string{}
@@ -137,7 +151,7 @@ func (q *Queue) Receive(ctx context.Context, max int32, waitSeconds int32, visib
 		n, _ := strconv.Atoi(attrs["ApproximateReceiveCount"])
 		msgs = append(msgs, Message{ID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body), ReceiveCount: n, Attributes: attrs})
 	}
-	return msgs, nil
+	return msgs, retried, nil
 }
 
 // Delete acknowledges a message.
@@ -157,4 +171,49 @@ func (q *Queue) Release(ctx context.Context, receiptHandle string, seconds int32
 		return fmt.Errorf("queue: release on %s: %w", q.url, err)
 	}
 	return nil
+}
+
+// Backlog is what a queue holds, by SQS's approximate counts.
+type Backlog struct {
+	// Visible messages can be received now.
+	Visible int
+	// InFlight messages were received and are neither deleted nor
+	// visible again: a consumer holds them, or a receive whose response
+	// was lost took them until their visibility timeout runs out.
+	InFlight int
+	// Delayed messages become visible after their delay.
+	Delayed int
+}
+
+// Empty reports whether the queue holds no message at all.
+func (b Backlog) Empty() bool { return b.Visible+b.InFlight+b.Delayed == 0 }
+
+// Backlog reads the queue's approximate message counts.
+func (q *Queue) Backlog(ctx context.Context) (Backlog, error) {
+	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return Backlog{}, fmt.Errorf("queue: attributes of %s: %w", q.url, err)
+	}
+	var b Backlog
+	for name, n := range map[types.QueueAttributeName]*int{
+		types.QueueAttributeNameApproximateNumberOfMessages:           &b.Visible,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible: &b.InFlight,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed:    &b.Delayed,
+	} {
+		v, ok := out.Attributes[string(name)]
+		if !ok {
+			continue
+		}
+		if *n, err = strconv.Atoi(v); err != nil {
+			return Backlog{}, fmt.Errorf("queue: attribute %s of %s is %q: %w", name, q.url, v, err)
+		}
+	}
+	return b, nil
 }

@@ -34,6 +34,16 @@ type Stats struct {
 	// only when their visibility timeout runs out.
 	ReceiveErrors    int    `json:"receive_errors,omitempty"`
 	LastReceiveError string `json:"last_receive_error,omitempty"`
+	// RetriedReceives are receives the SDK sent more than once: an
+	// earlier attempt whose response was lost may have taken messages.
+	RetriedReceives int `json:"retried_receives,omitempty"`
+	// Waits are the pauses a drain to empty made after an empty receive
+	// because a receive may have lost messages and the queue still had
+	// some in flight (settlePoll each).
+	Waits int `json:"waits,omitempty"`
+	// InFlightLeft is how many messages were still in flight, held by
+	// nobody this drain knows of, when it stopped waiting for them.
+	InFlightLeft int `json:"in_flight_left,omitempty"`
 }
 
 // receiveAttempts is how many times a receive is tried before Drain gives
@@ -54,7 +64,11 @@ func receive(ctx context.Context, q *queue.Queue, batchSize int32, st *Stats) ([
 			}
 		}
 		var msgs []queue.Message
-		if msgs, err = q.Receive(ctx, batchSize, 0, 60); err == nil {
+		var retried bool
+		if msgs, retried, err = q.ReceiveRetried(ctx, batchSize, 0, receiveVisibility); err == nil {
+			if retried {
+				st.RetriedReceives++
+			}
 			return msgs, nil
 		}
 		st.ReceiveErrors, st.LastReceiveError = st.ReceiveErrors+1, err.Error()
@@ -62,20 +76,56 @@ func receive(ctx context.Context, q *queue.Queue, batchSize int32, st *Stats) ([
 	return nil, fmt.Errorf("localrun: %d receives failed: %w", receiveAttempts, err)
 }
 
-// Drain delivers messages from q to h, batchSize at a time, until a receive
-// comes back empty or maxBatches batches were delivered (0: no limit).
+// receiveVisibility is the visibility timeout of Drain's receives, in
+// seconds.
+const receiveVisibility = 60
+
+// settleWait bounds how long a drain to empty waits for the messages a
+// lost receive may have taken; settlePoll is how often it looks meanwhile.
+// A receive whose response was lost holds its messages for the receive's
+// visibility timeout: the SDK retries such a receive, and the retry finds
+// the queue empty.
+const (
+	settleWait = (receiveVisibility + 10) * time.Second
+	settlePoll = 500 * time.Millisecond
+)
+
+// Drain delivers messages from q to h, batchSize at a time.
+//
+// With maxBatches 0 it drains the queue: an empty receive ends it, unless
+// one of its receives failed or was retried by the SDK. Such a receive may
+// have taken messages with the response it lost, and they are in flight
+// until their visibility timeout: then an empty receive ends the drain only
+// when the queue also has no message in flight, waiting for them up to
+// settleWait after the last delivery (counted in Stats.InFlightLeft if
+// still in flight then), as Lambda's event source mapping keeps polling.
+// Without that evidence, messages in flight are another consumer's.
+//
+// With maxBatches > 0 it delivers at most that many batches and stops at
+// the first empty receive (the soak's functions poll this way, side by
+// side on one queue).
+//
 // Short polls keep it prompt (the emulator does not wake long polls when a
 // visibility timeout expires).
 func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32, maxBatches int) (Stats, error) {
 	var st Stats
+	waitUntil := time.Now().Add(settleWait)
 	for maxBatches == 0 || st.Batches < maxBatches {
 		msgs, err := receive(ctx, q, batchSize, &st)
 		if err != nil {
 			return st, err
 		}
 		if len(msgs) == 0 {
-			return st, nil
+			if maxBatches > 0 || st.ReceiveErrors+st.RetriedReceives == 0 {
+				return st, nil
+			}
+			more, err := settle(ctx, q, waitUntil, &st)
+			if err != nil || !more {
+				return st, err
+			}
+			continue
 		}
+		waitUntil = time.Now().Add(settleWait)
 		ev := lambdaevents.SQSEvent{}
 		for _, m := range msgs {
 			ev.Records = append(ev.Records, lambdaevents.SQSMessage{
@@ -109,6 +159,37 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 		}
 	}
 	return st, nil
+}
+
+// settle is called after an empty receive. It reports whether to receive
+// again: when a message is visible (a short poll samples a subset of SQS's
+// servers and can miss one), or, after a pause of settlePoll, when messages
+// are in flight and waitUntil has not passed (one whose visibility timeout
+// ran out is visible again; the emulator counts it in flight until a
+// receive returns it). It reports false when the queue holds nothing, or
+// when messages are still in flight at waitUntil.
+func settle(ctx context.Context, q *queue.Queue, waitUntil time.Time, st *Stats) (bool, error) {
+	b, err := q.Backlog(ctx)
+	if err != nil {
+		st.ReceiveErrors, st.LastReceiveError = st.ReceiveErrors+1, err.Error()
+		b.InFlight = 1 // unknown: look again
+	}
+	switch {
+	case b.Visible > 0:
+		return true, nil
+	case b.InFlight == 0:
+		return false, nil
+	case time.Now().After(waitUntil):
+		st.InFlightLeft = b.InFlight
+		return false, nil
+	}
+	st.Waits++
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(settlePoll):
+		return true, nil
+	}
 }
 
 // TablePlanner plans one job on one table (*plan.Planner): a compaction
