@@ -17,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/orphans"
+	"github.com/icekeeper/icekeeper/shared/pacing"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/specproposal"
@@ -123,6 +124,7 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	case l != nil && l.Change && (l.Layout == signals.LayoutSort || l.Layout == signals.LayoutZOrder):
 		a.Layout = &plan.LayoutChange{Layout: l.Layout, Columns: l.Columns, Why: l.Why}
 	}
+	a.Pace = paceOf(r)
 	if rec, ok := r.Recommends(health.ActionCompaction); ok {
 		a.CompactionBytes = max(rec.EstimatedBytes, 1)
 	}
@@ -135,6 +137,24 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	_, a.ExpiryDue = r.Recommends(health.ActionExpireSnapshots)
 	_, a.ManifestsDue = r.Recommends(health.ActionRewriteManifests)
 	return a, nil
+}
+
+// paceOf is what pacing needs of a health report: the optimum of the
+// partitions with data files, and the data files the table will have once
+// the compaction it recommends commits (its input files replaced by a
+// target-sized file per target of input).
+func paceOf(r health.Report) pacing.Table {
+	target := r.Thresholds.TargetFileSize
+	t := pacing.Table{FilesAfter: r.DataFiles}
+	for _, p := range r.Partitions {
+		if p.DataFiles > 0 {
+			t.Optimum += pacing.Optimum(p.DataBytes, target)
+		}
+	}
+	if rec, ok := r.Recommends(health.ActionCompaction); ok && rec.EstimatedFiles > 0 {
+		t.FilesAfter += pacing.Optimum(rec.EstimatedBytes, target) - rec.EstimatedFiles
+	}
+	return t
 }
 
 // AdviseLayout is the query signals' layout advice for a table, from its

@@ -58,6 +58,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/pacing"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
 	"github.com/icekeeper/icekeeper/shared/summary"
@@ -150,6 +151,9 @@ type Assessment struct {
 	// Layout is a layout change the table's query signals recommend
 	// (nil: none); made only for an owner who set icekeeper.layout.auto.
 	Layout *plan.LayoutChange
+	// Pace is what pacing needs of the table's files (package pacing);
+	// the dispatcher adds its writers' rate.
+	Pace pacing.Table
 }
 
 // ErrTableProperties is what an Assessor wraps when the table's own
@@ -227,6 +231,10 @@ type TableOutcome struct {
 	Score     float64      `json:"score,omitempty"`
 	ReportKey string       `json:"report_key,omitempty"`
 	Plan      *plan.Result `json:"plan,omitempty"`
+	// RevisitAfter, when set, is how soon the table may be planned again
+	// if this visit keeps its cooldown slot: shorter than the deployment's
+	// interval for a table its writers fill fast (package pacing).
+	RevisitAfter time.Duration `json:"revisit_after,omitempty"`
 }
 
 // Outcome reports one trigger.
@@ -532,8 +540,18 @@ func (d *Dispatcher) resume(ctx context.Context, log *slog.Logger, name, kind, a
 // opted in or invalid, or nothing to compact gives the slot back, so that
 // the next event or sweep (a retry, the owner opting in) is not refused as
 // "cooldown" for a table that was never planned.
+//
+// A slot kept ends after the deployment's interval, or sooner for a table
+// its writers fill fast (o.RevisitAfter, package pacing).
 func (d *Dispatcher) settleSlot(ctx context.Context, log *slog.Logger, name string, o TableOutcome, err error) {
 	if err == nil && (o.Action == ActionPlanned || o.Plan != nil && o.Plan.Outcome == plan.OutcomeLeaseHeld) {
+		if o.RevisitAfter > 0 {
+			if serr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now().Add(o.RevisitAfter)); serr != nil {
+				log.Warn("pace the cooldown slot", "err", serr.Error())
+			} else {
+				log.Info("cooldown paced to the writers' rate", "revisit_after", o.RevisitAfter.String(), "interval", d.s.MinInterval.String())
+			}
+		}
 		return
 	}
 	if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now()); rerr != nil {
@@ -626,6 +644,7 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 	}
 	o.Score = a.Score
 	o.Action = ActionAssessed
+	o.RevisitAfter = d.revisitAfter(tbl, a)
 	if err := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"}, a.Gauges...); err != nil {
 		log.Warn("emit health metrics", "err", err.Error())
 	}
@@ -646,6 +665,22 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 	o.ReportKey = key
 	log.Info("health assessed", "score", a.Score, "compaction_bytes", a.CompactionBytes, "report", key)
 	return a, o, nil
+}
+
+// revisitAfter is how soon the table may be planned again once this visit
+// keeps its slot (package pacing), or 0 to keep the deployment's interval:
+// always for a table whose owner set icekeeper.compaction.min-interval
+// (theirs stands, shorter or longer).
+func (d *Dispatcher) revisitAfter(tbl *table.Table, a Assessment) time.Duration {
+	if strings.TrimSpace(tbl.Properties()[optin.PropertyMinInterval]) != "" || d.s.MinInterval <= 0 {
+		return 0
+	}
+	t := a.Pace
+	t.FilesPerHour = pacing.WriteRate(tbl.Metadata(), d.now(), d.s.MinInterval)
+	if iv := pacing.Next(t, d.s.MinInterval); iv < d.s.MinInterval {
+		return iv
+	}
+	return 0
 }
 
 // reportUnchanged reports whether the table's published latest report

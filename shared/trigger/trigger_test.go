@@ -14,8 +14,10 @@ import (
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/pacing"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/signals"
 )
@@ -328,6 +330,48 @@ func TestDispatch_CooldownCoalescesABurstOnlyWhenAJobWasPlanned(t *testing.T) {
 			}
 			if got := r.planner.actions(); !slices.Equal(got, c.wantSecond) {
 				t.Errorf("second event asked the planner for %v, want %v", got, c.wantSecond)
+			}
+		})
+	}
+}
+
+// TestDispatch_ABusyTablesSlotIsPacedToItsWriters: a compaction planned on
+// a table its writers fill at 12 files an hour keeps the cooldown slot
+// only until the table is expected at twice its optimum (6 files of
+// headroom: half an hour), by commit event or sweep; an idle table keeps
+// the deployment's hour, and an owner's own min-interval stands.
+func TestDispatch_ABusyTablesSlotIsPacedToItsWriters(t *testing.T) {
+	busy := due
+	busy.Pace = pacing.Table{FilesAfter: 4, Optimum: 5}
+	cases := []struct {
+		name    string
+		props   map[string]string
+		appends int
+		trig    events.Trigger
+		want    time.Duration
+	}{
+		{"busy, commit event", optedIn(), 12, events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}, 30 * time.Minute},
+		{"busy, sweep", optedIn(), 12, events.Trigger{Kind: events.KindSchedule, Sweep: true}, 30 * time.Minute},
+		{"written once", optedIn(), 1, events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}, time.Hour},
+		{"busy, the owner's interval", optedIn(optin.PropertyMinInterval, "2h"), 12, events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}, 2 * time.Hour},
+		{"busy, the owner's shorter interval", optedIn(optin.PropertyMinInterval, "5m"), 12, events.Trigger{Kind: events.KindSchedule, Sweep: true}, 5 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, config.ModeActive, "shop")
+			r.settings.MinInterval = time.Hour
+			r.add(t, "shop.orders", c.props, busy)
+			r.cat.tables["shop.orders"] = withWrites(t, r.cat.tables["shop.orders"], c.appends, 5)
+			r.planner.results["compaction"] = planned
+			out, err := r.dispatch(t, c.trig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := onlyOutcome(t, out); o.Action != ActionPlanned {
+				t.Fatalf("outcome %+v, want planned", o)
+			}
+			if got := r.cooldowns.next["shop.orders"].Sub(testNow); got != c.want {
+				t.Fatalf("next planning in %v, want %v", got, c.want)
 			}
 		})
 	}
@@ -938,5 +982,28 @@ func TestResume_AContinuationWithoutAKindStartsTheChainOverAsAnyEvent(t *testing
 	}
 	if o := onlyOutcome(t, out); o.Skip != SkipCooldown {
 		t.Fatalf("a redelivered continuation: %+v, want coalesced", o)
+	}
+}
+
+// TestPaceOf_CountsTheFilesTheRecommendedCompactionLeaves: the optimum is
+// per partition with data files (at least one file each), and the
+// compaction's input files become a target-sized file per target of input.
+func TestPaceOf_CountsTheFilesTheRecommendedCompactionLeaves(t *testing.T) {
+	r := health.Report{
+		Thresholds: health.Thresholds{TargetFileSize: 100},
+		FileStats:  health.FileStats{DataFiles: 10},
+		Partitions: []health.PartitionHealth{
+			{Partition: "day=1", FileStats: health.FileStats{DataFiles: 9, DataBytes: 250}},
+			{Partition: "day=2", FileStats: health.FileStats{DataFiles: 1, DataBytes: 10}},
+			{Partition: "day=3", FileStats: health.FileStats{DeleteFiles: 2}},
+		},
+		Recommendations: []health.Recommendation{{Action: health.ActionCompaction, EstimatedBytes: 250, EstimatedFiles: 9}},
+	}
+	if got, want := paceOf(r), (pacing.Table{FilesAfter: 10 - 9 + 3, Optimum: 3 + 1}); got != want {
+		t.Fatalf("paceOf = %+v, want %+v", got, want)
+	}
+	r.Recommendations = nil
+	if got := paceOf(r); got.FilesAfter != 10 {
+		t.Fatalf("paceOf without a compaction = %+v, want its 10 files", got)
 	}
 }

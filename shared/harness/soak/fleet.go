@@ -173,11 +173,14 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 func namespace(n int) string { return fmt.Sprintf("soak_%c", 'a'+n%26) }
 
 // tableProperties are the properties every maintained table carries: the
-// owner's key, and the cooldowns and retention scaled.
+// owner's key, and the cooldowns and retention scaled. Compaction's
+// cooldown is the deployment's (cfg.MinInterval, scaled), not a table
+// property: an owner's own icekeeper.compaction.min-interval turns the
+// pacing of busy tables off (package pacing), and the fleet's owners set
+// none unless Options.TableProperties does.
 func (o Options) tableProperties() map[string]string {
 	props := map[string]string{
 		optin.PropertyEnabled:                     "true",
-		optin.PropertyMinInterval:                 o.wall(CompactionPeriod).String(),
 		optin.PropertyExpireMinInterval:           o.wall(ExpirePeriod).String(),
 		optin.PropertyRewriteManifestsMinInterval: o.wall(ManifestsPeriod).String(),
 		optin.PropertyRewriteDeletesMinInterval:   o.wall(DeletesPeriod).String(),

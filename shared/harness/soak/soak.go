@@ -76,7 +76,7 @@ const (
 	OverwriteEvery   = 2 * time.Hour
 	QueryEvery       = 10 * time.Minute
 	Retention        = 2 * time.Hour // history.expire.max-snapshot-age-ms
-	CompactionPeriod = time.Hour     // icekeeper.compaction.min-interval (the default)
+	CompactionPeriod = time.Hour     // ICEKEEPER_MIN_INTERVAL (the default; no table sets its own)
 	ExpirePeriod     = time.Hour     // icekeeper.expire.min-interval
 	ManifestsPeriod  = 6 * time.Hour // icekeeper.rewrite-manifests.min-interval
 	DeletesPeriod    = time.Hour     // icekeeper.rewrite-deletes.min-interval

@@ -64,6 +64,11 @@ func TestTableProperties_TheMeasuredTuningIsSetOnEveryTable(t *testing.T) {
 	if props["icekeeper.maintenance.enabled"] != "true" {
 		t.Fatalf("the fleet's own properties are lost: %v", props)
 	}
+	// Untuned, the fleet's owners set no compaction cooldown of their
+	// own: the deployment's applies, with its pacing of busy tables.
+	if v, ok := (Options{Scale: 48}).tableProperties()["icekeeper.compaction.min-interval"]; ok {
+		t.Fatalf("the fleet sets icekeeper.compaction.min-interval=%s, which turns pacing off", v)
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -1,0 +1,111 @@
+// Package pacing decides how soon a table icekeeper just planned for may be
+// planned again: the cooldown a busy table's compactions keep, from how fast
+// its writers add data files.
+//
+// A compaction claims the table's cooldown slot for the deployment's
+// interval (ICEKEEPER_MIN_INTERVAL, an hour by default), so that a burst of
+// commit events makes one planning. A table written every few minutes adds
+// more small files in that hour than its compacted data needs: its file
+// count drifts to several times its optimum before the next compaction may
+// start. Iceberg's Flink TableMaintenance paces compaction by commits for
+// the same reason (every 10 commits or 600 s by default).
+//
+// Next shortens the slot to when the table is expected to reach
+// FileRatioGoal times its optimal file count, from the files it will have
+// after the planned job and its writers' rate over the last interval.
+//
+// Invariants:
+//   - the interval is never longer than the deployment's, never shorter
+//     than its Floor, and never shorter than an owner's own
+//     icekeeper.compaction.min-interval: pacing applies only to tables
+//     without one (the caller's rule);
+//   - a table its writers leave alone keeps the deployment's interval;
+//   - only the writers' files count: replace snapshots (compactions, by
+//     icekeeper or another engine) add none of the drift.
+//
+// Pure: no I/O, no clock.
+package pacing
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// FileRatioGoal is the data files over the optimum a table should stay
+// within: the fleet goal the soak measures (files per partition over its
+// bytes divided by the target file size, rounded up).
+const FileRatioGoal = 2
+
+// FloorDivisor: the shortest interval pacing sets is the deployment's
+// interval divided by it (15 minutes of the default hour).
+const FloorDivisor = 4
+
+// Floor is the shortest interval pacing sets within the deployment's
+// interval.
+func Floor(interval time.Duration) time.Duration { return interval / FloorDivisor }
+
+// Table is what pacing needs of one table at a visit.
+type Table struct {
+	// FilesAfter are the data files the table will have once the job
+	// planned at this visit commits (its data files when none was).
+	FilesAfter int
+	// Optimum are the data files its live data needs: per partition,
+	// max(1, ceil(bytes / target file size)), summed.
+	Optimum int
+	// FilesPerHour is the rate at which its writers add data files.
+	FilesPerHour float64
+}
+
+// Next is the interval before the table may be planned again: the time
+// its writers take to bring it from FilesAfter to FileRatioGoal times its
+// Optimum, within [Floor(interval), interval].
+func Next(t Table, interval time.Duration) time.Duration {
+	if interval <= 0 || t.FilesPerHour <= 0 {
+		return interval
+	}
+	headroom := float64(FileRatioGoal*max(t.Optimum, 1) - t.FilesAfter)
+	if headroom <= 0 {
+		return Floor(interval)
+	}
+	hours := headroom / t.FilesPerHour
+	if hours >= interval.Hours() {
+		return interval
+	}
+	return max(time.Duration(hours*float64(time.Hour)), Floor(interval))
+}
+
+// WriteRate is the data files per hour the writers added to the main
+// branch over the window before now: the added-data-files of every
+// snapshot in the current snapshot's ancestry committed within the window,
+// except replace snapshots (compactions). A snapshot without the summary
+// property counts nothing.
+func WriteRate(meta table.Metadata, now time.Time, window time.Duration) float64 {
+	if window <= 0 {
+		return 0
+	}
+	since := now.Add(-window).UnixMilli()
+	added := 0
+	for snap := meta.CurrentSnapshot(); snap != nil && snap.TimestampMs > since; {
+		if snap.Summary != nil && snap.Summary.Operation != table.OpReplace {
+			if n, err := strconv.Atoi(snap.Summary.Properties["added-data-files"]); err == nil && n > 0 {
+				added += n
+			}
+		}
+		if snap.ParentSnapshotID == nil {
+			break
+		}
+		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	return float64(added) / window.Hours()
+}
+
+// Optimum is the data files a partition of bytes needs at target.
+func Optimum(bytes, target int64) int {
+	if target <= 0 {
+		return 1
+	}
+	return max(1, int(math.Ceil(float64(bytes)/float64(target))))
+}
