@@ -1,13 +1,13 @@
 package pacing_test
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/harness/writehistory"
 	"github.com/icekeeper/icekeeper/shared/pacing"
 )
 
@@ -57,46 +57,14 @@ func TestOptimum_IsTheTargetFilesTheBytesNeedAndAtLeastOne(t *testing.T) {
 	}
 }
 
-// commit is one snapshot of the main branch, its minutes before now (-1
-// added: no added-data-files in its summary).
-type commit struct {
-	minutesAgo int
-	op         table.Operation
-	added      int
-}
-
-func metadataOf(t *testing.T, now time.Time, commits []commit) table.Metadata {
+func metadataOf(t *testing.T, commits []writehistory.Commit) table.Metadata {
 	t.Helper()
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	base, err := table.NewMetadata(schema, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "s3://bucket/t", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := table.MetadataBuilderFromBase(base, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parent *int64
-	for i, c := range commits {
-		id := int64(i + 1)
-		props := map[string]string{}
-		if c.added >= 0 {
-			props["added-data-files"] = strconv.Itoa(c.added)
-		}
-		snap := table.Snapshot{
-			SnapshotID: id, ParentSnapshotID: parent, SequenceNumber: id,
-			TimestampMs: now.Add(-time.Duration(c.minutesAgo) * time.Minute).UnixMilli(),
-			Summary:     &table.Summary{Operation: c.op, Properties: props},
-		}
-		if err := b.AddSnapshot(&snap); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.SetSnapshotRef(table.MainBranch, id, table.BranchRef); err != nil {
-			t.Fatal(err)
-		}
-		parent = &id
-	}
-	meta, err := b.Build()
+	meta, err := writehistory.Append(base, commits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,17 +72,16 @@ func metadataOf(t *testing.T, now time.Time, commits []commit) table.Metadata {
 }
 
 func TestWriteRate_CountsTheWritersFilesOfTheWindowAndNotCompactions(t *testing.T) {
-	// After the metadata's creation (now): a snapshot may not be older
-	// than the metadata it is added to.
-	now := time.Now().Add(3 * time.Hour)
-	meta := metadataOf(t, now, []commit{
-		{90, table.OpAppend, 50},   // before the window
-		{50, table.OpAppend, 3},    // in
-		{40, table.OpReplace, 1},   // a compaction: not the writers'
-		{30, table.OpOverwrite, 2}, // a MERGE: in
-		{20, table.OpDelete, 0},    // no files
-		{10, table.OpAppend, -1},   // no summary count
-		{5, table.OpAppend, 1},     // in
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	ago := func(m int) time.Time { return now.Add(-time.Duration(m) * time.Minute) }
+	meta := metadataOf(t, []writehistory.Commit{
+		{At: ago(90), Operation: table.OpAppend, AddedDataFiles: 50},   // before the window
+		{At: ago(50), Operation: table.OpAppend, AddedDataFiles: 3},    // in
+		{At: ago(40), Operation: table.OpReplace, AddedDataFiles: 1},   // a compaction: not the writers'
+		{At: ago(30), Operation: table.OpOverwrite, AddedDataFiles: 2}, // a MERGE: in
+		{At: ago(20), Operation: table.OpDelete, AddedDataFiles: 0},    // no files
+		{At: ago(10), Operation: table.OpAppend, AddedDataFiles: -1},   // no summary count
+		{At: ago(5), Operation: table.OpAppend, AddedDataFiles: 1},     // in
 	})
 	if got := pacing.WriteRate(meta, now, time.Hour); got != 6 {
 		t.Fatalf("WriteRate = %v files an hour, want 6 (3 + 2 + 1 in the hour)", got)

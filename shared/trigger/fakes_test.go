@@ -2,7 +2,6 @@ package trigger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/writehistory"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -66,45 +66,12 @@ func memTable(t *testing.T, name string, props map[string]string) *table.Table {
 // minutesApart minutes, the last one at testNow: a busy writer's history.
 func withWrites(t *testing.T, tbl *table.Table, appends, minutesApart int) *table.Table {
 	t.Helper()
-	// The metadata was made at the wall clock's now, after testNow: date
-	// it back, since a snapshot may not be older than its metadata.
-	raw, err := json.Marshal(tbl.Metadata())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["last-updated-ms"] = testNow.Add(-24 * time.Hour).UnixMilli()
-	if raw, err = json.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	base, err := table.ParseMetadataBytes(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := table.MetadataBuilderFromBase(base, tbl.MetadataLocation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parent *int64
+	var commits []writehistory.Commit
 	for i := range appends {
-		id := int64(i + 1)
-		snap := table.Snapshot{
-			SnapshotID: id, ParentSnapshotID: parent, SequenceNumber: id,
-			TimestampMs: testNow.Add(-time.Duration((appends-1-i)*minutesApart) * time.Minute).UnixMilli(),
-			Summary:     &table.Summary{Operation: table.OpAppend, Properties: map[string]string{"added-data-files": "1"}},
-		}
-		if err := b.AddSnapshot(&snap); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.SetSnapshotRef(table.MainBranch, id, table.BranchRef); err != nil {
-			t.Fatal(err)
-		}
-		parent = &id
+		at := testNow.Add(-time.Duration((appends-1-i)*minutesApart) * time.Minute)
+		commits = append(commits, writehistory.Commit{At: at, Operation: table.OpAppend, AddedDataFiles: 1})
 	}
-	meta, err := b.Build()
+	meta, err := writehistory.Append(tbl.Metadata(), commits)
 	if err != nil {
 		t.Fatal(err)
 	}
