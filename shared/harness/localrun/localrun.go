@@ -97,7 +97,7 @@ const (
 // have taken messages with the response it lost, and they are in flight
 // until their visibility timeout: then an empty receive ends the drain only
 // when the queue also has no message in flight, waiting for them up to
-// settleWait after the last delivery (counted in Stats.InFlightLeft if
+// settleWait after the last such receive (counted in Stats.InFlightLeft if
 // still in flight then), as Lambda's event source mapping keeps polling.
 // Without that evidence, messages in flight are another consumer's.
 //
@@ -109,11 +109,15 @@ const (
 // visibility timeout expires).
 func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32, maxBatches int) (Stats, error) {
 	var st Stats
-	waitUntil := time.Now().Add(settleWait)
+	var waitUntil time.Time // settleWait after the last failed or retried receive
 	for maxBatches == 0 || st.Batches < maxBatches {
+		suspect := st.ReceiveErrors + st.RetriedReceives
 		msgs, err := receive(ctx, q, batchSize, &st)
 		if err != nil {
 			return st, err
+		}
+		if st.ReceiveErrors+st.RetriedReceives > suspect {
+			waitUntil = time.Now().Add(settleWait)
 		}
 		if len(msgs) == 0 {
 			if maxBatches > 0 || st.ReceiveErrors+st.RetriedReceives == 0 {
@@ -125,7 +129,6 @@ func Drain(ctx context.Context, q *queue.Queue, h BatchHandler, batchSize int32,
 			}
 			continue
 		}
-		waitUntil = time.Now().Add(settleWait)
 		ev := lambdaevents.SQSEvent{}
 		for _, m := range msgs {
 			ev.Records = append(ev.Records, lambdaevents.SQSMessage{
