@@ -233,8 +233,9 @@ type TableOutcome struct {
 	Plan      *plan.Result `json:"plan,omitempty"`
 	// RevisitAfter, when set, is how soon the table may be planned again
 	// if this visit keeps its cooldown slot: shorter than the deployment's
-	// interval for a table its writers fill fast (package pacing).
-	RevisitAfter time.Duration `json:"revisit_after,omitempty"`
+	// interval for a table its writers fill fast (package pacing). The
+	// log line "cooldown paced to the writers' rate" says it when used.
+	RevisitAfter time.Duration `json:"-"`
 }
 
 // Outcome reports one trigger.
