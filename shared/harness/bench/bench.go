@@ -209,10 +209,13 @@ type Measurement struct {
 	// Rounds are the times icekeeper's pipeline started its rewriters
 	// (1 unless a task came back only after its visibility timeout), and
 	// ReceiveErrors the receives that failed and were tried again, the
-	// last one's error in LastReceiveError (icekeeper's runs).
+	// last one's error in LastReceiveError, RetriedReceives those the
+	// SDK sent again (a lost response may have taken a task until its
+	// visibility timeout) (icekeeper's runs).
 	Rounds           int    `json:"rounds,omitempty"`
 	ReceiveErrors    int    `json:"receive_errors,omitempty"`
 	LastReceiveError string `json:"last_receive_error,omitempty"`
+	RetriedReceives  int    `json:"retried_receives,omitempty"`
 	// Billed is the rewriters' time in their handler, what Lambda bills
 	// them for (waits for S3 included, the process's start and idle polls
 	// not), and CoordWall the planner's and committer's, from the call to
@@ -1069,6 +1072,7 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 			m.PeakRSS = max(m.PeakRSS, p.PeakRSS)
 			delivered, failed = delivered+out.Delivered, failed+out.Failed
 			m.ReceiveErrors += out.ReceiveErrors
+			m.RetriedReceives += out.RetriedReceives
 			if out.LastReceiveError != "" {
 				m.LastReceiveError = out.LastReceiveError
 			}
@@ -1087,6 +1091,7 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 		m.CoordWall += time.Since(commitStart)
 		delivered, failed = delivered+cs.Delivered, failed+cs.Failed
 		m.ReceiveErrors += cs.ReceiveErrors
+		m.RetriedReceives += cs.RetriedReceives
 		if cs.LastReceiveError != "" {
 			m.LastReceiveError = cs.LastReceiveError
 		}

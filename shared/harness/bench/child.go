@@ -254,6 +254,7 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (RewriterOut, error) {
 		st, err := localrun.Drain(ctx, deps.Tasks, h, 1, 0)
 		total.Batches, total.Delivered, total.Failed = total.Batches+st.Batches, total.Delivered+st.Delivered, total.Failed+st.Failed
 		total.ReceiveErrors += st.ReceiveErrors
+		total.RetriedReceives += st.RetriedReceives
 		if st.LastReceiveError != "" {
 			total.LastReceiveError = st.LastReceiveError
 		}

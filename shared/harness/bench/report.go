@@ -95,9 +95,9 @@ func (r Report) Markdown() string {
 			if m.Engine == EngineTwoStage {
 				rounds = 2
 			}
-			if m.Rounds > rounds || m.ReceiveErrors > 0 {
-				fmt.Fprintf(&b, "%s, %d × %d: the rewriters were started %d times, %d more than its stages need (a task came back only after its visibility timeout of 60 s); %d receives failed and were tried again (last: %s). Its wall time includes that wait.\n\n",
-					m.Engine, m.shapeProcs(), m.shapeCores(), m.Rounds, m.Rounds-rounds, m.ReceiveErrors, m.LastReceiveError)
+			if m.Rounds > rounds || m.ReceiveErrors > 0 || m.RetriedReceives > 0 {
+				fmt.Fprintf(&b, "%s, %d × %d: the rewriters were started %d times, %d more than its stages need (a task came back only after its visibility timeout of 60 s); %d receives failed and were tried again (last: %s), %d were sent again by the SDK. Its wall time includes that wait.\n\n",
+					m.Engine, m.shapeProcs(), m.shapeCores(), m.Rounds, m.Rounds-rounds, m.ReceiveErrors, m.LastReceiveError, m.RetriedReceives)
 			}
 		}
 		if lvl, ok := t.Find(EngineLevel, 1); ok {
