@@ -19,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/joblog"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
@@ -432,5 +433,60 @@ func TestExpire_FollowsACompactionAtOnceOnTheCommittersContinuation(t *testing.T
 	}
 	if again := outcomeOf(t, d.handle(commitEvent("demo.events")), "demo.events"); again.Skip != trigger.SkipCooldown {
 		t.Fatalf("a commit event inside the cooldown: %+v, want coalesced", again)
+	}
+}
+
+// TestExpire_AnIdleTablesExpiryIsNotStarvedByBusyTables: a sweep whose
+// job budget the busy tables' compactions use up still expires an idle
+// table's snapshots (a table compacted once and left alone, whose
+// replaced files only an expiry frees), and the expiry spends none of the
+// data jobs' budget: metadata-only jobs have a budget of their own. In one
+// budget, ranked by score, one kind starves the other: here the expiry
+// took the only slot; in the soak the idle tables lost every sweep.
+func TestExpire_AnIdleTablesExpiryIsNotStarvedByBusyTables(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) { c.SweepMaxJobs = 1 })
+	busy := sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 12, RowsPerFile: 50, PositionDeletes: true}
+	d.createNamed("lake.busy1", withProps(busy, optedIn))
+	d.createNamed("lake.busy2", withProps(busy, optedIn))
+	idle := d.createNamed("lake.idle", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 50}, map[string]string{
+		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
+	}))
+	for i := range 2 {
+		var err error
+		if idle, err = sampletable.AppendRows(d.ctx, idle, int64(7_000_000+100*i), 1, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := fingerprint.Scan(d.ctx, idle.Scan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(idle.Metadata().Snapshots()); n != 3 {
+		t.Fatalf("the idle table has %d snapshots, want 3", n)
+	}
+	time.Sleep(10 * time.Millisecond)
+
+	resp := d.handle(mustRead(t, "../events/scheduled.json"))
+	b1, b2 := outcomeOf(t, resp, "lake.busy1"), outcomeOf(t, resp, "lake.busy2")
+	if (b1.Action == trigger.ActionPlanned) == (b2.Action == trigger.ActionPlanned) {
+		t.Fatalf("want one busy table planned and the other over the job budget: %+v, %+v", b1, b2)
+	}
+	if b1.Skip != trigger.SkipBudgetJobs && b2.Skip != trigger.SkipBudgetJobs {
+		t.Fatalf("no busy table skipped for the job budget: %+v, %+v", b1, b2)
+	}
+	o := outcomeOf(t, resp, "lake.idle")
+	if o.Action != trigger.ActionPlanned || d.job(o.Plan.JobID).Kind != jobs.KindExpire {
+		t.Fatalf("the idle table: %+v, want its expiry planned", o)
+	}
+	d.drainCommits()
+	after, err := d.cat.LoadTable(d.ctx, table.Identifier{"lake", "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(after.Metadata().Snapshots()); n != 1 {
+		t.Errorf("the idle table has %d snapshots after the sweep's expiry, want 1", n)
+	}
+	if got, err := fingerprint.Scan(d.ctx, after.Scan()); err != nil || got != rows {
+		t.Errorf("the idle table's rows %v (err %v), want %v", got, err, rows)
 	}
 }

@@ -49,6 +49,7 @@ const (
 	EnvMinInterval            = envvars.MinInterval
 	EnvSweepMaxJobs           = envvars.SweepMaxJobs
 	EnvSweepMaxBytes          = envvars.SweepMaxBytes
+	EnvSweepMaxMetadataJobs   = envvars.SweepMaxMetadataJobs
 	EnvLeaseTTL               = envvars.LeaseTTL
 	EnvMaxGroupBytes          = envvars.MaxGroupBytes
 	EnvInlineTaskBytes        = envvars.InlineTaskBytes
@@ -89,15 +90,19 @@ const (
 
 // Defaults.
 const (
-	DefaultMinInterval     = time.Hour
-	DefaultSweepMaxJobs    = 10
-	DefaultSweepMaxBytes   = int64(1) << 40
-	DefaultLeaseTTL        = 30 * time.Minute
-	DefaultMaxGroupBytes   = int64(2) << 30
-	DefaultInlineTaskBytes = 192 << 10
-	DefaultMaxTaskAttempts = envvars.DefaultMaxTaskAttempts
-	DefaultCommitRetries   = 5
-	DefaultCommitTakeover  = 16 * time.Minute
+	DefaultMinInterval   = time.Hour
+	DefaultSweepMaxJobs  = 10
+	DefaultSweepMaxBytes = int64(1) << 40
+	// DefaultSweepMaxMetadataJobs bounds a sweep's manifest rewrites and
+	// snapshot expiries of tables with nothing to compact: one planning
+	// and one commit each, no rewriters.
+	DefaultSweepMaxMetadataJobs = 100
+	DefaultLeaseTTL             = 30 * time.Minute
+	DefaultMaxGroupBytes        = int64(2) << 30
+	DefaultInlineTaskBytes      = 192 << 10
+	DefaultMaxTaskAttempts      = envvars.DefaultMaxTaskAttempts
+	DefaultCommitRetries        = 5
+	DefaultCommitTakeover       = 16 * time.Minute
 	// DefaultOrphanListFanOut: tables whose current snapshot has this many
 	// data and delete files have their orphan listing fanned out.
 	DefaultOrphanListFanOut = int64(100_000)
@@ -131,6 +136,10 @@ type Config struct {
 	// SweepMaxJobs and SweepMaxBytes bound what one scheduled sweep starts.
 	SweepMaxJobs  int
 	SweepMaxBytes int64
+	// SweepMaxMetadataJobs bounds the metadata-only jobs (manifest
+	// rewrites, snapshot expiries) one sweep starts, apart from the data
+	// jobs SweepMaxJobs counts.
+	SweepMaxMetadataJobs int
 
 	// LeaseTTL is how long a job's lease lasts; it must cover planning,
 	// rewriting and committing (Lambda's 15-minute limit per stage).
@@ -211,6 +220,7 @@ func Defaults() Config {
 		MinInterval:           DefaultMinInterval,
 		SweepMaxJobs:          DefaultSweepMaxJobs,
 		SweepMaxBytes:         DefaultSweepMaxBytes,
+		SweepMaxMetadataJobs:  DefaultSweepMaxMetadataJobs,
 		LeaseTTL:              DefaultLeaseTTL,
 		MaxGroupBytes:         DefaultMaxGroupBytes,
 		InlineTaskBytes:       DefaultInlineTaskBytes,
@@ -312,6 +322,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setS(&c.EventBus, EnvEventBus)
 	setI(&c.SweepMaxJobs, EnvSweepMaxJobs)
 	setI64(&c.SweepMaxBytes, EnvSweepMaxBytes)
+	setI(&c.SweepMaxMetadataJobs, EnvSweepMaxMetadataJobs)
 	if v := strings.TrimSpace(getenv(EnvMinInterval)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -412,8 +423,9 @@ func (c Config) Env() map[string]string {
 		EnvCommitQueueURL: c.CommitQueueURL, EnvBucket: c.Bucket, EnvPrefix: c.Prefix,
 		EnvMode: string(c.Mode), EnvGrants: c.Grants, EnvEventBus: c.EventBus, EnvMinInterval: c.MinInterval.String(),
 		EnvSweepMaxJobs: strconv.Itoa(c.SweepMaxJobs), EnvSweepMaxBytes: strconv.FormatInt(c.SweepMaxBytes, 10),
-		EnvLeaseTTL:      c.LeaseTTL.String(),
-		EnvMaxGroupBytes: strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
+		EnvSweepMaxMetadataJobs: strconv.Itoa(c.SweepMaxMetadataJobs),
+		EnvLeaseTTL:             c.LeaseTTL.String(),
+		EnvMaxGroupBytes:        strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),
 		EnvCommitTakeover:   c.CommitTakeover.String(),
 		EnvRewriterMemoryMB: strconv.Itoa(c.RewriterMemoryMB), EnvCoordinatorMemMB: strconv.Itoa(c.CoordinatorMemoryMB),

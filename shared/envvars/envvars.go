@@ -12,33 +12,34 @@ import (
 
 // Names.
 const (
-	CatalogType       = "ICEKEEPER_CATALOG_TYPE"
-	CatalogName       = "ICEKEEPER_CATALOG_NAME"
-	CatalogURI        = "ICEKEEPER_CATALOG_URI"
-	CatalogWarehouse  = "ICEKEEPER_CATALOG_WAREHOUSE"
-	CatalogConfig     = "ICEKEEPER_CATALOG_CONFIG"
-	CatalogSigV4      = "ICEKEEPER_CATALOG_SIGV4"
-	CatalogSignName   = "ICEKEEPER_CATALOG_SIGNING_NAME"
-	CatalogSignRegion = "ICEKEEPER_CATALOG_SIGNING_REGION"
-	CatalogProperties = "ICEKEEPER_CATALOG_PROPERTIES"
-	LeaseTable        = "ICEKEEPER_LEASE_TABLE"
-	JobsTable         = "ICEKEEPER_JOBS_TABLE"
-	TaskQueueURL      = "ICEKEEPER_TASK_QUEUE_URL"
-	CommitQueueURL    = "ICEKEEPER_COMMIT_QUEUE_URL"
-	Bucket            = "ICEKEEPER_BUCKET"
-	Prefix            = "ICEKEEPER_PREFIX"
-	Mode              = "ICEKEEPER_MODE"
-	Grants            = "ICEKEEPER_GRANTS"
-	EventBus          = "ICEKEEPER_EVENT_BUS"
-	MinInterval       = "ICEKEEPER_MIN_INTERVAL"
-	SweepMaxJobs      = "ICEKEEPER_SWEEP_MAX_JOBS"
-	SweepMaxBytes     = "ICEKEEPER_SWEEP_MAX_BYTES"
-	LeaseTTL          = "ICEKEEPER_LEASE_TTL"
-	MaxGroupBytes     = "ICEKEEPER_MAX_GROUP_BYTES"
-	InlineTaskBytes   = "ICEKEEPER_INLINE_TASK_BYTES"
-	MaxTaskAttempts   = "ICEKEEPER_MAX_TASK_ATTEMPTS"
-	CommitRetries     = "ICEKEEPER_COMMIT_RETRIES"
-	ScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
+	CatalogType          = "ICEKEEPER_CATALOG_TYPE"
+	CatalogName          = "ICEKEEPER_CATALOG_NAME"
+	CatalogURI           = "ICEKEEPER_CATALOG_URI"
+	CatalogWarehouse     = "ICEKEEPER_CATALOG_WAREHOUSE"
+	CatalogConfig        = "ICEKEEPER_CATALOG_CONFIG"
+	CatalogSigV4         = "ICEKEEPER_CATALOG_SIGV4"
+	CatalogSignName      = "ICEKEEPER_CATALOG_SIGNING_NAME"
+	CatalogSignRegion    = "ICEKEEPER_CATALOG_SIGNING_REGION"
+	CatalogProperties    = "ICEKEEPER_CATALOG_PROPERTIES"
+	LeaseTable           = "ICEKEEPER_LEASE_TABLE"
+	JobsTable            = "ICEKEEPER_JOBS_TABLE"
+	TaskQueueURL         = "ICEKEEPER_TASK_QUEUE_URL"
+	CommitQueueURL       = "ICEKEEPER_COMMIT_QUEUE_URL"
+	Bucket               = "ICEKEEPER_BUCKET"
+	Prefix               = "ICEKEEPER_PREFIX"
+	Mode                 = "ICEKEEPER_MODE"
+	Grants               = "ICEKEEPER_GRANTS"
+	EventBus             = "ICEKEEPER_EVENT_BUS"
+	MinInterval          = "ICEKEEPER_MIN_INTERVAL"
+	SweepMaxJobs         = "ICEKEEPER_SWEEP_MAX_JOBS"
+	SweepMaxBytes        = "ICEKEEPER_SWEEP_MAX_BYTES"
+	SweepMaxMetadataJobs = "ICEKEEPER_SWEEP_MAX_METADATA_JOBS"
+	LeaseTTL             = "ICEKEEPER_LEASE_TTL"
+	MaxGroupBytes        = "ICEKEEPER_MAX_GROUP_BYTES"
+	InlineTaskBytes      = "ICEKEEPER_INLINE_TASK_BYTES"
+	MaxTaskAttempts      = "ICEKEEPER_MAX_TASK_ATTEMPTS"
+	CommitRetries        = "ICEKEEPER_COMMIT_RETRIES"
+	ScanConcurrency      = "ICEKEEPER_SCAN_CONCURRENCY"
 	// ReadAheadFiles is how many of a group's files a rewriter reads at
 	// once ahead of its scan (-1: none; package fileio).
 	ReadAheadFiles = "ICEKEEPER_READ_AHEAD_FILES"
@@ -104,7 +105,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes,
 	}
 }
 

@@ -181,6 +181,11 @@ type Settings struct {
 	MinInterval   time.Duration
 	SweepMaxJobs  int
 	SweepMaxBytes int64
+	// SweepMaxMetadataJobs bounds the metadata-only jobs (manifest
+	// rewrites and snapshot expiries of tables with nothing to compact)
+	// one sweep starts, apart from SweepMaxJobs: ranked by score in one
+	// budget, they lost to the data jobs of busy tables every sweep.
+	SweepMaxMetadataJobs int
 }
 
 // Action says what the dispatcher did with one table.
@@ -210,16 +215,19 @@ const (
 	// table (a Hive or plain Parquet table of a granted Glue database,
 	// made by a crawler or an Athena CTAS; Glue's Iceberg REST endpoint
 	// lists those too: "call LoadTable to determine").
-	SkipNotIceberg        = "not_iceberg"
-	SkipHealthy           = "healthy"
-	SkipBudgetJobs        = "budget_max_jobs"
-	SkipBudgetBytes       = "budget_max_bytes"
-	SkipUnresolved        = "unresolved_location"
-	SkipBackoff           = "backoff"
-	SkipNoTableChange     = "no_table_change"
-	SkipOrphansNotEnabled = "orphans_not_enabled"
-	SkipNoSignalStore     = "no_signal_store"
-	SkipInvalidSignal     = "invalid_signal"
+	SkipNotIceberg  = "not_iceberg"
+	SkipHealthy     = "healthy"
+	SkipBudgetJobs  = "budget_max_jobs"
+	SkipBudgetBytes = "budget_max_bytes"
+	// SkipBudgetMetadataJobs: the sweep's budget of metadata-only jobs
+	// (Settings.SweepMaxMetadataJobs) was used.
+	SkipBudgetMetadataJobs = "budget_max_metadata_jobs"
+	SkipUnresolved         = "unresolved_location"
+	SkipBackoff            = "backoff"
+	SkipNoTableChange      = "no_table_change"
+	SkipOrphansNotEnabled  = "orphans_not_enabled"
+	SkipNoSignalStore      = "no_signal_store"
+	SkipInvalidSignal      = "invalid_signal"
 )
 
 // TableOutcome reports one table.
@@ -316,7 +324,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 	default:
 		return nil, fmt.Errorf("trigger: unknown mode %q", s.Mode)
 	}
-	if s.MinInterval < 0 || s.SweepMaxJobs < 0 || s.SweepMaxBytes < 0 {
+	if s.MinInterval < 0 || s.SweepMaxJobs < 0 || s.SweepMaxBytes < 0 || s.SweepMaxMetadataJobs < 0 {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
@@ -857,6 +865,22 @@ type candidate struct {
 	order int
 }
 
+// lastDataAction is the last action of the maintenance chain (plan) that
+// writes data files; the actions after it (manifest rewrite, snapshot
+// expiry) write only metadata.
+const lastDataAction = "rewrite-deletes"
+
+// metadataOnly: the table has only metadata maintenance due (a manifest
+// rewrite or a snapshot expiry), nothing to compact and no layout change
+// to make. Such a job costs one planning and one commit, no rewriters, so
+// a sweep counts it in its own budget (Settings.SweepMaxMetadataJobs): in
+// the data jobs' budget, ranked by score, an idle table's expiry lost to
+// busy tables' compactions every sweep and its replaced files stayed on
+// storage for good.
+func (c candidate) metadataOnly() bool {
+	return c.a.CompactionBytes == 0 && !(c.a.Layout != nil && optin.LayoutAuto(c.props))
+}
+
 // claimAction takes an action's own cooldown slot on the table when the
 // table sets one (the property prop, a duration): ok is false while the
 // action cools down. settle(planned) gives the slot back unless a job was
@@ -1035,10 +1059,15 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 		cands = append(cands, candidate{name: name, props: tbl.Properties(), a: a, out: o, order: i})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].a.Score > cands[j].a.Score })
-	jobs, bytes := 0, int64(0)
+	jobs, metadataJobs, bytes := 0, 0, int64(0)
 	for _, c := range cands {
 		tlog := log.With("table", c.name, "score", c.a.Score)
+		metadataOnly := c.metadataOnly()
 		switch {
+		case metadataOnly && metadataJobs >= d.s.SweepMaxMetadataJobs:
+			outs = append(outs, d.skip(tlog, c.out, SkipBudgetMetadataJobs, fmt.Sprintf("sweep budget of %d metadata-only jobs used", d.s.SweepMaxMetadataJobs)))
+			continue
+		case metadataOnly:
 		case jobs >= d.s.SweepMaxJobs:
 			outs = append(outs, d.skip(tlog, c.out, SkipBudgetJobs, fmt.Sprintf("sweep budget of %d jobs used", d.s.SweepMaxJobs)))
 			continue
@@ -1055,15 +1084,25 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
 			continue
 		}
-		o, err := d.plan(ctx, tlog, c.out, c.props, trig.Kind, c.a.Layout, "")
+		after := ""
+		if metadataOnly {
+			// Only what its budget pays for: the chain's metadata
+			// actions (a delete-file rewrite writes data).
+			after = lastDataAction
+		}
+		o, err := d.plan(ctx, tlog, c.out, c.props, trig.Kind, c.a.Layout, after)
 		d.settleSlot(ctx, tlog, c.name, o, err)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if o.Action == ActionPlanned {
-			jobs++
-			bytes += o.Plan.InputBytes
+			if metadataOnly {
+				metadataJobs++
+			} else {
+				jobs++
+				bytes += o.Plan.InputBytes
+			}
 		}
 		outs = append(outs, o)
 	}

@@ -611,10 +611,17 @@ type sweepTable struct {
 // it skips with its reason; healthy tables are not candidates.
 func TestSweep_RanksByScoreThenSpendsTheBudget(t *testing.T) {
 	cases := []struct {
-		name       string
-		maxJobs    int
-		maxBytes   int64
-		cooling    []string // tables in their cooldown
+		name            string
+		maxJobs         int
+		maxMetadataJobs int // 0: the rig's 100
+		maxBytes        int64
+		cooling         []string // tables in their cooldown
+		// wantActions: the chain actions the planner was asked for, by
+		// table (nil: not checked).
+		wantActions map[string][]string
+		// expiryOnly: only the expiry planner plans (the others find
+		// nothing to do).
+		expiryOnly bool
 		tables     []sweepTable
 		wantPlan   []string          // PlanTable calls, in order
 		wantSkips  map[string]string // table: skip reason
@@ -672,6 +679,34 @@ func TestSweep_RanksByScoreThenSpendsTheBudget(t *testing.T) {
 			wantSkips: map[string]string{"shop.clean": SkipHealthy, "shop.expiry-off": SkipHealthy},
 		},
 		{
+			// An idle table compacted once has only its expiry due, a low
+			// score: in one budget with the busy tables' compactions it
+			// lost every sweep and its replaced files stayed on storage.
+			name: "metadata-only jobs have their own budget, apart from the data jobs'", maxJobs: 1, maxMetadataJobs: 2, maxBytes: 1 << 40, plannedOut: true,
+			tables: []sweepTable{
+				{name: "shop.busy1", a: Assessment{Score: 9, CompactionBytes: 1}},
+				{name: "shop.busy2", a: Assessment{Score: 8, CompactionBytes: 1}},
+				{name: "shop.idle1", a: Assessment{Score: 3, ExpiryDue: true}},
+				{name: "shop.idle2", a: Assessment{Score: 2, ManifestsDue: true}},
+				{name: "shop.idle3", a: Assessment{Score: 1, ExpiryDue: true}},
+			},
+			wantPlan:    []string{"shop.busy1", "shop.idle1", "shop.idle2"},
+			wantSkips:   map[string]string{"shop.busy2": SkipBudgetJobs, "shop.idle3": SkipBudgetMetadataJobs},
+			wantActions: map[string][]string{"shop.idle1": {"rewrite-manifests"}, "shop.idle2": {"rewrite-manifests"}},
+		},
+		{
+			name: "a metadata-only job plans no data, and a table with a layout change to make is a data job", maxJobs: 1, maxMetadataJobs: 10, maxBytes: 1 << 40, plannedOut: true,
+			tables: []sweepTable{
+				{name: "shop.busy", a: Assessment{Score: 9, CompactionBytes: 1}},
+				{name: "shop.layout", props: optedIn(optin.PropertyLayoutAuto, "true"), a: Assessment{Score: 5, ExpiryDue: true, Layout: &plan.LayoutChange{}}},
+				{name: "shop.idle", a: Assessment{Score: 1, ExpiryDue: true}},
+			},
+			expiryOnly:  true,
+			wantPlan:    []string{"shop.busy", "shop.idle"},
+			wantSkips:   map[string]string{"shop.layout": SkipBudgetJobs},
+			wantActions: map[string][]string{"shop.idle": {"rewrite-manifests", "expire"}},
+		},
+		{
 			name: "a table in its cooldown is skipped and spends no budget", maxJobs: 1, maxBytes: 1 << 40, plannedOut: true, cooling: []string{"shop.a"},
 			tables: []sweepTable{
 				{name: "shop.a", a: Assessment{Score: 2, CompactionBytes: 1}},
@@ -694,6 +729,9 @@ func TestSweep_RanksByScoreThenSpendsTheBudget(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, config.ModeActive, "shop")
 			r.settings.SweepMaxJobs, r.settings.SweepMaxBytes = c.maxJobs, c.maxBytes
+			if c.maxMetadataJobs > 0 {
+				r.settings.SweepMaxMetadataJobs = c.maxMetadataJobs
+			}
 			for _, st := range c.tables {
 				props := st.props
 				if props == nil {
@@ -706,6 +744,9 @@ func TestSweep_RanksByScoreThenSpendsTheBudget(t *testing.T) {
 				r.planner.results["compaction"] = planned
 				r.planner.results["rewrite-manifests"] = planned
 				r.planner.results["expire"] = planned
+			}
+			if c.expiryOnly {
+				delete(r.planner.results, "rewrite-manifests")
 			}
 			for _, name := range c.cooling {
 				r.cooldowns.SetNext(t.Context(), name, testNow.Add(time.Hour))
@@ -722,6 +763,17 @@ func TestSweep_RanksByScoreThenSpendsTheBudget(t *testing.T) {
 			}
 			if !slices.Equal(first, c.wantPlan) {
 				t.Errorf("planned %v, want %v", first, c.wantPlan)
+			}
+			for table, want := range c.wantActions {
+				var got []string
+				for _, call := range r.planner.calls {
+					if call.table == table {
+						got = append(got, call.action)
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: the planner was asked for %v, want %v", table, got, want)
+				}
 			}
 			var order []string
 			for _, o := range out.Tables {

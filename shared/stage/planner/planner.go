@@ -72,7 +72,7 @@ func Dispatcher(d *stage.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error)
 		return nil, fmt.Errorf("%s: %w", config.EnvGrants, err)
 	}
 	s := trigger.Settings{Mode: d.Config.Mode, Grants: grants, MinInterval: d.Config.MinInterval,
-		SweepMaxJobs: d.Config.SweepMaxJobs, SweepMaxBytes: d.Config.SweepMaxBytes}
+		SweepMaxJobs: d.Config.SweepMaxJobs, SweepMaxBytes: d.Config.SweepMaxBytes, SweepMaxMetadataJobs: d.Config.SweepMaxMetadataJobs}
 	deps := trigger.Deps{Metrics: d.Metrics, Log: d.Log.With("stage", "planner"), Now: d.Now}
 	if d.Config.Mode == config.ModeOff {
 		return trigger.New(s, deps)
