@@ -45,7 +45,16 @@ func main() {
 	})
 	dir := fs.String("dir", "", "work folder for the catalog and warehouse (default: a temporary folder, removed)")
 	out := fs.String("out", "bin/soak", "folder for soak.json, soak.md and soak.png")
+	logs := fs.String("log", "", "file the functions' JSON logs are written to as well (default: none)")
 	_ = fs.Parse(os.Args[1:])
+	if *logs != "" {
+		f, err := os.Create(*logs)
+		if err != nil {
+			fail(err)
+		}
+		defer f.Close()
+		o.Logs = f
+	}
 	o.Dir = *dir
 	if o.Dir == "" {
 		tmp, err := os.MkdirTemp("", "icekeeper-soak-")

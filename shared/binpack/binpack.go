@@ -24,7 +24,9 @@
 //   - the same drops: a bucket or bin of fewer than MinInputFiles files is
 //     skipped, except (PlanInto; not iceberg-go) that what a bucket's bins
 //     leave out is one more group when it is two or more files of more
-//     than the target size together, Iceberg Java's "enough content".
+//     than the target size together, Iceberg Java's "enough content", or
+//     (Rules.FileCountGoal) two or more files of a bucket holding more
+//     than the goal times its optimal file count.
 //
 // Plan packs whole files. iceberg-go's scan planning splits a Parquet file
 // larger than read.split.target-size at its row groups into several tasks
@@ -52,7 +54,26 @@ import (
 // tasks), then every other file's task, then (when files were split)
 // cleared tasks.
 func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, error) {
-	return PlanInto(cfg, tasks, EachOwnSpec)
+	return PlanInto(cfg, tasks, EachOwnSpec, Rules{})
+}
+
+// Rules are PlanInto's departures from iceberg-go's planner that the
+// table's settings decide.
+type Rules struct {
+	// FileCountGoal, when positive, is how many times its optimal file
+	// count a bucket may hold (the bytes of all its files over the target
+	// size, rounded up, at least one) before the two or more candidates
+	// that MinInputFiles leaves out are rewritten anyway. Zero: off (an
+	// owner who set the table's min-input-files: theirs stands).
+	//
+	// Without it a partition keeps up to MinInputFiles-1 small files
+	// beside its full ones for good: with Iceberg's 5, a partition of one
+	// target's worth of data holds five files, two and a half times its
+	// optimum (the soak's file-count goal, docs/DESIGN.md section 12). A
+	// group it makes writes what it read into one file (less than a
+	// target, or enough content had grouped it), so the bucket is not
+	// rewritten again without new small files.
+	FileCountGoal int
 }
 
 // EachOwnSpec is PlanInto's into for a compaction that writes each file's
@@ -72,8 +93,8 @@ const EachOwnSpec = -1
 // made"), except that Java buckets the files of every other spec
 // together and PlanInto keeps one spec a bucket, since a group's scan
 // tasks are read with one spec (messages.PlanGroup.SpecID).
-func PlanInto(cfg compaction.Config, tasks []table.FileScanTask, into int) (compaction.Plan, error) {
-	return planInto(cfg, tasks, into, true)
+func PlanInto(cfg compaction.Config, tasks []table.FileScanTask, into int, rules Rules) (compaction.Plan, error) {
+	return planInto(cfg, tasks, into, true, rules)
 }
 
 // planInto is PlanInto; with enoughContent false it is exactly
@@ -94,7 +115,7 @@ func PlanInto(cfg compaction.Config, tasks []table.FileScanTask, into int) (comp
 // docs/DESIGN.md section 12). Its output is files of the target size and
 // a remainder, fewer small files than it read, so a partition is not
 // rewritten over and over without new small files.
-func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoughContent bool) (compaction.Plan, error) {
+func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoughContent bool, rules Rules) (compaction.Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return compaction.Plan{}, fmt.Errorf("invalid compaction config: %w", err)
 	}
@@ -107,6 +128,8 @@ func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoug
 	type bucket struct {
 		key        string
 		candidates []int32
+		files      int   // every file of the bucket, candidate or not
+		bytes      int64 // their sizes
 	}
 	index := map[string]int{}
 	var buckets []bucket
@@ -118,6 +141,8 @@ func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoug
 			index[key] = b
 			buckets = append(buckets, bucket{key: key})
 		}
+		buckets[b].files++
+		buckets[b].bytes += tasks[i].File.FileSizeBytes()
 		if !Candidate(cfg, tasks[i]) {
 			plan.SkippedFiles++
 			continue
@@ -149,7 +174,8 @@ func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoug
 		for _, i := range left {
 			size += weight(i)
 		}
-		if size > cfg.TargetFileSizeBytes {
+		overGoal := rules.FileCountGoal > 0 && b.files > rules.FileCountGoal*Optimum(b.bytes, cfg.TargetFileSizeBytes)
+		if size > cfg.TargetFileSizeBytes || overGoal {
 			left = slices.Clone(left)
 			slices.Sort(left)
 			plan.SkippedFiles -= len(left)
@@ -159,6 +185,15 @@ func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoug
 
 	groupChosen(cfg, tasks, chosen, &plan)
 	return plan, nil
+}
+
+// Optimum is the fewest files bytes of data fit at the target size: the
+// bytes over the target, rounded up, and at least one.
+func Optimum(bytes, target int64) int {
+	if target <= 0 || bytes <= target {
+		return 1
+	}
+	return int((bytes + target - 1) / target)
 }
 
 // span is a group being chosen: its partition key and task indices.

@@ -107,7 +107,7 @@ func TestPlan_MatchesIcebergGosPlanner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := planInto(cfg, tasks, EachOwnSpec, false)
+		got, err := planInto(cfg, tasks, EachOwnSpec, false, Rules{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestPlanInto_FilesOfAnOlderSpecAreGroupedAcrossTheirPartitions(t *testing.T
 		t.Fatalf("each partition keeping its spec: %d groups, want none (no partition has %d files)", len(own.Groups), cfg.MinInputFiles)
 	}
 
-	into, err := PlanInto(cfg, slices.Clone(tasks), cur.ID())
+	into, err := PlanInto(cfg, slices.Clone(tasks), cur.ID(), Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestPlanInto_FilesOfAnOlderSpecAreGroupedAcrossTheirPartitions(t *testing.T
 	// A file already in the spec written keeps its partition's bucket:
 	// writing into the old spec groups nothing (3 files a partition) but
 	// the current spec's 4 files, which move, as one group of 4 < 5.
-	back, err := PlanInto(cfg, slices.Clone(tasks), old.ID())
+	back, err := PlanInto(cfg, slices.Clone(tasks), old.ID(), Rules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,4 +289,187 @@ func TestPlan_SmallFilesThatFillMoreThanATargetAreGroupedAsIcebergJavaDoes(t *te
 			}
 		})
 	}
+}
+
+// TestPlanInto_APartitionOverItsFileCountGoalCompactsItsSmallFiles: with
+// Rules.FileCountGoal, the small files MinInputFiles leaves out of a
+// partition holding more than the goal times its optimal file count are
+// one more group; a partition within the goal, or a table whose owner set
+// min-input-files (the goal off), keeps them.
+func TestPlanInto_APartitionOverItsFileCountGoalCompactsItsSmallFiles(t *testing.T) {
+	cfg := goalConfig()
+	cases := []struct {
+		name   string
+		sizes  []int64 // MB, in one partition
+		rules  Rules
+		groups int
+		files  int // files grouped
+	}{
+		{"three small files: optimum 1, three files", []int64{10, 10, 10}, Rules{FileCountGoal: 2}, 1, 3},
+		{"two small files: twice the optimum, within the goal", []int64{10, 10}, Rules{FileCountGoal: 2}, 0, 0},
+		{"a right-sized file and two small ones: 3 files for an optimum of 2", []int64{100, 10, 10}, Rules{FileCountGoal: 2}, 0, 0},
+		{"a right-sized file and four small ones: 5 files for an optimum of 2", []int64{100, 10, 10, 10, 10}, Rules{FileCountGoal: 2}, 1, 4},
+		{"a right-sized file, two large ones and one small one: one small file stays", []int64{100, 170, 170, 10}, Rules{FileCountGoal: 2}, 0, 0},
+		{"the goal off: three small files stay, as in iceberg-go", []int64{10, 10, 10}, Rules{}, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var tasks []table.FileScanTask
+			for i, mb := range c.sizes {
+				tasks = append(tasks, goalFile(t, 0, i, mb<<20))
+			}
+			p, err := PlanInto(cfg, tasks, EachOwnSpec, c.rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grouped := 0
+			for _, g := range p.Groups {
+				grouped += len(g.Tasks)
+				for _, task := range g.Tasks {
+					if !Candidate(cfg, task) {
+						t.Errorf("grouped %s of %d bytes, not a candidate", task.File.FilePath(), task.File.FileSizeBytes())
+					}
+				}
+			}
+			if len(p.Groups) != c.groups || grouped != c.files {
+				t.Fatalf("%d groups of %d files, want %d of %d", len(p.Groups), grouped, c.groups, c.files)
+			}
+		})
+	}
+}
+
+// TestPlanInto_TheFileCountGoalSettlesWithoutNewFiles: planning again and
+// again without new writes (small and right-sized files; a large file's
+// split is another rule), each group rewritten into files of the target
+// size and a remainder, every round lowers the table's small files and
+// keeps its bytes, and within a few rounds nothing more is planned, with
+// every partition within the goal or holding fewer than two small files.
+// (A rule that rewrote its own output would never settle.) A failure
+// names its seed, which replays it.
+func TestPlanInto_TheFileCountGoalSettlesWithoutNewFiles(t *testing.T) {
+	cfg := goalConfig()
+	rules := Rules{FileCountGoal: 2}
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 34))
+		var tasks []table.FileScanTask
+		next := 0
+		parts := 1 + r.IntN(4)
+		for part := range parts {
+			for range r.IntN(12) {
+				mb := []int64{1 + r.Int64N(74), 75 + r.Int64N(105)}[r.IntN(2)]
+				tasks = append(tasks, goalFile(t, part, next, mb<<20))
+				next++
+			}
+		}
+		settled := false
+		for round := 0; round < 8; round++ {
+			smallBefore, bytesBefore := smallFiles(cfg, tasks), totalBytes(tasks)
+			p, err := PlanInto(cfg, slices.Clone(tasks), EachOwnSpec, rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Groups) == 0 {
+				settled = true
+				break
+			}
+			tasks = rewriteGroups(t, cfg, tasks, p.Groups, &next)
+			if smallFiles(cfg, tasks) >= smallBefore || totalBytes(tasks) != bytesBefore {
+				t.Fatalf("seed %d round %d: %d small files of %d bytes in all became %d of %d", seed, round, smallBefore, bytesBefore, smallFiles(cfg, tasks), totalBytes(tasks))
+			}
+		}
+		if !settled {
+			t.Fatalf("seed %d: still planning after 8 rounds without new files", seed)
+		}
+		for part := range parts {
+			var files, small int
+			var bytes int64
+			for _, task := range tasks {
+				if task.File.Partition()[1000] == int32(part) {
+					files++
+					bytes += task.File.FileSizeBytes()
+					if Candidate(cfg, task) {
+						small++
+					}
+				}
+			}
+			if files > rules.FileCountGoal*Optimum(bytes, cfg.TargetFileSizeBytes) && small >= 2 {
+				t.Errorf("seed %d partition %d: settled at %d files for an optimum of %d, %d of them small", seed, part, files, Optimum(bytes, cfg.TargetFileSizeBytes), small)
+			}
+		}
+	}
+}
+
+func TestOptimum_IsTheTargetFilesTheBytesNeedAndAtLeastOne(t *testing.T) {
+	for _, tc := range []struct {
+		bytes, target int64
+		want          int
+	}{{0, 100, 1}, {1, 100, 1}, {100, 100, 1}, {101, 100, 2}, {1000, 0, 1}} {
+		if got := Optimum(tc.bytes, tc.target); got != tc.want {
+			t.Errorf("Optimum(%d, %d) = %d, want %d", tc.bytes, tc.target, got, tc.want)
+		}
+	}
+}
+
+// goalConfig is a 100 MB target with Iceberg's other defaults.
+func goalConfig() compaction.Config {
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = 100 << 20
+	cfg.MinFileSizeBytes = cfg.TargetFileSizeBytes * 3 / 4
+	cfg.MaxFileSizeBytes = cfg.TargetFileSizeBytes * 9 / 5
+	cfg.MinInputFiles = 5
+	return cfg
+}
+
+var goalSpec = iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
+
+// goalFile is data file i of a partition, of size bytes.
+func goalFile(t *testing.T, part, i int, size int64) table.FileScanTask {
+	t.Helper()
+	b, err := iceberg.NewDataFileBuilder(goalSpec, iceberg.EntryContentData, fmt.Sprintf("s3://b/t/data/%d-%05d.parquet", part, i), iceberg.ParquetFile, map[int]any{1000: int32(part)}, nil, nil, 10, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table.FileScanTask{File: b.Build()}
+}
+
+func smallFiles(cfg compaction.Config, tasks []table.FileScanTask) int {
+	n := 0
+	for _, task := range tasks {
+		if Candidate(cfg, task) {
+			n++
+		}
+	}
+	return n
+}
+
+func totalBytes(tasks []table.FileScanTask) int64 {
+	var n int64
+	for _, task := range tasks {
+		n += task.File.FileSizeBytes()
+	}
+	return n
+}
+
+// rewriteGroups replaces each group's files by what a rewriter writes of
+// them: files of the target size and one remainder.
+func rewriteGroups(t *testing.T, cfg compaction.Config, tasks []table.FileScanTask, groups []compaction.Group, next *int) []table.FileScanTask {
+	t.Helper()
+	gone := map[string]bool{}
+	var out []table.FileScanTask
+	for _, g := range groups {
+		part := int(g.Tasks[0].File.Partition()[1000].(int32))
+		for _, task := range g.Tasks {
+			gone[task.File.FilePath()] = true
+		}
+		for left := g.TotalSizeBytes; left > 0; left -= cfg.TargetFileSizeBytes {
+			out = append(out, goalFile(t, part, *next, min(left, cfg.TargetFileSizeBytes)))
+			*next++
+		}
+	}
+	for _, task := range tasks {
+		if !gone[task.File.FilePath()] {
+			out = append(out, task)
+		}
+	}
+	return out
 }

@@ -332,7 +332,7 @@ func (r *Report) planCompaction(ctx context.Context, tbl *table.Table, snap *tab
 	if err != nil {
 		outSpec = optin.OutputSpecCurrent // the planner refuses the table
 	}
-	plan, err := binpack.PlanInto(th.CompactionConfig(), tasks, optin.WrittenSpec(outSpec, tbl.Metadata().DefaultPartitionSpec()))
+	plan, err := binpack.PlanInto(th.CompactionConfig(), tasks, optin.WrittenSpec(outSpec, tbl.Metadata().DefaultPartitionSpec()), th.CompactionRules())
 	if err != nil {
 		return compaction.Plan{}, fmt.Errorf("health: assess %s: compaction plan: %w", r.Table, err)
 	}

@@ -277,24 +277,65 @@ func TestAssess_SmallFilesAndDeletesRecommendCompactionAndScoreAboveCompacted(t 
 	}
 }
 
-func TestAssess_FewSmallFilesAreNotWorthACompaction(t *testing.T) {
+// TestAssess_FewSmallFilesAreNotWorthACompactionWithinTheFileCountGoal:
+// a partition's small files fewer than MinInputFiles are compacted only
+// when the partition holds more than the file-count goal (twice its
+// optimal file count); with the goal off (an owner's min-input-files),
+// only MinInputFiles decides.
+func TestAssess_FewSmallFilesAreNotWorthACompactionWithinTheFileCountGoal(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	// 4 files per partition: fewer than MinInputFiles (5).
+	// 2 tiny files a partition: twice the optimum of 1, within the goal.
+	two := f.create(t, "two", sampletable.Options{Partitions: 2, Files: 2, RowsPerFile: 10})
+	if r := assess(t, two, time.Now()); r.SmallFiles != 4 || hasCompaction(r) {
+		t.Fatalf("2 files a partition: small files %d, recommendations %+v", r.SmallFiles, r.Recommendations)
+	}
+	// 4 a partition: fewer than MinInputFiles (5), over the goal.
 	tbl := f.create(t, "few", sampletable.Options{Partitions: 2, Files: 4, RowsPerFile: 10})
 	r := assess(t, tbl, time.Now())
-	if _, ok := r.Recommends(ActionCompaction); ok || r.SmallFiles != 8 {
-		t.Fatalf("small files %d, recommendations %+v", r.SmallFiles, r.Recommendations)
+	if rec, ok := r.Recommends(ActionCompaction); !ok || r.SmallFiles != 8 || rec.EstimatedFiles != 8 || r.Thresholds.FileCountGoal != DefaultFileCountGoal {
+		t.Fatalf("4 files a partition: small files %d, thresholds %+v, recommendations %+v", r.SmallFiles, r.Thresholds, r.Recommendations)
 	}
 	th := r.Thresholds
-	th.MinInputFiles = 4
+	th.FileCountGoal = 0
 	r, err := Assess(context.Background(), tbl, time.Now(), th)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, ok := r.Recommends(ActionCompaction); !ok || rec.EstimatedFiles != 8 {
-		t.Fatalf("MinInputFiles 4: %+v", r.Recommendations)
+	if hasCompaction(r) {
+		t.Fatalf("the goal off, MinInputFiles 5: %+v", r.Recommendations)
 	}
+	th.MinInputFiles = 4
+	if r, err = Assess(context.Background(), tbl, time.Now(), th); err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := r.Recommends(ActionCompaction); !ok || rec.EstimatedFiles != 8 {
+		t.Fatalf("the goal off, MinInputFiles 4: %+v", r.Recommendations)
+	}
+}
+
+// TestThresholdsFor_AnOwnersMinInputFilesTurnsTheFileCountGoalOff: the
+// goal is on by default and off when the table sets
+// icekeeper.compaction.min-input-files, whatever its value.
+func TestThresholdsFor_AnOwnersMinInputFilesTurnsTheFileCountGoalOff(t *testing.T) {
+	for _, c := range []struct {
+		props map[string]string
+		want  int
+	}{
+		{map[string]string{}, DefaultFileCountGoal},
+		{map[string]string{optin.PropertyCompactionMinInputFiles: "5"}, 0},
+		{map[string]string{optin.PropertyCompactionMinInputFiles: "2"}, 0},
+	} {
+		th, err := ThresholdsFor(c.props, 0)
+		if err != nil || th.FileCountGoal != c.want || th.CompactionRules().FileCountGoal != c.want {
+			t.Errorf("%v: goal %d (rules %+v, err %v), want %d", c.props, th.FileCountGoal, th.CompactionRules(), err, c.want)
+		}
+	}
+}
+
+func hasCompaction(r Report) bool {
+	_, ok := r.Recommends(ActionCompaction)
+	return ok
 }
 
 func TestAssess_OldSnapshotsRecommendExpiry(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/shared/binpack"
 )
 
 // Actions a Recommendation names.
@@ -154,8 +156,7 @@ func (s *FileStats) finish() {
 func (s *FileStats) countExcess(th Thresholds) {
 	s.excessFiles = 0
 	if s.DataFiles > 0 {
-		need := max(1, int((s.DataBytes+th.TargetFileSize-1)/th.TargetFileSize))
-		s.excessFiles = max(0, s.DataFiles-need)
+		s.excessFiles = max(0, s.DataFiles-binpack.Optimum(s.DataBytes, th.TargetFileSize))
 	}
 }
 

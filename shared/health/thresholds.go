@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/optin"
 )
@@ -28,6 +29,10 @@ const (
 const (
 	// DefaultMinInputFiles is iceberg-go's compaction.DefaultMinInputFiles.
 	DefaultMinInputFiles = int(compaction.DefaultMinInputFiles)
+	// DefaultFileCountGoal is the optimal file count a partition may hold
+	// twice over before its small files are compacted below
+	// DefaultMinInputFiles (issue 34's goal for a maintained table).
+	DefaultFileCountGoal = 2
 	// DefaultDeleteRatio is iceberg-go's compaction.DefaultDeleteRatioThreshold.
 	DefaultDeleteRatio = compaction.DefaultDeleteRatioThreshold
 	// DefaultMaxManifests is the number of data manifests in the current
@@ -62,6 +67,11 @@ type Thresholds struct {
 	// MinInputFiles: compaction rewrites a partition only if it has at least
 	// this many candidate files (small, or over DeleteRatio).
 	MinInputFiles int `json:"min_input_files"`
+	// FileCountGoal: a partition holding more than this many times its
+	// optimal file count has its small files compacted even when they are
+	// fewer than MinInputFiles (binpack.Rules). Zero when the owner set
+	// the table's min-input-files: theirs stands.
+	FileCountGoal int `json:"file_count_goal,omitempty"`
 	// DeleteRatio: a data file whose file-scoped deletes (deletion vectors,
 	// position deletes that target only it) cover at least this fraction of
 	// its rows is rewritten regardless of size. 0 disables the rule.
@@ -132,13 +142,15 @@ func (th *Thresholds) UnmarshalJSON(b []byte) error {
 // history.expire.min-snapshots-to-keep and history.expire.max-snapshot-age-ms
 // (Iceberg defaults 1 and 5 days; their legacy unprefixed spellings are
 // honoured as iceberg-go does), gc.enabled (default true) and
-// icekeeper.compaction.min-input-files (default 5, Iceberg's). The other
+// icekeeper.compaction.min-input-files (default 5, Iceberg's; when the
+// owner sets it, FileCountGoal is off). The other
 // thresholds take their documented defaults. A malformed property is an
 // error wrapping ErrInvalidThresholds that names it.
 func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, error) {
 	th := Thresholds{
 		TargetFileSize: table.WriteTargetFileSizeBytesDefault,
 		MinInputFiles:  DefaultMinInputFiles,
+		FileCountGoal:  DefaultFileCountGoal,
 		DeleteRatio:    DefaultDeleteRatio,
 		MaxSnapshots:   DefaultMaxSnapshots,
 		MaxSnapshotAge: DefaultMaxSnapshotAge,
@@ -174,6 +186,9 @@ func ThresholdsFor(props map[string]string, targetOverride int64) (Thresholds, e
 	}
 	if th.MinInputFiles, err = optin.CompactionMinInputFiles(props, th.MinInputFiles); err != nil {
 		return th, fmt.Errorf("%w: %w", ErrInvalidThresholds, err)
+	}
+	if _, set := property(props, optin.PropertyCompactionMinInputFiles); set {
+		th.FileCountGoal = 0
 	}
 	idle, minFiles, err := optin.HotPartitions(props)
 	if err != nil {
@@ -243,4 +258,10 @@ func (th Thresholds) CompactionConfig() compaction.Config {
 	cfg.MinInputFiles = uint(th.MinInputFiles)
 	cfg.DeleteRatioThreshold = th.DeleteRatio
 	return cfg
+}
+
+// CompactionRules are the planner's rules beyond iceberg-go's for these
+// thresholds (binpack.PlanInto).
+func (th Thresholds) CompactionRules() binpack.Rules {
+	return binpack.Rules{FileCountGoal: th.FileCountGoal}
 }

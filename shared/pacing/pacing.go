@@ -27,7 +27,6 @@
 package pacing
 
 import (
-	"math"
 	"strconv"
 	"time"
 
@@ -100,12 +99,4 @@ func WriteRate(meta table.Metadata, now time.Time, window time.Duration) float64
 		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
 	}
 	return float64(added) / window.Hours()
-}
-
-// Optimum is the data files a partition of bytes needs at target.
-func Optimum(bytes, target int64) int {
-	if target <= 0 {
-		return 1
-	}
-	return max(1, int(math.Ceil(float64(bytes)/float64(target))))
 }

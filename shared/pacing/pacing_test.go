@@ -46,17 +46,6 @@ func TestNext_StaysWithinTheFloorAndTheInterval(t *testing.T) {
 	}
 }
 
-func TestOptimum_IsTheTargetFilesTheBytesNeedAndAtLeastOne(t *testing.T) {
-	for _, tc := range []struct {
-		bytes, target int64
-		want          int
-	}{{0, 100, 1}, {1, 100, 1}, {100, 100, 1}, {101, 100, 2}, {1000, 0, 1}} {
-		if got := pacing.Optimum(tc.bytes, tc.target); got != tc.want {
-			t.Errorf("Optimum(%d, %d) = %d, want %d", tc.bytes, tc.target, got, tc.want)
-		}
-	}
-}
-
 func metadataOf(t *testing.T, commits []writehistory.Commit) table.Metadata {
 	t.Helper()
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})

@@ -74,7 +74,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		return res, false, nil
 	}
 
-	cfg, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
+	cfg, rules, err := CompactionConfig(tbl.Properties(), p.settings.TargetFileSize)
 	if err != nil {
 		return res, false, fmt.Errorf("plan %s: %w", name, err)
 	}
@@ -190,7 +190,7 @@ func (p *Planner) planCompaction(ctx context.Context, log *slog.Logger, ident ta
 		if res.OverlappingSortRuns = sp.Oversized; sp.Oversized > 0 {
 			log.Warn("runs of overlapping files are larger than one rewriter's group: only their candidates are rewritten and they stay overlapping", "runs", sp.Oversized, "max_group_bytes", p.settings.MaxGroupBytes)
 		}
-	} else if cp, err = binpack.PlanInto(cfg, scanTasks, into); err != nil {
+	} else if cp, err = binpack.PlanInto(cfg, scanTasks, into, rules); err != nil {
 		return res, false, fmt.Errorf("plan %s: compaction plan: %w", name, err)
 	} else {
 		grouped = binpack.Grouped(cp)
@@ -693,17 +693,20 @@ func (p *Planner) taskBody(ctx context.Context, meta table.Metadata, pg messages
 // table's properties, through the same thresholds the health report uses
 // (package health), so that what health recommends is what the planner
 // plans: write.target-file-size-bytes sets the target (unless override is
-// positive), small files are below 75% of it, large ones above 180%.
-func CompactionConfig(props map[string]string, override int64) (compaction.Config, error) {
+// positive), small files are below 75% of it, large ones above 180%. The
+// rules are the bin-packing planner's beyond iceberg-go's
+// (binpack.Rules: the file-count goal unless the owner set
+// min-input-files).
+func CompactionConfig(props map[string]string, override int64) (compaction.Config, binpack.Rules, error) {
 	th, err := health.ThresholdsFor(props, override)
 	if err != nil {
-		return compaction.Config{}, err
+		return compaction.Config{}, binpack.Rules{}, err
 	}
 	cfg := th.CompactionConfig()
 	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("compaction config: %w", err)
+		return cfg, binpack.Rules{}, fmt.Errorf("compaction config: %w", err)
 	}
-	return cfg, nil
+	return cfg, th.CompactionRules(), nil
 }
 
 // SplitGroups splits groups whose input exceeds maxBytes into consecutive

@@ -62,18 +62,18 @@ func TestSplitGroups_KeepsEveryFileOnceWithinTheLimit(t *testing.T) {
 
 func TestCompactionConfig_FollowsTheTableTargetSize(t *testing.T) {
 	t.Parallel()
-	cfg, err := CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "134217728"}, 0)
+	cfg, _, err := CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "134217728"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.TargetFileSizeBytes != 128<<20 || cfg.MinFileSizeBytes != 96<<20 || cfg.MaxFileSizeBytes != 128<<20*9/5 {
 		t.Fatalf("config %+v", cfg)
 	}
-	cfg, err = CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "134217728"}, 64<<20)
+	cfg, _, err = CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "134217728"}, 64<<20)
 	if err != nil || cfg.TargetFileSizeBytes != 64<<20 {
 		t.Fatalf("override: %+v %v", cfg, err)
 	}
-	if _, err := CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "big"}, 0); err == nil {
+	if _, _, err := CompactionConfig(map[string]string{table.WriteTargetFileSizeBytesKey: "big"}, 0); err == nil {
 		t.Fatal("bad property accepted")
 	}
 }
@@ -102,7 +102,7 @@ func TestCompactionConfig_TheTablesMinInputFilesDecidesWhenAFewSmallFilesAreRewr
 			if c.min != "" {
 				props["icekeeper.compaction.min-input-files"] = c.min
 			}
-			cfg, err := CompactionConfig(props, 0)
+			cfg, _, err := CompactionConfig(props, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

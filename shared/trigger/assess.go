@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/shared/binpack"
 	"github.com/icekeeper/icekeeper/shared/correlation"
 	"github.com/icekeeper/icekeeper/shared/health"
 	"github.com/icekeeper/icekeeper/shared/layouttrial"
@@ -148,11 +149,11 @@ func paceOf(r health.Report) pacing.Table {
 	t := pacing.Table{FilesAfter: r.DataFiles}
 	for _, p := range r.Partitions {
 		if p.DataFiles > 0 {
-			t.Optimum += pacing.Optimum(p.DataBytes, target)
+			t.Optimum += binpack.Optimum(p.DataBytes, target)
 		}
 	}
 	if rec, ok := r.Recommends(health.ActionCompaction); ok && rec.EstimatedFiles > 0 {
-		t.FilesAfter += pacing.Optimum(rec.EstimatedBytes, target) - rec.EstimatedFiles
+		t.FilesAfter += binpack.Optimum(rec.EstimatedBytes, target) - rec.EstimatedFiles
 	}
 	return t
 }

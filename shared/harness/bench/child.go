@@ -139,7 +139,7 @@ func icebergRewrite(ctx context.Context, a IcebergArgs) (IcebergOut, error) {
 	if err != nil {
 		return out, err
 	}
-	cfg, err := plan.CompactionConfig(tbl.Properties(), 0)
+	cfg, _, err := plan.CompactionConfig(tbl.Properties(), 0)
 	if err != nil {
 		return out, err
 	}

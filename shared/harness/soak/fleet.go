@@ -6,6 +6,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -144,7 +145,11 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 	}
 	res.Apply(&cfg)
 	f.res = res
-	log := slog.New(slog.NewJSONHandler(f.logs, nil))
+	var logTo io.Writer = f.logs
+	if o.Logs != nil {
+		logTo = io.MultiWriter(f.logs, o.Logs)
+	}
+	log := slog.New(slog.NewJSONHandler(logTo, nil))
 	if f.deps, err = stages.NewDeps(cfg, clients, log, stages.AllNeeds...); err != nil {
 		f.close()
 		return nil, err

@@ -58,6 +58,9 @@ type Options struct {
 	Settle time.Duration
 	// Progress hears what the run does (nil: nothing).
 	Progress io.Writer
+	// Logs, when set, also hears the functions' JSON logs (every
+	// dispatch, skip and job), to follow one table through the run.
+	Logs io.Writer
 	// TableProperties are set on every maintained table besides the
 	// fleet's own (an owner's tuning to measure, such as
 	// icekeeper.compaction.min-input-files); they win over the fleet's.
