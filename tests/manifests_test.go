@@ -14,6 +14,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
 	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/optin"
 	"github.com/icekeeper/icekeeper/shared/plan"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 )
@@ -119,13 +120,14 @@ func TestManifests_RewriteClustersManyManifestsByPartition(t *testing.T) {
 
 // TestManifests_TheChainRunsCompactionThenManifestsThenExpiry: visits of
 // an opted-in table run the first action due: compaction, then (with a few
-// more appends, too few to compact) a manifest rewrite, then the expiry
-// that frees what both replaced.
+// more appends, fewer than the table's min-input-files, set so that the
+// file-count goal is off) a manifest rewrite, then the expiry that frees
+// what both replaced.
 func TestManifests_TheChainRunsCompactionThenManifestsThenExpiry(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
 	d.createNamed("demo.events", withProps(smallTable, map[string]string{
 		"icekeeper.maintenance.enabled": "true", table.ManifestMinMergeCountKey: "2",
-		expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
+		expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1", optin.PropertyCompactionMinInputFiles: "5",
 	}))
 	visit := func() jobs.Kind {
 		t.Helper()
