@@ -441,8 +441,9 @@ func TestExpire_FollowsACompactionAtOnceOnTheCommittersContinuation(t *testing.T
 // table's snapshots (a table compacted once and left alone, whose
 // replaced files only an expiry frees), and the expiry spends none of the
 // data jobs' budget: metadata-only jobs have a budget of their own. In one
-// budget, ranked by score, one kind starves the other: here the expiry
-// took the only slot; in the soak the idle tables lost every sweep.
+// budget, ranked by score, the idle table (score 20 against the busy
+// tables' 26.6) was skipped for the budget, as the soak's idle tables
+// were every sweep.
 func TestExpire_AnIdleTablesExpiryIsNotStarvedByBusyTables(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) { c.SweepMaxJobs = 1 })
 	busy := sampletable.Options{FormatVersion: 2, Partitions: 2, Files: 12, RowsPerFile: 50, PositionDeletes: true}
