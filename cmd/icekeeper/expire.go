@@ -34,6 +34,9 @@ type expiryPreview struct {
 	ByKind     map[string]int `json:"files_by_kind"`
 	Retention  string         `json:"retention"`
 	NothingDue bool           `json:"nothing_due"`
+	// NextDue is when the next snapshot or ref comes due (RFC 3339),
+	// when one ever does.
+	NextDue string `json:"next_due,omitempty"`
 }
 
 func runExpireDryRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,7 +62,8 @@ func runExpireDryRun(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}
-	sel := expire.Select(tbl.Metadata(), time.Now(), ret)
+	now := time.Now()
+	sel := expire.Select(tbl.Metadata(), now, ret)
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return err
@@ -70,6 +74,9 @@ func runExpireDryRun(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	p := expiryPreview{Table: name, Snapshots: len(tbl.Metadata().Snapshots()), RemoveRefs: sel.RemovedRefs, Files: len(files), ByKind: map[string]int{},
 		Retention: fmt.Sprintf("keep %d per branch, expire after %s", ret.MinSnapshotsToKeep, ret.MaxSnapshotAge), NothingDue: sel.Empty()}
+	if due, ok := expire.NextDue(tbl.Metadata(), now, ret); ok {
+		p.NextDue = due.UTC().Format(time.RFC3339)
+	}
 	for _, id := range sel.ExpiredIDs() {
 		p.Expire = append(p.Expire, fmt.Sprint(id))
 	}
@@ -82,7 +89,11 @@ func runExpireDryRun(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "table %s: %d snapshots (%s)\n", name, p.Snapshots, p.Retention)
 	if p.NothingDue {
-		fmt.Fprintln(stdout, "nothing is due for expiry")
+		if p.NextDue != "" {
+			fmt.Fprintf(stdout, "nothing is due for expiry; the next comes due at %s\n", p.NextDue)
+		} else {
+			fmt.Fprintln(stdout, "nothing is due for expiry, and nothing ever comes due: every snapshot is one its branch or tag keeps")
+		}
 		return exitError{code: exitNothingToDo, err: errors.New("nothing to do: no snapshot is due for expiry"), reported: true}
 	}
 	fmt.Fprintf(stdout, "would expire %d snapshots", len(p.Expire))

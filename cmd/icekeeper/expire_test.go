@@ -59,8 +59,27 @@ func TestExpire_DryRunThenExpireThroughThePipeline(t *testing.T) {
 		t.Fatalf("%d snapshots left, want 1", len(tbl.Metadata().Snapshots()))
 	}
 	out, err = runCLI(t, append([]string{"expire", "shop.orders", "--dry-run"}, flags...)...)
-	if exitCode(err) != exitNothingToDo || !strings.Contains(out, "nothing is due") {
+	if exitCode(err) != exitNothingToDo || !strings.Contains(out, "nothing is due") || !strings.Contains(out, "nothing ever comes due") {
 		t.Fatalf("second dry run: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+
+	// An hour's retention and one more append: the replaced snapshot
+	// comes due an hour (and a millisecond) after it was committed.
+	txn = tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{expire.MaxSnapshotAgeMsKey: "3600000"}); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	replaced := tbl.CurrentSnapshot().TimestampMs
+	if _, err = sampletable.AppendRows(ctx, tbl, 50_000, 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI(t, append([]string{"expire", "shop.orders", "--dry-run"}, flags...)...)
+	want := time.UnixMilli(replaced + 3_600_000 + 1).UTC().Format(time.RFC3339)
+	if exitCode(err) != exitNothingToDo || !strings.Contains(out, "the next comes due at "+want) {
+		t.Fatalf("third dry run: exit %d, %v, want the next due at %s\n%s", exitCode(err), err, want, out)
 	}
 }
 

@@ -271,6 +271,57 @@ func selectRemoving(meta table.Metadata, now time.Time, r Retention, removable f
 	return sel
 }
 
+// NextDue is the earliest moment after now at which Select, on the same
+// metadata and pins, selects more than it does at now: a snapshot passes
+// its max-snapshot-age beyond what its branch keeps, or a ref passes its
+// max-ref-age. ok is false when nothing more ever comes due (every
+// snapshot a ref keeps whatever its age, or a retention of forever).
+//
+// On the same metadata a selection only grows with time (an age passed
+// stays passed), so NextDue is a binary search over the moments a
+// snapshot passes one of the ages in force, each moment one Select.
+func NextDue(meta table.Metadata, now time.Time, r Retention, pinned ...int64) (time.Time, bool) {
+	ages := []time.Duration{r.MaxSnapshotAge, r.MaxRefAge}
+	for _, ref := range meta.Refs() {
+		if ref.MaxSnapshotAgeMs != nil {
+			ages = append(ages, DurationMs(*ref.MaxSnapshotAgeMs))
+		}
+		if ref.MaxRefAgeMs != nil {
+			ages = append(ages, DurationMs(*ref.MaxRefAgeMs))
+		}
+	}
+	nowMs := now.UnixMilli()
+	var moments []int64
+	for _, s := range meta.Snapshots() {
+		for _, age := range ages {
+			ms := age.Milliseconds()
+			if age == forever || age < 0 || s.TimestampMs > math.MaxInt64-ms-1 {
+				continue
+			}
+			if m := s.TimestampMs + ms + 1; m > nowMs { // olderThan is strict
+				moments = append(moments, m)
+			}
+		}
+	}
+	slices.Sort(moments)
+	moments = slices.Compact(moments)
+	count := func(ms int64) int {
+		sel := Select(meta, time.UnixMilli(ms), r, pinned...)
+		return len(sel.Expired) + len(sel.RemovedRefs)
+	}
+	base := count(nowMs)
+	i, _ := slices.BinarySearchFunc(moments, base, func(m int64, base int) int {
+		if count(m) > base {
+			return 1
+		}
+		return -1
+	})
+	if i == len(moments) {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(moments[i]), true
+}
+
 // File is a file an expiry frees.
 type File struct {
 	Path string `json:"path"`

@@ -3,8 +3,10 @@ package expire
 import (
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"os"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -411,5 +413,76 @@ func TestStillUnreferenced_AnUndoneExpiryDeletesNothing(t *testing.T) {
 	got, err := StillUnreferenced(f.ctx, fsys, tbl.Metadata(), nil, []int64{snaps[0].SnapshotID}, listed)
 	if !errors.Is(err, ErrUndone) || len(got) != 0 {
 		t.Fatalf("still unreferenced %v (%v), want none and ErrUndone", got, err)
+	}
+}
+
+// TestNextDue_IsTheFirstMomentTheSelectionGrows: on a table with a tag and
+// an ageing branch, for random retentions, pins and moments, the selection
+// at NextDue holds more than at now, one millisecond before it holds what
+// it holds at now, and when nothing comes due a century later selects
+// what now does. Seed-replayable.
+func TestNextDue_IsTheFirstMomentTheSelectionGrows(t *testing.T) {
+	f, tbl := newTable(t, 2)
+	line := mainLine(tbl.Metadata())
+	if _, _, err := f.cat.CommitTable(f.ctx, f.ident, nil, []table.Update{
+		table.NewSetSnapshotRefUpdate("audit", line[8].SnapshotID, table.TagRef, 0, 0, 0),
+		table.NewSetSnapshotRefUpdate("scratch", line[6].SnapshotID, table.BranchRef, 40, 0, 0),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := f.cat.LoadTable(f.ctx, f.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := tbl.Metadata()
+	oldest, newest := line[len(line)-1].TimestampMs, line[0].TimestampMs
+	span := newest - oldest + 1
+	count := func(at time.Time, r Retention, pins []int64) int {
+		sel := Select(meta, at, r, pins...)
+		return len(sel.Expired) + len(sel.RemovedRefs)
+	}
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("ICEKEEPER_FUZZ_SEED"); v != "" {
+		if _, err := fmt.Sscan(v, &seed); err != nil {
+			t.Fatalf("ICEKEEPER_FUZZ_SEED=%q: %v", v, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d (ICEKEEPER_FUZZ_SEED replays the choices)", seed)
+	dues := 0
+	for range 300 {
+		r := Retention{MinSnapshotsToKeep: 1 + rng.IntN(12), MaxSnapshotAge: time.Duration(rng.Int64N(span+20)) * time.Millisecond, MaxRefAge: forever}
+		if rng.IntN(3) == 0 {
+			r.MaxRefAge = time.Duration(rng.Int64N(span+60)) * time.Millisecond
+		}
+		if rng.IntN(5) == 0 {
+			r.MaxSnapshotAge = forever
+		}
+		var pins []int64
+		if rng.IntN(3) == 0 {
+			pins = append(pins, line[rng.IntN(len(line))].SnapshotID)
+		}
+		now := time.UnixMilli(oldest + rng.Int64N(span+2*span) - span/2)
+		base := count(now, r, pins)
+		due, ok := NextDue(meta, now, r, pins...)
+		if !ok {
+			if later := count(now.Add(100*365*24*time.Hour), r, pins); later != base {
+				t.Fatalf("seed %d: retention %+v pins %v at %d: nothing due, yet a century later %d selected against %d", seed, r, pins, now.UnixMilli(), later, base)
+			}
+			continue
+		}
+		dues++
+		if !due.After(now) {
+			t.Fatalf("seed %d: due %d not after now %d", seed, due.UnixMilli(), now.UnixMilli())
+		}
+		if got := count(due, r, pins); got <= base {
+			t.Fatalf("seed %d: retention %+v pins %v: at due %d the selection holds %d, at now %d holds %d", seed, r, pins, due.UnixMilli(), got, now.UnixMilli(), base)
+		}
+		if got := count(due.Add(-time.Millisecond), r, pins); got != base {
+			t.Fatalf("seed %d: retention %+v pins %v: a millisecond before due %d the selection holds %d, at now %d", seed, r, pins, due.UnixMilli(), got, base)
+		}
+	}
+	if dues == 0 {
+		t.Fatalf("seed %d: no retention came due: the test checked nothing", seed)
 	}
 }

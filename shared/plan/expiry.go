@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -56,6 +57,9 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 	if sel.Empty() && len(leftovers) == 0 {
 		res.Outcome = OutcomeNothingToDo
 		res.Reason = fmt.Sprintf("no snapshot is due for expiry (%d snapshots; keep %d per branch, expire after %s)", len(tbl.Metadata().Snapshots()), retention.MinSnapshotsToKeep, retention.MaxSnapshotAge)
+		if due, ok := expire.NextDue(tbl.Metadata(), p.now(), retention, pinned...); ok {
+			res.Reason += "; the next comes due at " + due.UTC().Format(time.RFC3339)
+		}
 		return res, false, nil
 	}
 	pin := messages.Pin{MetadataLocation: tbl.MetadataLocation(), SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}
