@@ -21,7 +21,7 @@ const module = "github.com/icekeeper/icekeeper/"
 // stagePackages are the packages that belong to one stage only.
 var stagePackages = map[string][]string{
 	"planner": {
-		module + "shared/plan", module + "shared/trigger",
+		module + "shared/plan", module + "shared/trigger", module + "shared/wakeup",
 		module + "shared/stage/planner",
 	},
 	"rewriter": {

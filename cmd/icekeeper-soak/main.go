@@ -31,6 +31,7 @@ func main() {
 	fs.DurationVar(&o.Duration, "duration", 24*time.Hour, "simulated time the writers write for")
 	fs.DurationVar(&o.SampleEvery, "sample-every", 30*time.Minute, "simulated time between measurements")
 	fs.IntVar(&o.Rewriters, "rewriters", 2, "concurrent rewriter invocations")
+	wakeUps := fs.Bool("wakeups", true, "the planner schedules each table's next expiry (EventBridge Scheduler, fired by the soak), as the stack does")
 	fs.DurationVar(&o.Settle, "settle", 2*time.Minute, "wall time the jobs in flight get to end once the writers stopped")
 	fs.Func("table-property", "KEY=VALUE set on every maintained table besides the fleet's own (repeatable), e.g. icekeeper.compaction.min-input-files=2", func(v string) error {
 		k, val, ok := strings.Cut(v, "=")
@@ -47,6 +48,7 @@ func main() {
 	out := fs.String("out", "bin/soak", "folder for soak.json, soak.md and soak.png")
 	logs := fs.String("log", "", "file the functions' JSON logs are written to as well (default: none)")
 	_ = fs.Parse(os.Args[1:])
+	o.NoWakeUps = !*wakeUps
 	if *logs != "" {
 		f, err := os.Create(*logs)
 		if err != nil {

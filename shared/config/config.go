@@ -46,6 +46,9 @@ const (
 	EnvGrants                 = envvars.Grants
 	EnvGrantsFile             = envvars.GrantsFile
 	EnvEventBus               = envvars.EventBus
+	EnvEventBusARN            = envvars.EventBusARN
+	EnvWakeUpGroup            = envvars.WakeUpGroup
+	EnvWakeUpRoleARN          = envvars.WakeUpRoleARN
 	EnvMinInterval            = envvars.MinInterval
 	EnvSweepMaxJobs           = envvars.SweepMaxJobs
 	EnvSweepMaxBytes          = envvars.SweepMaxBytes
@@ -130,6 +133,11 @@ type Config struct {
 	Grants string
 	// EventBus receives audit events (opt-in without grant).
 	EventBus string
+	// WakeUpGroup, WakeUpRoleARN and EventBusARN turn on the planner's
+	// expiry wake-ups (package wakeup): EventBridge Scheduler's schedule
+	// group, the role it assumes, and the ARN of EventBus, its target. All
+	// three or none (off).
+	WakeUpGroup, WakeUpRoleARN, EventBusARN string
 	// MinInterval is the default per-table compaction cooldown; the table
 	// property icekeeper.compaction.min-interval overrides it.
 	MinInterval time.Duration
@@ -320,6 +328,12 @@ func FromLookup(getenv func(string) string) (Config, error) {
 		}
 	}
 	setS(&c.EventBus, EnvEventBus)
+	setS(&c.WakeUpGroup, EnvWakeUpGroup)
+	setS(&c.WakeUpRoleARN, EnvWakeUpRoleARN)
+	setS(&c.EventBusARN, EnvEventBusARN)
+	if n := countSet(c.WakeUpGroup, c.WakeUpRoleARN, c.EventBusARN); n != 0 && n != 3 {
+		errs = append(errs, fmt.Errorf("%w: the expiry wake-ups need %s, %s and %s, or none of them", ErrInvalid, EnvWakeUpGroup, EnvWakeUpRoleARN, EnvEventBusARN))
+	}
 	setI(&c.SweepMaxJobs, EnvSweepMaxJobs)
 	setI64(&c.SweepMaxBytes, EnvSweepMaxBytes)
 	setI(&c.SweepMaxMetadataJobs, EnvSweepMaxMetadataJobs)
@@ -413,6 +427,20 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
+// countSet counts the values that are not empty.
+func countSet(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// WakeUps reports whether the planner's expiry wake-ups are configured.
+func (c Config) WakeUps() bool { return c.WakeUpGroup != "" }
+
 // Env returns the settings as environment variables (the inverse of
 // FromLookup), for handing to a child process or printing.
 func (c Config) Env() map[string]string {
@@ -422,6 +450,7 @@ func (c Config) Env() map[string]string {
 		EnvLeaseTable: c.LeaseTable, EnvJobsTable: c.JobsTable, EnvTaskQueueURL: c.TaskQueueURL,
 		EnvCommitQueueURL: c.CommitQueueURL, EnvBucket: c.Bucket, EnvPrefix: c.Prefix,
 		EnvMode: string(c.Mode), EnvGrants: c.Grants, EnvEventBus: c.EventBus, EnvMinInterval: c.MinInterval.String(),
+		EnvWakeUpGroup: c.WakeUpGroup, EnvWakeUpRoleARN: c.WakeUpRoleARN, EnvEventBusARN: c.EventBusARN,
 		EnvSweepMaxJobs: strconv.Itoa(c.SweepMaxJobs), EnvSweepMaxBytes: strconv.FormatInt(c.SweepMaxBytes, 10),
 		EnvSweepMaxMetadataJobs: strconv.Itoa(c.SweepMaxMetadataJobs),
 		EnvLeaseTTL:             c.LeaseTTL.String(),

@@ -20,6 +20,7 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		EnvBucket: "b", EnvMode: "active", EnvGrants: "db.a, sales", EnvLeaseTTL: "45m", EnvMaxGroupBytes: "1073741824",
 		EnvMaxTaskAttempts: "4", EnvCommitTakeover: "20m", EnvScanPricePerTB: "6.25", EnvLedgerBackOff: "72h", EnvMaxJobFiles: "250000",
 		EnvRewriterConcurrency: "50", EnvReadAheadFiles: "-1", EnvUploadPartBytes: "134217728",
+		EnvWakeUpGroup: "icekeeper-wakeups", EnvWakeUpRoleARN: "arn:aws:iam::123456789012:role/s", EnvEventBusARN: "arn:aws:events:us-east-1:123456789012:event-bus/icekeeper",
 	}
 	c, err := FromLookup(lookup(env))
 	if err != nil {
@@ -43,7 +44,8 @@ func TestFromLookup_ReadsEverySettingAndRoundTripsThroughEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if again.LeaseTTL != c.LeaseTTL || again.Catalog.Properties["s3.region"] != "us-east-1" || again.TaskQueueURL != "q1" ||
-		again.ScanPricePerTB != 6.25 || again.LedgerBackOff != 72*time.Hour || again.RewriterConcurrency != 50 || again.ReadAheadFiles != -1 || again.UploadPartBytes != 128<<20 {
+		again.ScanPricePerTB != 6.25 || again.LedgerBackOff != 72*time.Hour || again.RewriterConcurrency != 50 || again.ReadAheadFiles != -1 || again.UploadPartBytes != 128<<20 ||
+		!again.WakeUps() || again.WakeUpGroup != "icekeeper-wakeups" || again.WakeUpRoleARN != env[EnvWakeUpRoleARN] || again.EventBusARN != env[EnvEventBusARN] {
 		t.Fatalf("round trip lost settings: %+v", again)
 	}
 }
@@ -58,6 +60,26 @@ func TestFromLookup_BadValuesNameTheSetting(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%q: err %v, want ErrInvalid naming the variable", k, v, err)
 		}
+	}
+}
+
+// TestFromLookup_TheWakeUpsNeedAllThreeSettingsOrNone: one or two of the
+// schedule group, the role and the bus's ARN is an error naming all
+// three; none leaves the wake-ups off.
+func TestFromLookup_TheWakeUpsNeedAllThreeSettingsOrNone(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{
+		{EnvWakeUpGroup: "g"},
+		{EnvWakeUpGroup: "g", EnvWakeUpRoleARN: "r"},
+		{EnvEventBusARN: "b"},
+	} {
+		_, err := FromLookup(lookup(env))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), EnvWakeUpGroup) || !strings.Contains(err.Error(), EnvEventBusARN) {
+			t.Errorf("%v: err %v, want ErrInvalid naming the three", env, err)
+		}
+	}
+	if c, err := FromLookup(lookup(nil)); err != nil || c.WakeUps() {
+		t.Fatalf("none set: wake-ups %v, err %v", c.WakeUps(), err)
 	}
 }
 

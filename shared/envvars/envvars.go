@@ -70,6 +70,13 @@ const (
 	// a grant list too long for Lambda's 4 KB of environment variables in
 	// the function's code package.
 	GrantsFile = "ICEKEEPER_GRANTS_FILE"
+	// WakeUpGroup, WakeUpRoleARN and EventBusARN turn on the expiry
+	// wake-ups (package wakeup): the EventBridge Scheduler schedule group
+	// they go in, the role the scheduler assumes to put their events on
+	// the bus, and the bus's ARN. All three, or none.
+	WakeUpGroup   = "ICEKEEPER_WAKEUP_GROUP"
+	WakeUpRoleARN = "ICEKEEPER_WAKEUP_ROLE_ARN"
+	EventBusARN   = "ICEKEEPER_EVENT_BUS_ARN"
 )
 
 // DefaultMaxJobFiles is MaxJobFiles' default, for the 1024 MB committer
@@ -105,7 +112,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes, WakeUpGroup, WakeUpRoleARN, EventBusARN,
 	}
 }
 

@@ -53,12 +53,16 @@ func (p *Planner) planExpiryLeased(ctx context.Context, log *slog.Logger, ident 
 	if err != nil {
 		return res, false, fmt.Errorf("plan expiry of %s: %w", name, err)
 	}
-	sel := expire.Select(tbl.Metadata(), p.now(), retention, pinned...)
+	now := p.now()
+	sel := expire.Select(tbl.Metadata(), now, retention, pinned...)
+	if due, ok := expire.NextDue(tbl.Metadata(), now, retention, pinned...); ok {
+		res.NextExpiryDue = &due
+	}
 	if sel.Empty() && len(leftovers) == 0 {
 		res.Outcome = OutcomeNothingToDo
 		res.Reason = fmt.Sprintf("no snapshot is due for expiry (%d snapshots; keep %d per branch, expire after %s)", len(tbl.Metadata().Snapshots()), retention.MinSnapshotsToKeep, retention.MaxSnapshotAge)
-		if due, ok := expire.NextDue(tbl.Metadata(), p.now(), retention, pinned...); ok {
-			res.Reason += "; the next comes due at " + due.UTC().Format(time.RFC3339)
+		if res.NextExpiryDue != nil {
+			res.Reason += "; the next comes due at " + res.NextExpiryDue.UTC().Format(time.RFC3339)
 		}
 		return res, false, nil
 	}

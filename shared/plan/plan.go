@@ -181,6 +181,11 @@ type Result struct {
 	// When the owner's max-bytes-per-job bound them, a layout rolling out
 	// gradually, they wait for the planner's later visits.
 	Continues bool `json:"continues,omitempty"`
+	// NextExpiryDue (snapshot expiry only, planned or nothing to do) is
+	// when the table's next snapshot beyond this expiry's comes due
+	// (expire.NextDue); absent when none ever does. The dispatcher wakes
+	// the table then (package wakeup).
+	NextExpiryDue *time.Time `json:"next_expiry_due,omitempty"`
 }
 
 // Heat says how much each partition field value of a table was queried

@@ -358,7 +358,27 @@ type rig struct {
 	queries   *fakeQueries
 	ledger    *fakeLedger
 	summary   *fakeSummarizer
+	wakeups   *fakeWakeUps
 	settings  Settings
+}
+
+// fakeWakeUps records each wake-up asked for; err fails them all.
+type fakeWakeUps struct {
+	woken []wakeUp
+	err   error
+}
+
+type wakeUp struct {
+	table string
+	at    time.Time
+}
+
+func (w *fakeWakeUps) Wake(_ context.Context, table string, at time.Time) (time.Time, error) {
+	if w.err != nil {
+		return at, w.err
+	}
+	w.woken = append(w.woken, wakeUp{table, at})
+	return at, nil
 }
 
 func newRig(t *testing.T, mode config.Mode, grants string) *rig {
@@ -402,6 +422,9 @@ func (r *rig) dispatcher(t *testing.T) *Dispatcher {
 	}
 	if r.summary != nil {
 		deps.Summarizer = r.summary
+	}
+	if r.wakeups != nil {
+		deps.WakeUps = r.wakeups
 	}
 	d, err := New(r.settings, deps)
 	if err != nil {

@@ -267,6 +267,7 @@ type Dispatcher struct {
 	queries   QueryLookup
 	ledger    Ledger
 	summary   Summarizer
+	wakeups   WakeUps
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -292,8 +293,11 @@ type Deps struct {
 	// Summarizer, when set, publishes the weekly summary on its
 	// schedule's trigger (advisory and active modes).
 	Summarizer Summarizer
-	Log        *slog.Logger
-	Now        func() time.Time
+	// WakeUps, when set, schedules a table's next visit for when its next
+	// snapshot comes due for expiry (active mode; wakeForExpiry).
+	WakeUps WakeUps
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // New validates the settings against the mode and returns a Dispatcher.
@@ -328,7 +332,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
-		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, summary: d.Summarizer, log: d.Log, now: d.Now}, nil
+		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, summary: d.Summarizer, wakeups: d.WakeUps, log: d.Log, now: d.Now}, nil
 }
 
 // Dispatch handles one decoded trigger. The error joins the retryable
@@ -750,6 +754,7 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 	book := d.weigh(ctx, log, o.Table)
 	res := plan.Result{Table: o.Table, Outcome: plan.OutcomeNothingToDo}
 	var reasons []string
+	var nextExpiry *time.Time
 	for _, n := range chain {
 		if !n.on {
 			reasons = append(reasons, n.name+" turned off by the table's owner")
@@ -772,6 +777,10 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 		}
 		r, err := n.plan(ctx, o.Table, kind)
 		settle(err == nil && r.Outcome == plan.OutcomePlanned)
+		if err == nil && n.action == "expire" {
+			d.wakeForExpiry(ctx, log, o.Table, r, props, n.cooldown)
+			nextExpiry = r.NextExpiryDue
+		}
 		switch {
 		case err != nil && (n.action == "change-layout" || n.action == "compaction"):
 			// The trigger is retried: a failure of the layout change or
@@ -791,6 +800,7 @@ func (d *Dispatcher) plan(ctx context.Context, log *slog.Logger, o TableOutcome,
 	}
 	if res.Outcome == plan.OutcomeNothingToDo {
 		res.Reason = strings.Join(reasons, "; ")
+		res.NextExpiryDue = nextExpiry
 	}
 	if eerr := d.metrics.Emit(map[string]string{"Table": o.Table, "Function": "planner"},
 		metrics.Metric{Name: "PlanDuration", Value: float64(d.now().Sub(start).Milliseconds()), Unit: metrics.Milliseconds}); eerr != nil {
@@ -887,12 +897,7 @@ func (c candidate) metadataOnly() bool {
 // planned: only a planned job spends a cooldown.
 func (d *Dispatcher) claimAction(ctx context.Context, table, action string, props map[string]string, prop string) (settle func(planned bool), ok bool, err error) {
 	none := func(bool) {}
-	iv, set := time.Duration(0), false
-	if prop != "" {
-		if v, perr := time.ParseDuration(strings.TrimSpace(props[prop])); perr == nil && v > 0 {
-			iv, set = v, true
-		}
-	}
+	iv, set := actionInterval(props, prop)
 	if !set {
 		return none, true, nil
 	}
@@ -910,6 +915,18 @@ func (d *Dispatcher) claimAction(ctx context.Context, table, action string, prop
 			d.log.Warn("give back an action's cooldown", "table", table, "action", action, "err", err.Error())
 		}
 	}, true, nil
+}
+
+// actionInterval is an action's own cooldown when the table sets it (the
+// property prop, a positive duration).
+func actionInterval(props map[string]string, prop string) (time.Duration, bool) {
+	if prop == "" {
+		return 0, false
+	}
+	if v, err := time.ParseDuration(strings.TrimSpace(props[prop])); err == nil && v > 0 {
+		return v, true
+	}
+	return 0, false
 }
 
 // orphanSweep visits every granted table whose owner asked for orphan

@@ -1059,3 +1059,58 @@ func TestPaceOf_CountsTheFilesTheRecommendedCompactionLeaves(t *testing.T) {
 		t.Fatalf("paceOf without a compaction = %+v, want its 10 files", got)
 	}
 }
+
+// TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue: the
+// visit whose chain reached the snapshot expiry schedules the table's
+// next visit for when its next snapshot comes due: no sooner than the
+// expiry's own interval, or the deployment's, after an expiry was
+// planned; at the moment itself when nothing was due. No moment, a chain
+// that stopped before the expiry, or a failed schedule: no wake-up, and
+// the visit's outcome is the same.
+func TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue(t *testing.T) {
+	at := func(d time.Duration) *time.Time { t := testNow.Add(d); return &t }
+	expiry := func(o plan.Outcome, next *time.Time) map[string]plan.Result {
+		return map[string]plan.Result{"expire": {Outcome: o, JobID: "job-1", NextExpiryDue: next}}
+	}
+	cases := []struct {
+		name    string
+		props   map[string]string
+		results map[string]plan.Result
+		fail    bool
+		want    *time.Time // nil: no wake-up
+		action  Action
+	}{
+		{"planned, the next due within the expiry's interval", optedIn(optin.PropertyExpireMinInterval, "2h"), expiry(plan.OutcomePlanned, at(10*time.Minute)), false, at(2 * time.Hour), ActionPlanned},
+		{"planned, the next due within the deployment's interval", optedIn(), expiry(plan.OutcomePlanned, at(10*time.Minute)), false, at(time.Hour), ActionPlanned},
+		{"planned, the next due after the interval", optedIn(optin.PropertyExpireMinInterval, "2h"), expiry(plan.OutcomePlanned, at(5*time.Hour)), false, at(5 * time.Hour), ActionPlanned},
+		{"nothing due: at the moment", optedIn(optin.PropertyExpireMinInterval, "2h"), expiry(plan.OutcomeNothingToDo, at(20*time.Minute)), false, at(20 * time.Minute), ActionAssessed},
+		{"nothing ever comes due", optedIn(), expiry(plan.OutcomeNothingToDo, nil), false, nil, ActionAssessed},
+		{"the chain stopped at compaction", optedIn(), map[string]plan.Result{"compaction": planned, "expire": {Outcome: plan.OutcomePlanned, NextExpiryDue: at(time.Minute)}}, false, nil, ActionPlanned},
+		{"the schedule failed", optedIn(), expiry(plan.OutcomePlanned, at(10*time.Minute)), true, nil, ActionPlanned},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, config.ModeActive, "shop")
+			r.settings.MinInterval = time.Hour
+			r.wakeups = &fakeWakeUps{}
+			if c.fail {
+				r.wakeups.err = errTransient
+			}
+			r.add(t, "shop.orders", c.props, due)
+			r.planner.results = c.results
+			out, err := r.dispatch(t, events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := onlyOutcome(t, out); o.Action != c.action {
+				t.Fatalf("outcome %+v, want %s", o, c.action)
+			}
+			switch {
+			case c.want == nil && len(r.wakeups.woken) != 0:
+				t.Fatalf("woken %+v, want no wake-up", r.wakeups.woken)
+			case c.want != nil && (len(r.wakeups.woken) != 1 || r.wakeups.woken[0].table != "shop.orders" || !r.wakeups.woken[0].at.Equal(*c.want)):
+				t.Fatalf("woken %+v, want shop.orders at %s", r.wakeups.woken, c.want.Sub(testNow))
+			}
+		})
+	}
+}

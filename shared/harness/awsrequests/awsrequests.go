@@ -31,7 +31,10 @@ const (
 	DynamoDB    = "dynamodb"
 	SQS         = "sqs"
 	EventBridge = "events"
-	S3          = "s3"
+	// Scheduler is EventBridge Scheduler (REST, told apart from S3 by its
+	// signature's scope).
+	Scheduler = "scheduler"
+	S3        = "s3"
 )
 
 // targets maps an X-Amz-Target prefix to its service.
@@ -106,6 +109,10 @@ func Classify(r *http.Request) Op {
 			return Op{s, name}
 		}
 		return Op{strings.ToLower(prefix), name}
+	}
+	if strings.Contains(r.Header.Get("Authorization"), "/"+Scheduler+"/aws4_request") {
+		resource, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		return Op{Scheduler, r.Method + " " + resource}
 	}
 	return Op{S3, s3requests.Classify(r)}
 }

@@ -49,9 +49,15 @@ func TestProxy_CountsEachServicesOperationsAndWhatTheyBill(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 	}
+	// EventBridge Scheduler is REST like S3: its signature's scope tells.
+	req, _ = http.NewRequest(http.MethodPost, p.URL+"/schedules/icekeeper-abc", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20261205/us-east-1/scheduler/aws4_request, SignedHeaders=host, Signature=x")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
 
 	c := p.Counts()
-	for op, want := range map[string]int64{"dynamodb:PutItem": 1, "dynamodb:GetItem": 1, "dynamodb:TransactWriteItems": 1, "sqs:SendMessage": 1, "sqs:ReceiveMessage": 1, "events:PutEvents": 1, "s3:GetObject": 1} {
+	for op, want := range map[string]int64{"dynamodb:PutItem": 1, "dynamodb:GetItem": 1, "dynamodb:TransactWriteItems": 1, "sqs:SendMessage": 1, "sqs:ReceiveMessage": 1, "events:PutEvents": 1, "s3:GetObject": 1, "scheduler:POST schedules": 1} {
 		if c.Calls[op] != want {
 			t.Errorf("%s counted %d times, want %d (all: %v)", op, c.Calls[op], want, c.Calls)
 		}

@@ -54,6 +54,11 @@ const (
 	// EventBridgeEvent: $1.00 per million custom events, each 64 KB an
 	// event (cloudburn.io/blog/amazon-eventbridge-pricing, March 2026).
 	EventBridgeEvent = 1.00 / 1e6
+	// SchedulerInvocation: EventBridge Scheduler's $1.00 per million
+	// invocations, after 14 million free a month that the bills here do
+	// not subtract (cloudburn.io/blog/amazon-eventbridge-pricing, March
+	// 2026). Creating and deleting schedules is not billed.
+	SchedulerInvocation = 1.00 / 1e6
 	// LogsIngestedGB: $0.50 per GB ingested by CloudWatch Logs (standard
 	// class), as the README's "What observability costs" reads it.
 	LogsIngestedGB = 0.50

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
@@ -36,6 +37,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/metrics"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
+	"github.com/icekeeper/icekeeper/shared/wakeup"
 )
 
 // Workload is what a table's writer does.
@@ -97,6 +99,8 @@ type fleet struct {
 	pending atomic.Int64
 	samples []Sample
 	res     localcloud.Resources
+	// wakeups fires the planner's expiry wake-ups (nil: off).
+	wakeups *schedules
 }
 
 // ruleRate is the stack's sweep schedule, as the planner's rule invokes it.
@@ -145,6 +149,15 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 	}
 	res.Apply(&cfg)
 	f.res = res
+	if !o.NoWakeUps {
+		cfg.WakeUpGroup, cfg.WakeUpRoleARN, cfg.EventBusARN = wakeUpGroup, wakeUpRoleARN, wakeUpBusARN
+		admin := scheduler.NewFromConfig(f.cloud.Clients.Config)
+		if _, err := admin.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(wakeUpGroup)}); err != nil {
+			f.close()
+			return nil, fmt.Errorf("soak: the wake-ups' schedule group: %w", err)
+		}
+		f.wakeups = &schedules{next: scheduler.NewFromConfig(clients.Config), admin: admin, f: f}
+	}
 	var logTo io.Writer = f.logs
 	if o.Logs != nil {
 		logTo = io.MultiWriter(f.logs, o.Logs)
@@ -158,6 +171,9 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 	// The committer's continuation events reach the planner, as the
 	// stack's rule routes them.
 	f.deps.Events = &bus{next: clients.Events, f: f}
+	if f.wakeups != nil {
+		f.deps.WakeUps = plannerstage.WakeUpOptions{Schedules: f.wakeups, Lead: o.wall(wakeup.DefaultLead)}
+	}
 	if f.st, _, err = f.deps.LocalStages(f.cat); err != nil {
 		f.close()
 		return nil, err

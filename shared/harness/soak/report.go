@@ -48,7 +48,12 @@ type Result struct {
 	// reason, the plan's outcome.
 	PlannerOutcomes map[string]int     `json:"planner_outcomes"`
 	AWS             awsrequests.Counts `json:"aws"`
-	LogBytes        int64              `json:"log_bytes"`
+	// WakeUpsFired are the expiry wake-ups EventBridge Scheduler fired
+	// (each an invocation of the planner), WakeUpsPending those still to
+	// come at the end.
+	WakeUpsFired   int64 `json:"wake_ups_fired"`
+	WakeUpsPending int64 `json:"wake_ups_pending"`
+	LogBytes       int64 `json:"log_bytes"`
 	// Bill is the run's bill by line item, in dollars; PerTableDay the
 	// whole of it per table per simulated day.
 	Bill        map[string]float64 `json:"bill"`
@@ -103,6 +108,9 @@ func (f *fleet) finish(ctx context.Context, r *Result) {
 	r.PlannerOutcomes = maps.Clone(f.inv.outcomes)
 	f.inv.mu.Unlock()
 	r.AWS = f.counter.Counts()
+	if f.wakeups != nil {
+		r.WakeUpsFired, r.WakeUpsPending = f.wakeups.counts()
+	}
 	r.LogBytes = f.logs.Bytes()
 	r.Alarms = append(r.Alarms, f.alarms(ctx, r)...)
 	for _, a := range r.Alarms {
@@ -210,7 +218,11 @@ func (f *fleet) bill(r *Result) {
 	b["S3 requests, plans and descriptors"] = float64(gets)*bench.S3Get + float64(puts)*bench.S3Put
 	b["SQS"] = float64(r.AWS.SQSRequests+2*delivered) * bench.SQSRequest
 	b["DynamoDB"] = r.AWS.WriteUnits*bench.DynamoDBWriteUnit + r.AWS.ReadUnits*bench.DynamoDBReadUnit
-	b["EventBridge"] = float64(r.AWS.Events) * bench.EventBridgeEvent
+	// A wake-up is a scheduled invocation and the event it puts on the bus.
+	b["EventBridge"] = float64(r.AWS.Events+r.WakeUpsFired) * bench.EventBridgeEvent
+	if r.WakeUpsFired > 0 {
+		b["EventBridge Scheduler"] = float64(r.WakeUpsFired) * bench.SchedulerInvocation
+	}
 	b["CloudWatch Logs ingestion"] = float64(r.LogBytes+bench.LambdaLogLinesBytes*invocations) / 1e9 * bench.LogsIngestedGB
 	var total float64
 	for _, v := range b {
@@ -331,6 +343,9 @@ func (r Result) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nWriters: %d commits, %d retries because of icekeeper's commits. Jobs: %d planned, %d committed, %d aborted, %d failed; %d concurrent delete files rebased.\n\n",
 		r.WriterCommits, r.WriterRetries, r.JobsPlanned, r.JobsCommitted, r.JobsAborted, r.JobsFailed, r.DeletesRebased)
+	if r.WakeUpsFired+r.WakeUpsPending > 0 {
+		fmt.Fprintf(&b, "Expiry wake-ups: %d fired, %d still to come at the end.\n\n", r.WakeUpsFired, r.WakeUpsPending)
+	}
 	if len(r.JobEnds) > 0 {
 		b.WriteString("Jobs that did not commit:\n\n")
 		for _, k := range slices.Sorted(maps.Keys(r.JobEnds)) {

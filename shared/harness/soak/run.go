@@ -99,6 +99,9 @@ func (f *fleet) run(ctx context.Context) (Result, error) {
 			}
 		}
 	})
+	if f.wakeups != nil {
+		trigWG.Go(func() { f.wakeups.run(trigCtx) })
+	}
 	trigWG.Go(func() {
 		tick := time.NewTicker(f.o.wall(QueryEvery))
 		defer tick.Stop()

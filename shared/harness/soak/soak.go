@@ -53,6 +53,10 @@ type Options struct {
 	// make (0: 2 and 1); Planners the planner's concurrent invocations
 	// (0: 2).
 	Rewriters, Committers, Planners int
+	// NoWakeUps turns the planner's expiry wake-ups off (package
+	// wakeup; on in the stack by default): a table's expiry then waits
+	// for its next event or sweep.
+	NoWakeUps bool
 	// Settle bounds the wall time the pipeline gets, once the writers
 	// stopped, to finish the jobs in flight (0: 2 min).
 	Settle time.Duration

@@ -31,6 +31,9 @@ import (
 // Deps are the shared wiring, with a builder for each stage.
 type Deps struct {
 	*stage.Deps
+	// WakeUps adjust the planner's expiry wake-ups when the
+	// configuration turns them on (the soak fires them itself).
+	WakeUps planner.WakeUpOptions
 }
 
 // NewDeps validates cfg for the needs given and builds the stores.
@@ -65,7 +68,7 @@ func (d *Deps) Planner(cat catalog.Catalog) (*plan.Planner, error) {
 
 // Dispatcher builds the planner function's trigger dispatcher.
 func (d *Deps) Dispatcher(cat catalog.Catalog) (*trigger.Dispatcher, error) {
-	return planner.Dispatcher(d.Deps, cat)
+	return planner.DispatcherWith(d.Deps, cat, d.WakeUps)
 }
 
 // Rewriter builds the rewriter.

@@ -10,9 +10,11 @@ package planner
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/aws/aws-sdk-go-v2/service/athena"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
@@ -24,6 +26,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/stage"
 	"github.com/icekeeper/icekeeper/shared/summary"
 	"github.com/icekeeper/icekeeper/shared/trigger"
+	"github.com/icekeeper/icekeeper/shared/wakeup"
 )
 
 // Needs lists the planner's resources in mode active: the pipeline's.
@@ -67,6 +70,21 @@ func PlannerWith(d *stage.Deps, cat catalog.Catalog, adjust func(*plan.Options))
 // Dispatcher builds the planner function's trigger dispatcher for the
 // configured mode. cat may be nil in mode off.
 func Dispatcher(d *stage.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error) {
+	return DispatcherWith(d, cat, WakeUpOptions{})
+}
+
+// WakeUpOptions adjust the expiry wake-ups the configuration turns on
+// (the soak's: it fires the schedules itself, on its scaled clock).
+type WakeUpOptions struct {
+	// Schedules receives the schedules (nil: EventBridge Scheduler's
+	// client).
+	Schedules wakeup.Scheduler
+	// Lead replaces wakeup.DefaultLead when positive.
+	Lead time.Duration
+}
+
+// DispatcherWith is Dispatcher with its expiry wake-ups adjusted.
+func DispatcherWith(d *stage.Deps, cat catalog.Catalog, wo WakeUpOptions) (*trigger.Dispatcher, error) {
 	grants, err := optin.ParseGrants(d.Config.Grants)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvGrants, err)
@@ -101,6 +119,20 @@ func Dispatcher(d *stage.Deps, cat catalog.Catalog) (*trigger.Dispatcher, error)
 		book := ledger.Book{Entries: ledger.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable},
 			Signals: store, Prices: ledger.Prices{ScanPerTB: d.Config.ScanPricePerTB}, BackOff: d.Config.LedgerBackOff}
 		deps.Ledger, sum.Ledger = book, book
+		if d.Config.WakeUps() {
+			schedules := wo.Schedules
+			if schedules == nil {
+				schedules = scheduler.NewFromConfig(d.Clients.Config)
+			}
+			w, err := wakeup.New(schedules, d.Config.WakeUpGroup, d.Config.EventBusARN, d.Config.WakeUpRoleARN, d.Now)
+			if err != nil {
+				return nil, err
+			}
+			if wo.Lead > 0 {
+				w.Lead = wo.Lead
+			}
+			deps.WakeUps = w
+		}
 	}
 	deps.Summarizer = sum
 	return trigger.New(s, deps)

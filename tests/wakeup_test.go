@@ -1,0 +1,126 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/expire"
+	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
+	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/jobs"
+	"github.com/icekeeper/icekeeper/shared/optin"
+	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
+	"github.com/icekeeper/icekeeper/shared/trigger"
+	"github.com/icekeeper/icekeeper/shared/wakeup"
+)
+
+// TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue: a
+// writer's commit leaves a replaced snapshot 4 seconds from its
+// retention; the commit event's visit finds nothing due and schedules the
+// table's wake-up (EventBridge Scheduler, the emulator's) for that
+// moment. Nobody writes again and no sweep comes: the schedule's event,
+// delivered to the planner as the bus's rule would once its moment came,
+// plans the expiry, which leaves one snapshot and the rows as they were.
+// Without wake-ups (the settings unset) the visit schedules nothing.
+func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testing.T) {
+	group := fmt.Sprintf("icekeeper-wakeups-%d", time.Now().UnixNano())
+	admin := scheduler.NewFromConfig(cloud.Clients.Config)
+	if _, err := admin.CreateScheduleGroup(t.Context(), &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
+		t.Fatal(err)
+	}
+	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) {
+		c.WakeUpGroup, c.WakeUpRoleARN, c.EventBusARN = group, "arn:aws:iam::123456789012:role/scheduler", "arn:aws:events:us-east-1:123456789012:event-bus/icekeeper"
+	})
+	// The dispatcher again, with a lead of a second: the test waits for
+	// the moment instead of a minute.
+	d.deps.WakeUps = plannerstage.WakeUpOptions{Lead: time.Second}
+	disp, err := d.deps.Dispatcher(d.cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+
+	const retention = 4 * time.Second
+	quiet := d.createNamed("lake.quiet", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 50}, map[string]string{
+		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "4000",
+	}))
+	replaced := quiet.CurrentSnapshot().TimestampMs
+	quiet, err = sampletable.AppendRows(d.ctx, quiet, 7_000_000, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := fingerprint.Scan(d.ctx, quiet.Scan())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	o := outcomeOf(t, d.handle(commitEvent("lake.quiet")), "lake.quiet")
+	if o.Action == trigger.ActionPlanned || o.Plan == nil || o.Plan.NextExpiryDue == nil {
+		t.Fatalf("the commit event's visit: %+v, want nothing planned and the next expiry due", o)
+	}
+	due := time.UnixMilli(replaced).Add(retention + time.Millisecond)
+	if !o.Plan.NextExpiryDue.Equal(due) {
+		t.Fatalf("next expiry due %s, want the replaced snapshot's retention later, %s", o.Plan.NextExpiryDue, due)
+	}
+	list, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Schedules) != 1 || aws.ToString(list.Schedules[0].Name) != wakeup.Name("lake.quiet", due.UTC().Truncate(time.Second).Add(time.Second)) {
+		t.Fatalf("schedules %+v, want the table's one wake-up at its due moment", list.Schedules)
+	}
+	s, err := admin.GetSchedule(d.ctx, &scheduler.GetScheduleInput{Name: list.Schedules[0].Name, GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse("2006-01-02T15:04:05", strings.TrimSuffix(strings.TrimPrefix(aws.ToString(s.ScheduleExpression), "at("), ")"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(at))
+	raw, _ := json.Marshal(map[string]any{"version": "0", "id": "wake-up", "source": aws.ToString(s.Target.EventBridgeParameters.Source),
+		"detail-type": aws.ToString(s.Target.EventBridgeParameters.DetailType), "account": "123456789012", "region": "us-east-1",
+		"time": at.Format(time.RFC3339), "resources": []string{}, "detail": json.RawMessage(aws.ToString(s.Target.Input))})
+	woken := outcomeOf(t, d.handle(raw), "lake.quiet")
+	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindExpire {
+		t.Fatalf("the wake-up's visit: %+v, want the expiry planned", woken)
+	}
+	d.drainCommits()
+	after, err := d.cat.LoadTable(d.ctx, table.Identifier{"lake", "quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(after.Metadata().Snapshots()); n != 1 {
+		t.Errorf("%d snapshots after the wake-up's expiry, want 1", n)
+	}
+	if got, err := fingerprint.Scan(d.ctx, after.Scan()); err != nil || got != rows {
+		t.Errorf("rows %v (err %v), want %v", got, err, rows)
+	}
+
+	// The same visit without the wake-up settings schedules nothing.
+	off := setupDispatch(t, config.ModeActive, "lake")
+	other := off.createNamed("lake.quiet", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 50}, map[string]string{
+		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "4000",
+	}))
+	if _, err := sampletable.AppendRows(off.ctx, other, 7_000_000, 1, 5); err != nil {
+		t.Fatal(err)
+	}
+	before, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := outcomeOf(t, off.handle(commitEvent("lake.quiet")), "lake.quiet"); o.Plan == nil || o.Plan.NextExpiryDue == nil {
+		t.Fatalf("without wake-ups: %+v, want the next expiry due", o)
+	}
+	if again, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{}); err != nil || len(again.Schedules) != len(before.Schedules) {
+		t.Fatalf("without wake-ups: %d schedules after, %d before (%v)", len(again.Schedules), len(before.Schedules), err)
+	}
+}
