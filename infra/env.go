@@ -40,6 +40,9 @@ func contains(list []string, v string) bool {
 // functions are told about.
 type Names struct {
 	Bucket, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, EventBus string
+	// WakeUpGroup, WakeUpRoleARN and EventBusARN are the expiry wake-ups'
+	// (WakeUps), empty when they are off.
+	WakeUpGroup, WakeUpRoleARN, EventBusARN string
 }
 
 // FunctionEnvironment is the environment every function gets: the settings in
@@ -71,7 +74,8 @@ func (s Settings) GrantsInFile() bool {
 // of its names and values), with the deploy-time names at their longest.
 func (s Settings) environmentSize(grantsInline bool) int {
 	long := strings.Repeat("x", tokenNameLength)
-	raw, _ := json.Marshal(s.environment(Names{Bucket: long, LeaseTable: long, JobsTable: long, TaskQueueURL: long, CommitQueueURL: long, EventBus: s.EventBus}, grantsInline))
+	raw, _ := json.Marshal(s.environment(Names{Bucket: long, LeaseTable: long, JobsTable: long, TaskQueueURL: long, CommitQueueURL: long, EventBus: s.EventBus,
+		WakeUpGroup: long, WakeUpRoleARN: long, EventBusARN: long}, grantsInline))
 	return len(raw)
 }
 
@@ -101,6 +105,9 @@ func (s Settings) environment(n Names, grantsInline bool) map[string]string {
 		envvars.Bucket:           n.Bucket,
 		envvars.Prefix:           s.Prefix,
 		envvars.EventBus:         n.EventBus,
+		envvars.WakeUpGroup:      n.WakeUpGroup,
+		envvars.WakeUpRoleARN:    n.WakeUpRoleARN,
+		envvars.EventBusARN:      n.EventBusARN,
 		envvars.MaxTaskAttempts:  strconv.Itoa(s.MaxTaskAttempts),
 		envvars.CommitTakeover:   s.CommitTakeover.Round(time.Second).String(),
 		envvars.LeaseTTL:         s.LeaseTTL.Round(time.Second).String(),

@@ -56,11 +56,13 @@ func (s Settings) FunctionSettings(name string) FunctionSettings {
 // poller does not hand the function more than it may run (throttled
 // deliveries would use up receives and push tasks to the dead-letter
 // queue).
-func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, bus string) (Lambdas, error) {
-	env := s.FunctionEnvironment(Names{
+func newFunctions(scope constructs.Construct, s Settings, st Storage, q Queues, bus string, wake *WakeUps) (Lambdas, error) {
+	n := Names{
 		Bucket: *st.Bucket.BucketName(), LeaseTable: *st.LeaseTable.TableName(), JobsTable: *st.JobsTable.TableName(),
 		TaskQueueURL: *q.Tasks.QueueUrl(), CommitQueueURL: *q.Commits.QueueUrl(), EventBus: bus,
-	})
+	}
+	n.WakeUpGroup, n.WakeUpRoleARN, n.EventBusARN = wake.names()
+	env := s.FunctionEnvironment(n)
 	arch := awslambda.Architecture_ARM_64()
 	if s.Architecture == "x86_64" {
 		arch = awslambda.Architecture_X86_64()

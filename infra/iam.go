@@ -507,9 +507,13 @@ func (a access) jobKeysListing(sid, bucket string, names ...string) awsiam.Polic
 }
 
 // busARN is the ARN of ICEKEEPER_EVENT_BUS (a name or an ARN).
-func (a *access) busARN(bus string) string {
+func (a *access) busARN(bus string) string { return eventBusARN(a.stack, bus) }
+
+// eventBusARN is the ARN of the bus named bus (a name or an ARN) in the
+// stack's account and region.
+func eventBusARN(stack awscdk.Stack, bus string) string {
 	if strings.HasPrefix(bus, "arn:") {
 		return bus
 	}
-	return fmt.Sprintf("arn:%s:events:%s:%s:event-bus/%s", a.partition, *a.stack.Region(), *a.stack.Account(), bus)
+	return fmt.Sprintf("arn:%s:events:%s:%s:event-bus/%s", *stack.Partition(), *stack.Region(), *stack.Account(), bus)
 }

@@ -122,6 +122,10 @@ type Settings struct {
 	// event and Athena's query state changes), which records them for
 	// the layout recommendation; on by default.
 	QuerySignals bool
+	// ExpiryWakeUps lets the planner schedule each table's next visit for
+	// when its next snapshot comes due for expiry (EventBridge Scheduler
+	// one-time schedules; shared/wakeup); mode active, on by default.
+	ExpiryWakeUps bool
 	// AthenaWorkGroups are the Athena workgroups whose queries are read
 	// back as query signals: the only workgroups the planner may read a
 	// query execution of, and the only ones the Athena rule routes.
@@ -203,6 +207,7 @@ func DefaultSettings() Settings {
 		RewriterConcurrency:  10,
 		RewriterEphemeralMB:  4096,
 		QuerySignals:         true,
+		ExpiryWakeUps:        true,
 		AthenaWorkGroups:     []string{"primary"},
 		MaxTaskAttempts:      envvars.DefaultMaxTaskAttempts,
 		CommitTakeover:       16 * time.Minute,
@@ -252,6 +257,7 @@ const (
 	CtxRewriterReserved      = "rewriterReservedConcurrency"
 	CtxRewriterEphemeral     = "rewriterEphemeralStorageMb"
 	CtxQuerySignals          = "querySignals"
+	CtxExpiryWakeUps         = "expiryWakeUps"
 	CtxAthenaWorkGroups      = "athenaWorkGroups"
 	CtxMaxTaskAttempts       = "maxTaskAttempts"
 	CtxCommitTakeover        = "commitTakeover"
@@ -286,7 +292,7 @@ func ContextKeys() []string {
 		CtxCatalogSigningName, CtxCatalogSigningRegion, CtxCatalogProperties, CtxWarehouseLocation,
 		CtxTableLocationTemplate, CtxTableLocations, CtxPrefix, CtxEventBus, CtxSweepSchedule, CtxOrphanSchedule, CtxSummarySchedule, CtxPlannerMemory,
 		CtxPlannerTimeout, CtxRewriterMemory, CtxRewriterTimeout, CtxCommitterMemory, CtxCommitterTimeout,
-		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxQuerySignals, CtxAthenaWorkGroups, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
+		CtxRewriterConcurrency, CtxRewriterReserved, CtxRewriterEphemeral, CtxQuerySignals, CtxExpiryWakeUps, CtxAthenaWorkGroups, CtxMaxTaskAttempts, CtxCommitTakeover, CtxLeaseTTL, CtxJobsExpirationDays, CtxHealthExpirationDays, CtxMaintenanceLogDays,
 		CtxLogRetentionDays, CtxAlarms, CtxAlarmEmail, CtxJobsFailedThreshold, CtxJobsAbortedThreshold,
 		CtxCommitConflicts, CtxCommitRetries, CtxDurationPercent, CtxRemovalPolicy, CtxEnvironment, CtxAssetDir,
 		CtxArchitecture, CtxKMSKeyARNs, CtxStackName,
@@ -328,6 +334,7 @@ func SettingsFromContext(node constructs.Node) (Settings, error) {
 	r.integer(CtxRewriterConcurrency, &s.RewriterConcurrency)
 	r.integer(CtxRewriterEphemeral, &s.RewriterEphemeralMB)
 	r.boolean(CtxQuerySignals, &s.QuerySignals)
+	r.boolean(CtxExpiryWakeUps, &s.ExpiryWakeUps)
 	r.integer(CtxRewriterReserved, &s.RewriterReserved)
 	r.integer(CtxMaxTaskAttempts, &s.MaxTaskAttempts)
 	r.duration(CtxCommitTakeover, &s.CommitTakeover)

@@ -28,6 +28,9 @@ type IcekeeperStack struct {
 	Rules     Rules
 	Alarms    Alarms
 	Dashboard awscloudwatch.Dashboard
+	// WakeUps are the planner's expiry wake-ups' group and role (nil when
+	// off).
+	WakeUps *WakeUps
 }
 
 // NewIcekeeperStack validates props.Settings and builds the stack. It
@@ -56,7 +59,8 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 	out.Storage = newStorage(stack, s)
 	out.Queues = newQueues(stack, s)
 	bus := awsevents.EventBus_FromEventBusName(stack, jsii.String("Bus"), jsii.String(busName(s.EventBus)))
-	fns, err := newFunctions(stack, s, out.Storage, out.Queues, s.EventBus)
+	out.WakeUps = newWakeUps(stack, stack, s)
+	fns, err := newFunctions(stack, s, out.Storage, out.Queues, s.EventBus, out.WakeUps)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +77,7 @@ func NewIcekeeperStack(scope constructs.Construct, id string, props *IcekeeperSt
 	if err := grantAccess(stack, iamScope, out.Storage, out.Queues, out.Functions, s.EventBus); err != nil {
 		return nil, err
 	}
+	out.WakeUps.grant(stack, out.Functions)
 	// The S3 rule's key patterns follow the IAM scope: the planner
 	// ignores a location that is not a granted table.
 	rules, err := newRules(stack, iamScope, out.Functions, bus)

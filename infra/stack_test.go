@@ -170,6 +170,22 @@ func (f *fixture) ofType(typ string) map[string]map[string]any {
 	return out
 }
 
+// idOf is the logical id of the one resource of type typ whose id starts
+// with prefix.
+func (f *fixture) idOf(t *testing.T, typ, prefix string) string {
+	t.Helper()
+	var ids []string
+	for id := range f.ofType(typ) {
+		if strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("%d %s resources named %s*: %v", len(ids), typ, prefix, ids)
+	}
+	return ids[0]
+}
+
 func props(r map[string]any) map[string]any {
 	p, _ := r["Properties"].(map[string]any)
 	return p
@@ -558,6 +574,9 @@ func TestIcekeeperStack_SetsTheEnvironmentConfigReads(t *testing.T) {
 		envvars.RewriterMemoryMB: "1769", envvars.CoordinatorMemMB: "1024",
 		envvars.MaxJobFiles:         "100000", // the default committer's 1024 MB (MaxJobFilesFor)
 		envvars.RewriterConcurrency: "10",     // the task event source's maximum concurrency (rewriterMaxConcurrency)
+		// The expiry wake-ups (expiryWakeUps, on by default in mode active).
+		envvars.WakeUpGroup: "${ExpiryWakeUps}", envvars.WakeUpRoleARN: "${" + f.idOf(t, "AWS::IAM::Role", "ExpiryWakeUpsRole") + ".Arn}",
+		envvars.EventBusARN: "arn:aws:events:eu-west-1:123456789012:event-bus/default",
 	}
 	for _, name := range functionIDs {
 		_, p := f.function(t, name)
@@ -865,6 +884,79 @@ func TestIcekeeperStack_ContinuationsWakeThePlanner(t *testing.T) {
 	for id, r := range off.resources {
 		if r["Type"] == "AWS::Events::Rule" && strings.Contains(flat(r), "Icekeeper Compaction Continues") {
 			t.Errorf("mode off still has the continuation rule %s", id)
+		}
+	}
+}
+
+// TestIcekeeperStack_ExpiryWakeUps: in mode active the planner may create
+// schedules in the stack's schedule group only, and pass the scheduler
+// its own role only to EventBridge Scheduler; that role trusts the
+// scheduler for this account's schedules and may only put events on
+// icekeeper's bus, where the continuation rule wakes the planner. The
+// other functions get no scheduler action. With expiryWakeUps false, or
+// in mode advisory, there is no group, no role and no setting.
+func TestIcekeeperStack_ExpiryWakeUps(t *testing.T) {
+	f := mustSynth(t, activeContext())
+	group := f.idOf(t, "AWS::Scheduler::ScheduleGroup", "ExpiryWakeUps")
+	role := f.idOf(t, "AWS::IAM::Role", "ExpiryWakeUpsRole")
+	var create, pass *stmt
+	for _, st := range f.statements(t, "Planner") {
+		st := st
+		switch {
+		case slices.Contains(st.Actions, "scheduler:CreateSchedule"):
+			create = &st
+		case slices.Contains(st.Actions, "iam:PassRole"):
+			pass = &st
+		}
+	}
+	if create == nil || len(create.Actions) != 1 || len(create.Resources) != 1 || create.Resources[0] != "arn:aws:scheduler:eu-west-1:123456789012:schedule/${"+group+"}/*" {
+		t.Fatalf("the planner's CreateSchedule statement %+v, want the stack's group only", create)
+	}
+	if pass == nil || len(pass.Resources) != 1 || pass.Resources[0] != "${"+role+".Arn}" || !strings.Contains(flat(pass.Condition), "scheduler.amazonaws.com") {
+		t.Fatalf("the planner's PassRole statement %+v, want the wake-ups' role, passed to the scheduler only", pass)
+	}
+	for _, fn := range []string{"Rewriter", "Committer"} {
+		for a := range f.actions(t, fn) {
+			if strings.HasPrefix(a, "scheduler:") || a == "iam:PassRole" {
+				t.Errorf("%s may %s", fn, a)
+			}
+		}
+	}
+	trust := flat(props(f.resources[role])["AssumeRolePolicyDocument"])
+	if !strings.Contains(trust, "scheduler.amazonaws.com") || !strings.Contains(trust, "aws:SourceAccount") {
+		t.Errorf("the wake-ups' role trusts %s, want EventBridge Scheduler for this account", trust)
+	}
+	var roleActions []string
+	for _, p := range f.ofType("AWS::IAM::Policy") {
+		if slices.Contains(strs(props(p)["Roles"]), "${"+role+"}") {
+			for _, st := range props(p)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				m := st.(map[string]any)
+				roleActions = append(roleActions, strs(m["Action"])...)
+				if r := strs(m["Resource"]); len(r) != 1 || r[0] != "arn:aws:events:eu-west-1:123456789012:event-bus/default" {
+					t.Errorf("the wake-ups' role reaches %v, want the bus only", r)
+				}
+			}
+		}
+	}
+	if !slices.Equal(roleActions, []string{"events:PutEvents"}) {
+		t.Errorf("the wake-ups' role may %v, want events:PutEvents only", roleActions)
+	}
+	for name, mutate := range map[string]func(map[string]any){
+		"expiryWakeUps false": func(c map[string]any) { c[CtxExpiryWakeUps] = false },
+		"advisory":            func(c map[string]any) { c[CtxMode] = "advisory" },
+	} {
+		ctx := activeContext()
+		mutate(ctx)
+		g := mustSynth(t, ctx)
+		if n := len(g.ofType("AWS::Scheduler::ScheduleGroup")); n != 0 {
+			t.Errorf("%s: %d schedule groups", name, n)
+		}
+		if g.actions(t, "Planner")["scheduler:CreateSchedule"] {
+			t.Errorf("%s: the planner may create schedules", name)
+		}
+		_, p := g.function(t, "Planner")
+		if _, ok := p["Environment"].(map[string]any)["Variables"].(map[string]any)[envvars.WakeUpGroup]; ok {
+			t.Errorf("%s: the planner is told of a schedule group", name)
 		}
 	}
 }

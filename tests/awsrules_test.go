@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -74,6 +75,8 @@ func checkCallRules(in any) error {
 		rules = append(rules, func() error { return ddbBatchWrite(v.RequestItems) })
 	case *eventbridge.PutEventsInput:
 		rules = append(rules, func() error { return eventsPut(v) })
+	case *scheduler.CreateScheduleInput:
+		rules = append(rules, func() error { return schedulerCreate(v) })
 	}
 	for _, r := range rules {
 		if err := r(); err != nil {
@@ -516,6 +519,38 @@ func eventsPut(v *eventbridge.PutEventsInput) error {
 	}
 	if total >= eventsMaxBytes {
 		return awsError("ValidationException", "the entries total %d bytes, want less than %d", total, eventsMaxBytes)
+	}
+	return nil
+}
+
+// EventBridge Scheduler.
+
+// schedulerName is a schedule's and a schedule group's name: "Length
+// Constraints: Minimum length of 1. Maximum length of 64. Pattern:
+// ^[0-9a-zA-Z-_.]+$" (EventBridge Scheduler API Reference, CreateSchedule,
+// Name and GroupName:
+// https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html).
+var schedulerName = regexp.MustCompile(`^[0-9a-zA-Z\-_.]{1,64}$`)
+
+// schedulerAt is a one-time schedule's expression, "at(yyyy-mm-ddThh:mm:ss)"
+// (EventBridge Scheduler User Guide, "Schedule types", one-time
+// schedules:
+// https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html).
+var schedulerAt = regexp.MustCompile(`^at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\)$`)
+
+// schedulerCreate checks a CreateSchedule's names and, for a one-time
+// schedule, its expression; the SDK checks the required members.
+func schedulerCreate(in *scheduler.CreateScheduleInput) error {
+	for what, name := range map[string]string{"Name": aws.ToString(in.Name), "GroupName": aws.ToString(in.GroupName)} {
+		if what == "GroupName" && name == "" {
+			continue // the default group
+		}
+		if !schedulerName.MatchString(name) {
+			return awsError("ValidationException", "1 validation error detected: Value %q at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[0-9a-zA-Z-_.]+$ and length 1 to 64", name, what)
+		}
+	}
+	if e := aws.ToString(in.ScheduleExpression); strings.HasPrefix(e, "at(") && !schedulerAt.MatchString(e) {
+		return awsError("ValidationException", "Invalid Schedule Expression %s.", e)
 	}
 	return nil
 }

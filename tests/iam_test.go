@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
@@ -71,6 +72,8 @@ type authorization struct {
 	// Namespace and TableName are the s3tables:namespace and
 	// s3tables:tableName condition keys of an S3 Tables request.
 	Namespace, TableName string
+	// PassedToService is iam:PassRole's iam:PassedToService key.
+	PassedToService string
 }
 
 type recordedCall struct {
@@ -217,6 +220,7 @@ func ownResource(name string) string {
 		{"t-descriptors-", "${Bucket}"}, {"t-leases-", "${Leases}"}, {"t-jobs-", "${Jobs}"},
 		{"t-tasks-dlq-", "${TasksDLQ}"}, {"t-tasks-", "${Tasks}"},
 		{"t-commits-dlq-", "${CommitsDLQ}"}, {"t-commits-", "${Commits}"},
+		{"t-wakeups-role-", "${ExpiryWakeUpsRole}"}, {"t-wakeups-", "${ExpiryWakeUps}"},
 	} {
 		if strings.HasPrefix(name, k.prefix) {
 			return k.ph
@@ -331,6 +335,23 @@ func authorizations(in any) []authorization {
 				bus = fmt.Sprintf("arn:aws:events:%s:%s:event-bus/%s", testRegion, testAccount, bus)
 			}
 			out = append(out, one("events:PutEvents", bus)...)
+		}
+		return out
+	case *scheduler.CreateScheduleInput:
+		// Authorized on the schedule; the target's role is passed to the
+		// scheduler (EventBridge Scheduler User Guide, "Set up the
+		// execution role": the caller needs iam:PassRole on it).
+		group := aws.ToString(v.GroupName)
+		if ph := ownResource(group); ph != "" {
+			group = ph
+		}
+		out := one("scheduler:CreateSchedule", fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/%s/%s", testRegion, testAccount, group, aws.ToString(v.Name)))
+		if v.Target != nil {
+			role := aws.ToString(v.Target.RoleArn)
+			if ph := ownResource(role[strings.LastIndex(role, "/")+1:]); ph != "" {
+				role = ph
+			}
+			out = append(out, authorization{Action: "iam:PassRole", Resource: role, PassedToService: "scheduler.amazonaws.com"})
 		}
 		return out
 	case *glue.GetTableInput:
@@ -512,6 +533,8 @@ func conditionHolds(cond map[string]any, a authorization) bool {
 				holds = a.Namespace != "" && slices.Contains(values, a.Namespace)
 			case op == "StringEquals" && key == "s3tables:tableName":
 				holds = a.TableName != "" && slices.Contains(values, a.TableName)
+			case op == "StringEquals" && key == "iam:PassedToService":
+				holds = a.PassedToService != "" && slices.Contains(values, a.PassedToService)
 			}
 			if !holds {
 				return false

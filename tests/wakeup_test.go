@@ -31,13 +31,15 @@ import (
 // plans the expiry, which leaves one snapshot and the rows as they were.
 // Without wake-ups (the settings unset) the visit schedules nothing.
 func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testing.T) {
-	group := fmt.Sprintf("icekeeper-wakeups-%d", time.Now().UnixNano())
+	// Named as the env's own resources (ownResource): the planner's
+	// calls are checked against the stack's policy for them.
+	group := fmt.Sprintf("t-wakeups-%d", time.Now().UnixNano())
 	admin := scheduler.NewFromConfig(cloud.Clients.Config)
 	if _, err := admin.CreateScheduleGroup(t.Context(), &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
 		t.Fatal(err)
 	}
 	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) {
-		c.WakeUpGroup, c.WakeUpRoleARN, c.EventBusARN = group, "arn:aws:iam::123456789012:role/scheduler", "arn:aws:events:us-east-1:123456789012:event-bus/icekeeper"
+		c.WakeUpGroup, c.WakeUpRoleARN, c.EventBusARN = group, "arn:aws:iam::000000000000:role/t-wakeups-role-1", "arn:aws:events:us-east-1:000000000000:event-bus/default"
 	})
 	// The dispatcher again, with a lead of a second: the test waits for
 	// the moment instead of a minute.
