@@ -41,6 +41,9 @@ func TestSoak_AFleetKeepsEveryRowCommitAndByte(t *testing.T) {
 	if res.WriterCommits == 0 || res.JobsCommitted == 0 {
 		t.Fatalf("writers committed %d times and icekeeper %d jobs: the soak did not run", res.WriterCommits, res.JobsCommitted)
 	}
+	if res.WakeUpsFired == 0 || res.Bill["EventBridge Scheduler"] == 0 {
+		t.Errorf("%d expiry wake-ups fired (billed $%.6f): the planner's schedules did not reach it", res.WakeUpsFired, res.Bill["EventBridge Scheduler"])
+	}
 	var rewritten int64
 	for _, w := range res.Workloads {
 		if w.Tables == 0 || w.WrittenBytes == 0 || w.Samples == 0 {
