@@ -366,7 +366,9 @@ func (l *ls) checkFunctions(t *testing.T, tpl *template) {
 			if s, isString := v.(string); isString && got != s {
 				t.Errorf("function %s: %s=%q, synthesized %q", id, k, got, s)
 			}
-			if r := ref(v); r != "" && got != tpl.physical[r] && !strings.HasSuffix(got, ":"+tpl.physical[r]) {
+			// A Ref is the name or URL, a GetAtt Arn an ARN ending in
+			// ":name" or, for a role, "/name".
+			if r := ref(v); r != "" && got != tpl.physical[r] && !strings.HasSuffix(got, ":"+tpl.physical[r]) && !strings.HasSuffix(got, "/"+tpl.physical[r]) {
 				t.Errorf("function %s: %s=%q, synthesized a reference to %s (%s)", id, k, got, r, tpl.physical[r])
 			}
 		}

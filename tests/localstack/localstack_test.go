@@ -51,7 +51,7 @@ const rieVersion = "v0.0.0-20261030222936-bef5c4ba774d"
 // stack's resources, CloudFormation and what it needs to deploy (SSM for
 // the CDK bootstrap version parameter, S3 for assets), STS for the
 // functions' role credentials.
-const services = "cloudformation,s3,sqs,events,lambda,dynamodb,iam,sts,logs,cloudwatch,sns,ssm"
+const services = "cloudformation,s3,sqs,events,lambda,dynamodb,iam,sts,logs,cloudwatch,sns,ssm,scheduler"
 
 // ls is one LocalStack server started by the test.
 type ls struct {
