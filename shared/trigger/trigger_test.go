@@ -1062,11 +1062,13 @@ func TestPaceOf_CountsTheFilesTheRecommendedCompactionLeaves(t *testing.T) {
 
 // TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue: the
 // visit whose chain reached the snapshot expiry schedules the table's
-// next visit for when its next snapshot comes due: no sooner than the
-// expiry's own interval, or the deployment's, after an expiry was
-// planned; at the moment itself when nothing was due. No moment, a chain
-// that stopped before the expiry, or a failed schedule: no wake-up, and
-// the visit's outcome is the same.
+// next visit: after a planned expiry when the expiry's own interval (or
+// the deployment's) ends, or when the next snapshot comes due if later,
+// even with none to come on this metadata (a writer's commit meanwhile is
+// coalesced by the cooldown the job keeps); with nothing due, at the
+// moment the next snapshot comes due. Nothing ever due, a chain that
+// stopped before the expiry, or a failed schedule: no wake-up, and the
+// visit's outcome is the same.
 func TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue(t *testing.T) {
 	at := func(d time.Duration) *time.Time { t := testNow.Add(d); return &t }
 	expiry := func(o plan.Outcome, next *time.Time) map[string]plan.Result {
@@ -1084,6 +1086,7 @@ func TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue(t *testing.T)
 		{"planned, the next due within the deployment's interval", optedIn(), expiry(plan.OutcomePlanned, at(10*time.Minute)), false, at(time.Hour), ActionPlanned},
 		{"planned, the next due after the interval", optedIn(optin.PropertyExpireMinInterval, "2h"), expiry(plan.OutcomePlanned, at(5*time.Hour)), false, at(5 * time.Hour), ActionPlanned},
 		{"nothing due: at the moment", optedIn(optin.PropertyExpireMinInterval, "2h"), expiry(plan.OutcomeNothingToDo, at(20*time.Minute)), false, at(20 * time.Minute), ActionAssessed},
+		{"planned, nothing more ever due: when the interval ends", optedIn(optin.PropertyExpireMinInterval, "2h"), expiry(plan.OutcomePlanned, nil), false, at(2 * time.Hour), ActionPlanned},
 		{"nothing ever comes due", optedIn(), expiry(plan.OutcomeNothingToDo, nil), false, nil, ActionAssessed},
 		{"the chain stopped at compaction", optedIn(), map[string]plan.Result{"compaction": planned, "expire": {Outcome: plan.OutcomePlanned, NextExpiryDue: at(time.Minute)}}, false, nil, ActionPlanned},
 		{"the schedule failed", optedIn(), expiry(plan.OutcomePlanned, at(10*time.Minute)), true, nil, ActionPlanned},

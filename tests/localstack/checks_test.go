@@ -19,11 +19,14 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
+	"github.com/icekeeper/icekeeper/shared/envvars"
+	"github.com/icekeeper/icekeeper/shared/wakeup"
 	"github.com/icekeeper/icekeeper/shared/harness/bootstraps"
 )
 
@@ -105,6 +108,52 @@ func (l *ls) stackResources(t *testing.T, tpl *template, stack string) map[strin
 }
 
 func (l *ls) clients() *awsclients.Clients { return awsclients.ForEndpoint(l.endpoint, region) }
+
+// checkWakeUps: the expiry wake-ups' schedule group exists in LocalStack's
+// EventBridge Scheduler under the name the planner is told, and the
+// planner's wake-up (package wakeup, with the group, role and bus of the
+// planner's environment) is accepted there as synthesized, once.
+func (l *ls) checkWakeUps(t *testing.T, tpl *template) {
+	ctx := context.Background()
+	groups := tpl.ofType("AWS::Scheduler::ScheduleGroup")
+	if len(groups) != 1 {
+		t.Fatalf("schedule groups %v, want the wake-ups' one", groups)
+	}
+	name := tpl.physical[groups[0]]
+	sc := scheduler.NewFromConfig(l.clients().Config)
+	g, err := sc.GetScheduleGroup(ctx, &scheduler.GetScheduleGroupInput{Name: aws.String(name)})
+	if err != nil || string(g.State) != "ACTIVE" {
+		t.Fatalf("schedule group %s: %+v, %v", name, g, err)
+	}
+	var env map[string]string
+	for _, id := range tpl.ofType("AWS::Lambda::Function") {
+		if strings.HasPrefix(id, "Planner") {
+			fc, err := l.lambda().GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(tpl.physical[id])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env = fc.Environment.Variables
+		}
+	}
+	if env[envvars.WakeUpGroup] != name {
+		t.Fatalf("the planner is told of schedule group %q, LocalStack has %q", env[envvars.WakeUpGroup], name)
+	}
+	w, err := wakeup.New(sc, env[envvars.WakeUpGroup], env[envvars.EventBusARN], env[envvars.WakeUpRoleARN], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Hour)
+	for range 2 {
+		if _, err := w.Wake(ctx, "demo.events", at); err != nil {
+			t.Fatalf("a wake-up on LocalStack: %v", err)
+		}
+	}
+	list, err := sc.ListSchedules(ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(name)})
+	if err != nil || len(list.Schedules) != 1 {
+		t.Fatalf("schedules in %s: %+v, %v; want the one wake-up", name, list, err)
+	}
+	t.Logf("wake-up %s in group %s", aws.ToString(list.Schedules[0].Name), name)
+}
 
 func (l *ls) lambda() *lambda.Client {
 	return lambda.NewFromConfig(l.clients().Config)

@@ -518,6 +518,7 @@ func TestLocalStack_TheStackDeploysAndEventsReachThePlanner(t *testing.T) {
 	t.Run("bucket", func(t *testing.T) { l.checkBucket(t, tpl) })
 	t.Run("alarms", func(t *testing.T) { l.checkAlarms(t, tpl) })
 	t.Run("functions", func(t *testing.T) { l.checkFunctions(t, tpl) })
+	t.Run("wake-ups", func(t *testing.T) { l.checkWakeUps(t, tpl) })
 	t.Run("event sources", func(t *testing.T) { l.checkEventSources(t, tpl) })
 	step("resources checked")
 	t.Run("events", func(t *testing.T) { l.checkEvents(t, tpl) })
