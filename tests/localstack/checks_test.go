@@ -19,15 +19,15 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/envvars"
-	"github.com/icekeeper/icekeeper/shared/wakeup"
 	"github.com/icekeeper/icekeeper/shared/harness/bootstraps"
+	"github.com/icekeeper/icekeeper/shared/wakeup"
 )
 
 // hostArch is the stack's architecture setting for this machine: the
