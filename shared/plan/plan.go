@@ -183,8 +183,9 @@ type Result struct {
 	Continues bool `json:"continues,omitempty"`
 	// NextExpiryDue (snapshot expiry only, planned or nothing to do) is
 	// when the table's next snapshot beyond this expiry's comes due
-	// (expire.NextDue); absent when none ever does. The dispatcher wakes
-	// the table then (package wakeup).
+	// (expire.NextDue); absent when none ever does. The dispatcher
+	// schedules the table's next visit from it (trigger's wakeForExpiry,
+	// package wakeup).
 	NextExpiryDue *time.Time `json:"next_expiry_due,omitempty"`
 }
 

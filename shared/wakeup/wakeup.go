@@ -1,15 +1,15 @@
-// Package wakeup schedules a table's next planner visit for the moment its
-// next snapshot comes due for expiry (expire.NextDue), with an EventBridge
-// Scheduler one-time schedule that puts a chain continuation on
-// icekeeper's bus: an "Icekeeper Compaction Continues" event whose
+// Package wakeup schedules a table's next planner visit for its snapshot
+// expiry (when its next snapshot comes due, expire.NextDue, or when the
+// expiry's interval ends; the moment is the planner's, trigger's
+// wakeForExpiry), with an EventBridge Scheduler one-time schedule that
+// puts a chain continuation on icekeeper's bus: an "Icekeeper Compaction Continues" event whose
 // resume_after is rewrite-manifests, so the planner plans only the
 // snapshot expiry (events.Continuation; docs/FORMATS.md).
 //
 // Without it a table nobody writes waits for the next sweep once its
-// snapshot passes the retention, and one whose expiry interval
-// (icekeeper.expire.min-interval) ends just after a sweep waits for the
-// sweep after that: up to the interval plus the sweep's period past the
-// retention (docs/DESIGN.md section 16).
+// snapshot passes the retention, and one whose cooldown ends just after a
+// sweep waits for the sweep after that: up to the interval plus the
+// sweep's period past the retention (docs/DESIGN.md section 16).
 //
 // Invariants:
 //   - a wake-up changes nothing by itself: the planner visits the table as
