@@ -480,14 +480,21 @@ func TestExpire_AnIdleTablesExpiryIsNotStarvedByBusyTables(t *testing.T) {
 		t.Fatalf("the idle table: %+v, want its expiry planned", o)
 	}
 	d.drainCommits()
-	after, err := d.cat.LoadTable(d.ctx, table.Identifier{"lake", "idle"})
+	d.requireExpiredTo("lake.idle", 1, rows)
+}
+
+// requireExpiredTo fails unless the table name has snapshots snapshots
+// and reads rows, after an expiry.
+func (d *dispatchEnv) requireExpiredTo(name string, snapshots int, rows fingerprint.Fingerprint) {
+	d.t.Helper()
+	after, err := d.cat.LoadTable(d.ctx, strings.Split(name, "."))
 	if err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
-	if n := len(after.Metadata().Snapshots()); n != 1 {
-		t.Errorf("the idle table has %d snapshots after the sweep's expiry, want 1", n)
+	if n := len(after.Metadata().Snapshots()); n != snapshots {
+		d.t.Errorf("%s has %d snapshots after the expiry, want %d", name, n, snapshots)
 	}
 	if got, err := fingerprint.Scan(d.ctx, after.Scan()); err != nil || got != rows {
-		t.Errorf("the idle table's rows %v (err %v), want %v", got, err, rows)
+		d.t.Errorf("%s's rows %v (err %v), want %v", name, got, err, rows)
 	}
 }
