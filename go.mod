@@ -19,7 +19,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/google/uuid v1.6.0
-	github.com/klauspost/compress v1.19.2
+	github.com/klauspost/compress v1.20.5
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/sivchari/kumo v0.33.1
 	github.com/zeebo/xxh3 v1.1.0

@@ -94,32 +94,53 @@ func TestPipeline_ConcurrentPositionDeleteOnRewrittenFileIsRebased(t *testing.T)
 	for _, version := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			overCatalogs(t, func(t *testing.T, e *env) {
-				opts := smallTable
-				opts.FormatVersion = version
-				tbl := e.createTable(opts)
-				r := e.plan()
-				e.drainTasks()
-
-				if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, 20, 30, 120, 777}); err != nil {
-					t.Fatal(err)
-				}
-				want := e.fingerprint()
-				e.drainCommits()
-
-				e.requireCommitted(r.JobID, want)
-				e.requireNoDanglingDeletes(r.JobID)
-				if l := e.deleteLayout(); l.records == 0 {
-					t.Fatalf("no position delete or deletion vector is live after the commit: %+v", l)
-				}
-				if m := e.metrics.metricTotals(t); m["DeletesRebased/"+e.name()] < 1 {
-					t.Fatalf("DeletesRebased not emitted: %v", m)
-				}
-				records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
-				if err != nil || len(records) == 0 || records[0].DeletesRebased < 1 {
-					t.Fatalf("the maintenance log does not record the rebase: %+v %v", records, err)
-				}
+				rebaseConcurrentPositionDelete(t, e, version, false)
+			})
+			// A row map over ICEKEEPER_INLINE_ROW_MAP_BYTES is an S3
+			// object of its own, read back by the committer.
+			t.Run("row map on its own", func(t *testing.T) {
+				rebaseConcurrentPositionDelete(t, setup(t, func(c *config.Config) { c.InlineRowMapBytes = 1 }), version, true)
 			})
 		})
+	}
+}
+
+// rebaseConcurrentPositionDelete deletes rows of a compaction's input files
+// after its rewriters ran and checks that the commit rebased the deletes
+// onto the new files, reading the row map from the descriptor or from an
+// object of its own (ownObject).
+func rebaseConcurrentPositionDelete(t *testing.T, e *env, version int, ownObject bool) {
+	t.Helper()
+	opts := smallTable
+	opts.FormatVersion = version
+	tbl := e.createTable(opts)
+	r := e.plan()
+	e.drainTasks()
+	rowMaps, err := e.deps.Blobs.List(e.ctx, "jobs/"+r.JobID+"/rowmaps/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ownObject != (len(rowMaps) > 0) {
+		t.Fatalf("row map objects of the job: %v; want them only when the maps are over the inline size (%v)", rowMaps, ownObject)
+	}
+
+	if _, err := sampletable.DeleteByPosition(e.ctx, tbl, []int64{10, 20, 30, 120, 777}); err != nil {
+		t.Fatal(err)
+	}
+	want := e.fingerprint()
+	e.drainCommits()
+
+	e.requireCommitted(r.JobID, want)
+	e.requireNoDanglingDeletes(r.JobID)
+	if l := e.deleteLayout(); l.records == 0 {
+		t.Fatalf("no position delete or deletion vector is live after the commit: %+v", l)
+	}
+	if m := e.metrics.metricTotals(t); m["DeletesRebased/"+e.name()] < 1 {
+		t.Fatalf("DeletesRebased not emitted: %v", m)
+	}
+	records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
+	if err != nil || len(records) == 0 || records[0].DeletesRebased < 1 {
+		t.Fatalf("the maintenance log does not record the rebase: %+v %v", records, err)
 	}
 }
 

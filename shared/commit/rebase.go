@@ -428,12 +428,15 @@ func (m rowMaps) of(path string) (*rowmap.Resolved, error) {
 	// A sorted or z-ordered group's rows are permuted: a row map of it
 	// (a rewriter from before that was refused) would place deletes on
 	// other rows.
-	if g.desc.RowMapKey == "" || g.desc.Counters.SortRuns > 0 {
+	if (g.desc.RowMapKey == "" && len(g.desc.RowMap) == 0) || g.desc.Counters.SortRuns > 0 {
 		return nil, fmt.Errorf("%w: %w: cannot rebase: group %d's rows were sorted or moved to another partition spec, so where the rows of %s went is not recorded", ErrAborted, ErrConcurrent, g.desc.Group, path)
 	}
-	data, err := m.c.blobs.Get(m.ctx, g.desc.RowMapKey)
-	if err != nil {
-		return nil, fmt.Errorf("read row map of group %d: %w", g.desc.Group, err)
+	data := []byte(g.desc.RowMap)
+	if len(data) == 0 {
+		var err error
+		if data, err = m.c.blobs.Get(m.ctx, g.desc.RowMapKey); err != nil {
+			return nil, fmt.Errorf("read row map of group %d: %w", g.desc.Group, err)
+		}
 	}
 	var rm rowmap.Map
 	if err := messages.Decode(data, &rm); err != nil {

@@ -56,6 +56,7 @@ const (
 	EnvLeaseTTL               = envvars.LeaseTTL
 	EnvMaxGroupBytes          = envvars.MaxGroupBytes
 	EnvInlineTaskBytes        = envvars.InlineTaskBytes
+	EnvInlineRowMapBytes      = envvars.InlineRowMapBytes
 	EnvMaxTaskAttempts        = envvars.MaxTaskAttempts
 	EnvCommitRetries          = envvars.CommitRetries
 	EnvScanConcurrency        = envvars.ScanConcurrency
@@ -158,6 +159,10 @@ type Config struct {
 	// InlineTaskBytes is the largest task message sent inline; larger ones
 	// travel through S3 with a pointer in the message.
 	InlineTaskBytes int
+	// InlineRowMapBytes is the largest row map a rewriter writes into its
+	// descriptor; larger ones are an S3 object of their own (0: the
+	// default, messages.DefaultInlineRowMapBytes).
+	InlineRowMapBytes int
 	// OrphanListFanOutFiles: an orphan cleanup of a table whose current
 	// snapshot has at least this many data and delete files lists its
 	// location with one rewriter task per prefix; 0 never fans out.
@@ -387,6 +392,7 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	}
 	setI64(&c.MaxGroupBytes, EnvMaxGroupBytes)
 	setI(&c.InlineTaskBytes, EnvInlineTaskBytes)
+	setI(&c.InlineRowMapBytes, EnvInlineRowMapBytes)
 	setI(&c.MaxTaskAttempts, EnvMaxTaskAttempts)
 	setI(&c.CommitRetries, EnvCommitRetries)
 	setI(&c.ScanConcurrency, EnvScanConcurrency)
@@ -469,6 +475,9 @@ func (c Config) Env() map[string]string {
 	}
 	if c.TargetFileSize > 0 {
 		m[EnvTargetFileSize] = strconv.FormatInt(c.TargetFileSize, 10)
+	}
+	if c.InlineRowMapBytes > 0 {
+		m[EnvInlineRowMapBytes] = strconv.Itoa(c.InlineRowMapBytes)
 	}
 	if c.ExchangePageBytes > 0 {
 		m[EnvExchangePageBytes] = strconv.FormatInt(c.ExchangePageBytes, 10)

@@ -37,6 +37,7 @@ const (
 	LeaseTTL             = "ICEKEEPER_LEASE_TTL"
 	MaxGroupBytes        = "ICEKEEPER_MAX_GROUP_BYTES"
 	InlineTaskBytes      = "ICEKEEPER_INLINE_TASK_BYTES"
+	InlineRowMapBytes    = "ICEKEEPER_INLINE_ROW_MAP_BYTES"
 	MaxTaskAttempts      = "ICEKEEPER_MAX_TASK_ATTEMPTS"
 	CommitRetries        = "ICEKEEPER_COMMIT_RETRIES"
 	ScanConcurrency      = "ICEKEEPER_SCAN_CONCURRENCY"
@@ -112,7 +113,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, LeaseTTL, MaxGroupBytes, InlineTaskBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes, WakeUpGroup, WakeUpRoleARN, EventBusARN,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, LeaseTTL, MaxGroupBytes, InlineTaskBytes, InlineRowMapBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes, WakeUpGroup, WakeUpRoleARN, EventBusARN,
 	}
 }
 

@@ -51,6 +51,45 @@ func Unchanged(prev, next []byte, refresh time.Duration) bool {
 	return reflect.DeepEqual(p, n)
 }
 
+// HistoryInterval is how often at most a table's health history
+// (health/<table>/<time>.json) gets a copy of its report: the first
+// change of each UTC hour. latest.json still gets every change, and the
+// metrics every visit; a table written every few minutes would otherwise
+// pay two S3 PUTs a visit.
+const HistoryInterval = time.Hour
+
+// HistoryDue reports whether next, a changed report about to be written
+// as latest.json, also goes into the table's history: when prev, the
+// latest.json it replaces (nil when there was none), was generated in an
+// earlier HistoryInterval (UTC hour) than next. latest.json is written at
+// every change, so a prev from the same hour means this hour's first
+// change already went into the history (written before latest.json). A
+// prev or next that cannot be decoded, or has no generated_at, makes the
+// copy due: a history gap is worse than a PUT.
+func HistoryDue(prev, next []byte) bool {
+	pAt, ok := generatedAt(prev)
+	if !ok {
+		return true
+	}
+	nAt, ok := generatedAt(next)
+	if !ok {
+		return true
+	}
+	return pAt.Truncate(HistoryInterval).Before(nAt.Truncate(HistoryInterval))
+}
+
+// generatedAt is a report's generated_at.
+func generatedAt(report []byte) (time.Time, bool) {
+	var r struct {
+		GeneratedAt string `json:"generated_at"`
+	}
+	if len(report) == 0 || json.Unmarshal(report, &r) != nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, r.GeneratedAt)
+	return at, err == nil
+}
+
 // clockless decodes a report into a JSON object without its clock fields,
 // and returns its generated_at; ok is false when it is not a JSON object
 // with a generated_at.

@@ -179,3 +179,28 @@ func TestUnchanged_AHotPartitionsAgeIsIgnored(t *testing.T) {
 		t.Error("a hot partition with another candidate file: unchanged, want changed")
 	}
 }
+
+// TestHistoryDue_TheFirstChangeOfEachHour: a changed report goes into the
+// history when the latest.json it replaces was generated in an earlier UTC
+// hour, or is missing or undecodable; not when it is from the same hour.
+func TestHistoryDue_TheFirstChangeOfEachHour(t *testing.T) {
+	at := func(s string) []byte { return []byte(`{"generated_at":"` + s + `","score":1}`) }
+	for _, c := range []struct {
+		name       string
+		prev, next []byte
+		want       bool
+	}{
+		{"no latest.json yet", nil, at("2026-12-05T10:20:00Z"), true},
+		{"the same hour", at("2026-12-05T10:00:00Z"), at("2026-12-05T10:59:59.999Z"), false},
+		{"the next hour, a minute later", at("2026-12-05T10:59:30Z"), at("2026-12-05T11:00:30Z"), true},
+		{"a day later", at("2026-12-04T10:20:00Z"), at("2026-12-05T10:20:00Z"), true},
+		{"an offset other than UTC, the same UTC hour", at("2026-12-05T11:10:00+01:00"), at("2026-12-05T10:50:00Z"), false},
+		{"latest.json from a later hour (a clock that went back)", at("2026-12-05T12:00:00Z"), at("2026-12-05T11:00:00Z"), false},
+		{"latest.json undecodable", []byte("{"), at("2026-12-05T10:20:00Z"), true},
+		{"latest.json without generated_at", []byte(`{"score":1}`), at("2026-12-05T10:20:00Z"), true},
+	} {
+		if got := HistoryDue(c.prev, c.next); got != c.want {
+			t.Errorf("%s: HistoryDue = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

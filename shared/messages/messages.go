@@ -29,6 +29,12 @@ import (
 // FormatVersion is the version of every format in this package.
 const FormatVersion = 1
 
+// DefaultInlineRowMapBytes is the largest row map a rewriter writes into
+// its descriptor (ICEKEEPER_INLINE_ROW_MAP_BYTES): a binpack group's map
+// is a few hundred bytes a file plus the deleted positions' bitmaps, and
+// one the committer reads with the descriptor costs no S3 PUT of its own.
+const DefaultInlineRowMapBytes = 32 << 10
+
 // Snapshot summary properties icekeeper's commits carry (commit.SummaryJobID
 // and commit.SummaryStagedFor): the job whose commit a snapshot is.
 const (
@@ -328,6 +334,10 @@ type Descriptor struct {
 	// each surviving input row went, for rebasing deletes committed during
 	// the job; "" when the rows were sorted or repartitioned on the way.
 	RowMapKey string `json:"row_map,omitempty"`
+	// RowMap is the row map itself when it is at most the rewriter's
+	// inline size (DefaultInlineRowMapBytes): a descriptor holds it or
+	// names it in RowMapKey, never both.
+	RowMap json.RawMessage `json:"row_map_inline,omitempty"`
 	// Exchange (a two-stage sort's map group) is where the attempt wrote
 	// its sorted rows instead of new files; its RowsWritten counts them.
 	Exchange *ExchangeOutput `json:"exchange,omitempty"`

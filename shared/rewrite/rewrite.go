@@ -131,6 +131,10 @@ type Settings struct {
 	// ExchangePageBytes is the Arrow size of a two-stage sort's scratch
 	// pages (0: exchange.DefaultPageBytes).
 	ExchangePageBytes int64
+	// InlineRowMapBytes is the largest row map written into the
+	// descriptor itself; a larger one is an object of its own (0:
+	// messages.DefaultInlineRowMapBytes).
+	InlineRowMapBytes int
 }
 
 // RetryDelay is how long a task that failed on its n-th delivery waits
@@ -404,7 +408,12 @@ func (r *Rewriter) handle(ctx context.Context, log *slog.Logger, task messages.T
 	}
 	if counters.rowMap != nil {
 		body, err := messages.Encode(counters.rowMap)
-		if err == nil {
+		switch {
+		case err != nil:
+		case len(body) <= r.inlineRowMapBytes():
+			// In the descriptor: one S3 PUT a group fewer.
+			desc.RowMap = body
+		default:
 			desc.RowMapKey, err = r.blobs.Put(ctx, fmt.Sprintf("jobs/%s/rowmaps/%05d-%s.json", task.JobID, task.Group, attempt), body)
 		}
 		if err != nil {
@@ -572,4 +581,12 @@ func paths(files []iceberg.DataFile) []string {
 		out = append(out, f.FilePath())
 	}
 	return out
+}
+
+// inlineRowMapBytes is the largest row map written into the descriptor.
+func (r *Rewriter) inlineRowMapBytes() int {
+	if r.settings.InlineRowMapBytes > 0 {
+		return r.settings.InlineRowMapBytes
+	}
+	return messages.DefaultInlineRowMapBytes
 }

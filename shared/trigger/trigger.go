@@ -662,14 +662,17 @@ func (d *Dispatcher) assess(ctx context.Context, log *slog.Logger, o TableOutcom
 		log.Warn("emit health metrics", "err", err.Error())
 	}
 	latest := "health/" + o.Table + "/latest.json"
-	if key := d.reports.Key(latest); d.reportUnchanged(ctx, log, key, a.Report) {
-		o.ReportKey = key
-		log.Info("health unchanged: report not rewritten", "score", a.Score, "compaction_bytes", a.CompactionBytes, "report", key)
+	prev := d.publishedReport(ctx, log, d.reports.Key(latest))
+	if prev != nil && health.Unchanged(prev, a.Report, health.RefreshAge) {
+		o.ReportKey = d.reports.Key(latest)
+		log.Info("health unchanged: report not rewritten", "score", a.Score, "compaction_bytes", a.CompactionBytes, "report", o.ReportKey)
 		return a, o, nil
 	}
-	stamp := d.now().UTC().Format("20060102T150405Z")
-	if _, err := d.reports.Put(ctx, "health/"+o.Table+"/"+stamp+".json", a.Report); err != nil {
-		return a, o, fmt.Errorf("trigger: store health report of %s: %w", o.Table, err)
+	if health.HistoryDue(prev, a.Report) {
+		stamp := d.now().UTC().Format("20060102T150405Z")
+		if _, err := d.reports.Put(ctx, "health/"+o.Table+"/"+stamp+".json", a.Report); err != nil {
+			return a, o, fmt.Errorf("trigger: store health report of %s: %w", o.Table, err)
+		}
 	}
 	key, err := d.reports.Put(ctx, latest, a.Report)
 	if err != nil {
@@ -696,23 +699,23 @@ func (d *Dispatcher) revisitAfter(tbl *table.Table, a Assessment) time.Duration 
 	return 0
 }
 
-// reportUnchanged reports whether the table's published latest report
-// (at key) says what report says, and is less than health.RefreshAge old
-// (health.Unchanged): then neither report is written again. A sweep
-// assesses every table each hour and most have not changed since; S3
-// charges a GET about a twelfth of a PUT, and this one saves two. A
-// missing report is written; so is one that cannot be read, with a
-// warning: the visit goes on.
-func (d *Dispatcher) reportUnchanged(ctx context.Context, log *slog.Logger, key string, report []byte) bool {
+// publishedReport is the table's published latest report (at key), or
+// nil when there is none or it cannot be read (with a warning: the visit
+// goes on and writes its report). With it the planner skips writing a
+// report that says nothing new (health.Unchanged: a sweep assesses every
+// table each hour and most have not changed since; S3 charges a GET about
+// a twelfth of a PUT, and this one saves two) and copies a changed one
+// into the history at most once an hour (health.HistoryDue).
+func (d *Dispatcher) publishedReport(ctx context.Context, log *slog.Logger, key string) []byte {
 	prev, err := d.reports.Get(ctx, key)
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
-		return false
+		return nil
 	case err != nil:
 		log.Warn("previous health report not read; the report is written", "report", key, "err", err.Error())
-		return false
+		return nil
 	}
-	return health.Unchanged(prev, report, health.RefreshAge)
+	return prev
 }
 
 // plan starts a job for an eligible table, the first that is due of the

@@ -547,8 +547,9 @@ func TestDispatch_AdvisoryAssessesAndNeverPlans(t *testing.T) {
 // TestSweep_AnUnchangedHealthReportIsNotWrittenAgain: a sweep writes a
 // table's two reports; the next sweep, an hour later with the table as it
 // was, reads latest.json and writes nothing, yet still names it; once the
-// table changed, both are written again, and so they are when the
-// published report cannot be read.
+// table changed, both are written again; a second change in the same hour
+// rewrites latest.json only (the history has the hour's first); both are
+// written when the published report cannot be read.
 func TestSweep_AnUnchangedHealthReportIsNotWrittenAgain(t *testing.T) {
 	r := newRig(t, config.ModeAdvisory, "shop")
 	report := func(at time.Time, snapshot int) []byte {
@@ -589,6 +590,14 @@ func TestSweep_AnUnchangedHealthReportIsNotWrittenAgain(t *testing.T) {
 	next = next.Add(time.Hour)
 	if _, puts := sweep(next, 2); !slices.Equal(puts, stamped(next)) {
 		t.Errorf("sweep of a changed table wrote %v, want %v", puts, stamped(next))
+	}
+	next = next.Add(50 * time.Minute)
+	if _, puts := sweep(next, 3); !slices.Equal(puts, []string{"health/shop.orders/latest.json"}) {
+		t.Errorf("sweep of a table changed again in the same hour wrote %v, want latest.json alone", puts)
+	}
+	next = next.Add(10 * time.Minute)
+	if _, puts := sweep(next, 4); !slices.Equal(puts, stamped(next)) {
+		t.Errorf("sweep of a table changed in the next hour wrote %v, want %v", puts, stamped(next))
 	}
 	r.reports.getErr = errors.New("timeout")
 	next = next.Add(time.Hour)

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -64,6 +65,10 @@ type Counts struct {
 	// Events are EventBridge's billed events (an event per 64 KB of an
 	// entry).
 	Events int64 `json:"eventbridge_events"`
+	// S3Keys counts S3's operations by the kind of key they name
+	// ("s3:PutObject health/*/latest.json", KeyKind), to tell which of
+	// the objects the functions keep costs the requests.
+	S3Keys map[string]int64 `json:"s3_keys,omitempty"`
 }
 
 // Service sums the calls of one service.
@@ -95,6 +100,12 @@ func (c *Counts) Add(d Counts) {
 	for k, v := range d.Calls {
 		c.Calls[k] += v
 	}
+	if len(d.S3Keys) > 0 && c.S3Keys == nil {
+		c.S3Keys = map[string]int64{}
+	}
+	for k, v := range d.S3Keys {
+		c.S3Keys[k] += v
+	}
 	c.WriteUnits += d.WriteUnits
 	c.ReadUnits += d.ReadUnits
 	c.SQSRequests += d.SQSRequests
@@ -115,6 +126,37 @@ func Classify(r *http.Request) Op {
 		return Op{Scheduler, r.Method + " " + resource}
 	}
 	return Op{S3, s3requests.Classify(r)}
+}
+
+// KeyKind names the kind of object a path-style S3 request's path
+// ("/bucket/key") names: the key's segments after the first, with every
+// segment holding a digit or a dot (a table's or job's name, a time
+// stamp) but the last one's extension replaced by "*". So
+// "/b/jobs/2f1c/descriptors/00001-a1.json" is "jobs/*/descriptors/*.json"
+// and "/b/health/ns.t1/latest.json" is "health/*/latest.json".
+func KeyKind(path string) string {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(segs) < 2 {
+		return ""
+	}
+	segs = segs[1:]
+	for i := 1; i < len(segs); i++ {
+		if !strings.ContainsAny(segs[i], "0123456789.") {
+			continue
+		}
+		if i < len(segs)-1 {
+			segs[i] = "*"
+			continue
+		}
+		ext := ""
+		if j := strings.LastIndexByte(segs[i], '.'); j >= 0 {
+			ext = segs[i][j:]
+		}
+		if name := strings.TrimSuffix(segs[i], ext); strings.ContainsAny(name, "0123456789.") {
+			segs[i] = "*" + ext
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // chunks64K is how many 64 KB chunks n bytes make (at least one).
@@ -198,7 +240,7 @@ type Proxy struct {
 
 // Start serves a counting proxy to target on a free loopback port.
 func Start(target string) (*Proxy, error) {
-	p := &Proxy{c: Counts{Calls: map[string]int64{}}}
+	p := &Proxy{c: Counts{Calls: map[string]int64{}, S3Keys: map[string]int64{}}}
 	var err error
 	p.URL, p.stop, err = s3requests.Serve(target, func(w http.ResponseWriter, r *http.Request, rp http.Handler) {
 		op := Classify(r)
@@ -216,6 +258,11 @@ func Start(target string) (*Proxy, error) {
 		// size when its response is through.
 		p.mu.Lock()
 		p.c.Calls[op.String()]++
+		if op.Service == S3 {
+			if kind := KeyKind(r.URL.Path); kind != "" {
+				p.c.S3Keys[op.String()+" "+kind]++
+			}
+		}
 		p.mu.Unlock()
 		rec := &s3requests.ResponseCounter{ResponseWriter: w}
 		if op.Service == DynamoDB {
@@ -241,17 +288,15 @@ func (p *Proxy) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := p.c
-	out.Calls = make(map[string]int64, len(p.c.Calls))
-	for k, v := range p.c.Calls {
-		out.Calls[k] = v
-	}
+	out.Calls = maps.Clone(p.c.Calls)
+	out.S3Keys = maps.Clone(p.c.S3Keys)
 	return out
 }
 
 // Reset zeroes the counts.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
-	p.c = Counts{Calls: map[string]int64{}}
+	p.c = Counts{Calls: map[string]int64{}, S3Keys: map[string]int64{}}
 	p.mu.Unlock()
 }
 

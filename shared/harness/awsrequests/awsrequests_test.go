@@ -68,7 +68,28 @@ func TestProxy_CountsEachServicesOperationsAndWhatTheyBill(t *testing.T) {
 	if c.SQSRequests != 3 || c.Events != 3 {
 		t.Errorf("SQS requests %d (want 3: a 70 KB message is two), EventBridge events %d (want 3)", c.SQSRequests, c.Events)
 	}
+	if c.S3Keys["s3:GetObject jobs/plan.json"] != 1 || len(c.S3Keys) != 1 {
+		t.Errorf("S3 requests by key kind: %v, want one GetObject of jobs/plan.json", c.S3Keys)
+	}
 	if c.Service(DynamoDB) != 3 || c.Service(SQS) != 2 {
 		t.Errorf("per service: %d DynamoDB, %d SQS calls", c.Service(DynamoDB), c.Service(SQS))
+	}
+}
+
+// TestKeyKind_NamesTheKindOfObjectNotTheObject checks that the names a
+// table, a job or a moment gives a key are folded into one kind.
+func TestKeyKind_NamesTheKindOfObjectNotTheObject(t *testing.T) {
+	for path, want := range map[string]string{
+		"/b/jobs/2f1c9a/descriptors/00001-a1.json": "jobs/*/descriptors/*.json",
+		"/b/jobs/2f1c9a/plan.json":                 "jobs/*/plan.json",
+		"/b/health/ns.t1/latest.json":              "health/*/latest.json",
+		"/b/health/ns.t1/20261205T101010Z.json":    "health/*/*.json",
+		"/b/ledger":                                "ledger",
+		"/b":                                       "",
+		"/b/":                                      "",
+	} {
+		if got := KeyKind(path); got != want {
+			t.Errorf("KeyKind(%q) = %q, want %q", path, got, want)
+		}
 	}
 }

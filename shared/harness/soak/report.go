@@ -381,6 +381,7 @@ func (r Result) Markdown() string {
 		fmt.Fprintf(&b, "| %s | $%.4f | $%.6f |\n", k, r.Bill[k], r.Bill[k]/float64(max(len(r.Tables), 1))/max(days, 1e-9))
 	}
 	fmt.Fprintf(&b, "| **total** | **$%.4f** | **$%.6f** |\n\n", total, r.PerTableDay)
+	writeS3Kinds(&b, r.AWS.S3Keys)
 	if len(r.Samples) > 0 {
 		s := r.Samples[len(r.Samples)-1]
 		fmt.Fprintf(&b, "At the end: %d data files (%.2fx the optimum at the median, %.2fx at the 90th percentile, %.2fx the worst), %d delete files, %.1f MB stored for %.1f MB live, %.1f MB retained and %.1f MB retained until the next expiry the interval allows.\n\n",
@@ -418,4 +419,32 @@ func (f *fleet) dlqDepth(ctx context.Context, url string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+}
+
+// writeS3Kinds lists the functions' S3 requests by the kind of object
+// they name, the most first (at most 12), to show which objects the S3
+// bill item pays for.
+func writeS3Kinds(b *strings.Builder, kinds map[string]int64) {
+	if len(kinds) == 0 {
+		return
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if kinds[names[i]] != kinds[names[j]] {
+			return kinds[names[i]] > kinds[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	b.WriteString("The functions' S3 requests by the kind of object (the most first):\n\n| request | count |\n|---|---|\n")
+	for i, k := range names {
+		if i == 12 {
+			fmt.Fprintf(b, "| %d kinds more | |\n", len(names)-12)
+			break
+		}
+		fmt.Fprintf(b, "| %s | %d |\n", k, kinds[k])
+	}
+	b.WriteString("\n")
 }

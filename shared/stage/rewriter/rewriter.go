@@ -33,7 +33,7 @@ var Needs = []config.Need{config.NeedLeases, config.NeedJobs, config.NeedBucket,
 
 // Rewriter builds the rewriter.
 func Rewriter(d *stage.Deps) (*rewrite.Rewriter, error) {
-	s := rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL, SortWindowBytes: d.Config.SortWindowBytes, ExchangePageBytes: d.Config.ExchangePageBytes}
+	s := rewrite.Settings{MaxAttempts: d.Config.MaxTaskAttempts, ScanConcurrency: d.Config.ScanConcurrency, LeaseTTL: d.Config.LeaseTTL, SortWindowBytes: d.Config.SortWindowBytes, ExchangePageBytes: d.Config.ExchangePageBytes, InlineRowMapBytes: d.Config.InlineRowMapBytes}
 	if limit := stage.MemoryLimit(); limit > 0 && s.SortWindowBytes == 0 {
 		// A sort window of a quarter of the memory limit: the reader's
 		// pages, the writer's open row group and the batches in flight
