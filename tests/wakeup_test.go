@@ -1,9 +1,7 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/harness/fingerprint"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
+	"github.com/icekeeper/icekeeper/shared/harness/scheduled"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
 	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
@@ -82,14 +81,15 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	at, err := time.Parse("2006-01-02T15:04:05", strings.TrimSuffix(strings.TrimPrefix(aws.ToString(s.ScheduleExpression), "at("), ")"))
+	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(at))
-	raw, _ := json.Marshal(map[string]any{"version": "0", "id": "wake-up", "source": aws.ToString(s.Target.EventBridgeParameters.Source),
-		"detail-type": aws.ToString(s.Target.EventBridgeParameters.DetailType), "account": "123456789012", "region": "us-east-1",
-		"time": at.Format(time.RFC3339), "resources": []string{}, "detail": json.RawMessage(aws.ToString(s.Target.Input))})
+	raw, err := scheduled.Event("wake-up", s.Target, at)
+	if err != nil {
+		t.Fatal(err)
+	}
 	woken := outcomeOf(t, d.handle(raw), "lake.quiet")
 	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindExpire {
 		t.Fatalf("the wake-up's visit: %+v, want the expiry planned", woken)

@@ -14,6 +14,8 @@
 //   - bootstraps: the functions built as `make lambdas` builds them, for
 //     the benchmark's cold starts and the tests under AWS's runtime
 //     emulator;
+//   - scheduled: EventBridge Scheduler's one-time schedules fired where
+//     nothing fires them (the soak's and the tests' wake-ups);
 //   - gluestandin: AWS Glue's Data Catalog calls with Glue's version lock,
 //     where kumo (no UpdateTable) and LocalStack (no Glue) cannot serve
 //     them.

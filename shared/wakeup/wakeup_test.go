@@ -2,7 +2,6 @@ package wakeup
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/scheduled"
 )
 
 // scheduleName is EventBridge Scheduler's pattern and length for a
@@ -81,9 +81,10 @@ func TestWake_SchedulesOneSelfDeletingContinuationOfTheExpiry(t *testing.T) {
 		t.Fatalf("target %+v", tg)
 	}
 	// What the bus delivers to the planner.
-	raw, _ := json.Marshal(map[string]any{"version": "0", "id": "wake", "source": aws.ToString(tg.EventBridgeParameters.Source),
-		"detail-type": aws.ToString(tg.EventBridgeParameters.DetailType), "account": "123456789012", "region": "us-east-1",
-		"time": at.Format(time.RFC3339), "resources": []string{}, "detail": json.RawMessage(aws.ToString(tg.Input))})
+	raw, err := scheduled.Event("wake", tg, at)
+	if err != nil {
+		t.Fatal(err)
+	}
 	trig, err := events.Decode(raw)
 	if err != nil {
 		t.Fatalf("the planner refuses the wake-up: %v", err)

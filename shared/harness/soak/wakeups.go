@@ -9,16 +9,15 @@ package soak
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/icekeeper/icekeeper/shared/harness/scheduled"
 	"github.com/icekeeper/icekeeper/shared/wakeup"
 )
 
@@ -53,16 +52,14 @@ func (s *schedules) CreateSchedule(ctx context.Context, in *scheduler.CreateSche
 	if err != nil {
 		return out, err
 	}
-	expr := aws.ToString(in.ScheduleExpression)
-	at, perr := time.Parse("2006-01-02T15:04:05", strings.TrimSuffix(strings.TrimPrefix(expr, "at("), ")"))
-	if perr != nil || in.Target == nil || in.Target.EventBridgeParameters == nil {
-		return out, fmt.Errorf("soak: a wake-up the soak cannot fire: %q, target %+v", expr, in.Target)
+	at, err := scheduled.Moment(aws.ToString(in.ScheduleExpression))
+	if err != nil {
+		return out, fmt.Errorf("soak: a wake-up the soak cannot fire: %w", err)
 	}
-	raw, _ := json.Marshal(map[string]any{
-		"version": "0", "id": "soak-wakeup-" + aws.ToString(in.Name), "source": aws.ToString(in.Target.EventBridgeParameters.Source),
-		"detail-type": aws.ToString(in.Target.EventBridgeParameters.DetailType), "account": "123456789012", "region": "us-east-1",
-		"time": at.UTC().Format(time.RFC3339), "resources": []string{}, "detail": json.RawMessage(aws.ToString(in.Target.Input)),
-	})
+	raw, err := scheduled.Event("soak-wakeup-"+aws.ToString(in.Name), in.Target, at)
+	if err != nil {
+		return out, fmt.Errorf("soak: a wake-up the soak cannot fire: %w", err)
+	}
 	s.mu.Lock()
 	s.pending = append(s.pending, pendingWakeUp{at: at, name: aws.ToString(in.Name), event: raw})
 	s.mu.Unlock()
