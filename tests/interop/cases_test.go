@@ -135,6 +135,11 @@ var cases = []tableCase{
 			w.sql("INSERT INTO {t} SELECT id, id, 'after', named_struct('a', 4, 'b', 'u', 'c', 'd'), 'h', 'v3', 1 FROM range(1000, 1040)")
 			w.sql("UPDATE {t} SET after_icekeeper = 2 WHERE id %% 4 = 0")
 		}},
+	{feature: "decimals of every Parquet width (INT32, INT64, FIXED), widened by Spark DDL", subset: true, write: decimalTable,
+		more: func(w *world) {
+			insertDecimals(w, 1000, 1060, 2)
+			w.sql("UPDATE {t} SET mid = mid * -1 WHERE id %% 4 = 0")
+		}},
 	{feature: "partition evolution (ADD/DROP PARTITION FIELD)", write: evolvedPartitions},
 	{feature: "sort order by WRITE ORDERED BY", write: writeOrdered},
 	{feature: "write.object-storage.enabled, zstd, gzip metadata", subset: true, write: withProperties(2,
@@ -148,6 +153,39 @@ var cases = []tableCase{
 		w.sql("INSERT INTO {t} SELECT id, 'c9', 'later' FROM range(1000, 1050)")
 		w.sql("DELETE FROM {t} WHERE id %% 11 = 0")
 	}},
+}
+
+// decimalTable has decimals Iceberg Java stores as INT32 (precision up to
+// 9), INT64 (up to 18) and FIXED_LEN_BYTE_ARRAY, negatives among them;
+// one is widened from 7 to 12 digits after the first rows (INT32 files
+// read as decimal(12,2), new rows in INT64), then some rows are deleted
+// and updated.
+func decimalTable(w *world) {
+	w.sql(`CREATE TABLE {t} (id bigint, category string, small decimal(7,2), mid decimal(15,2), big decimal(30,4))
+		USING iceberg PARTITIONED BY (category) TBLPROPERTIES ('format-version'='2', %s, %s)`, mergeOnRead, maintained)
+	insertDecimals(w, 0, 200, 4)
+	w.sql("ALTER TABLE {t} ALTER COLUMN small TYPE decimal(12,2)")
+	insertDecimals(w, 200, 300, 2)
+	w.sql("DELETE FROM {t} WHERE id %% 7 = 0")
+	w.sql("UPDATE {t} SET big = -big, small = small + 0.01 WHERE id %% 5 = 0")
+}
+
+// insertDecimals appends rows [from, to) of decimalTable in several
+// commits: values on both sides of zero, some near each precision's limit.
+func insertDecimals(w *world, from, to, commits int) {
+	w.t.Helper()
+	step := (to - from) / commits
+	for i := range commits {
+		lo, hi := from+i*step, from+(i+1)*step
+		if i == commits-1 {
+			hi = to
+		}
+		w.sql(`INSERT INTO {t} SELECT id, concat('c', CAST(id %% 3 AS string)),
+			CAST((id %% 300 - 150) * 333.33 AS decimal(7,2)),
+			CAST((id - 150) * 6543210987.65 AS decimal(15,2)),
+			CAST((id - 150) * 12345678901234567890.1234 AS decimal(30,4))
+			FROM range(%d, %d)`, lo, hi)
+	}
 }
 
 // evolvedSchema changes the schema every way Spark's DDL can, with rows
