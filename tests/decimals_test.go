@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -117,35 +116,13 @@ func liveDataFiles(t *testing.T, tbl *table.Table) map[string]iceberg.DataFile {
 // decimalValue.
 func (e *env) appendDecimals(firstID int64, files, rows int) {
 	e.t.Helper()
-	for f := 0; f < files; f++ {
-		tbl := e.load()
-		sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-		if err != nil {
-			e.t.Fatal(err)
+	e.appendGenerated(firstID, files, rows, func(t *testing.T, b array.Builder, f iceberg.NestedField, id int64) {
+		if dt, ok := f.Type.(iceberg.DecimalType); ok {
+			b.(*array.Decimal128Builder).Append(decimalValue(id, dt.Precision()))
+			return
 		}
-		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		for r := 0; r < rows; r++ {
-			id := firstID + int64(f*rows+r)
-			for i, fld := range tbl.Schema().Fields() {
-				if dt, ok := fld.Type.(iceberg.DecimalType); ok {
-					b.Field(i).(*array.Decimal128Builder).Append(decimalValue(id, dt.Precision()))
-					continue
-				}
-				appendEvolvedValue(e.t, b.Field(i), fld, id)
-			}
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if _, err := tbl.Append(e.ctx, rdr, nil); err != nil {
-			e.t.Fatalf("append decimals: %v", err)
-		}
-		rdr.Release()
-		rec.Release()
-	}
+		appendEvolvedValue(t, b, f, id)
+	})
 }
 
 // decimalFacts reads a Parquet file's decimal columns: their physical

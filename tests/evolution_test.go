@@ -60,6 +60,13 @@ func (e *env) evolveSpec(f func(u *table.UpdateSpec)) {
 // in the wrong column changes the fingerprint).
 func (e *env) appendAtCurrentSchema(firstID int64, files, rows int) {
 	e.t.Helper()
+	e.appendGenerated(firstID, files, rows, appendEvolvedValue)
+}
+
+// appendGenerated appends files of rows at the current schema, row id's
+// value of each column from value.
+func (e *env) appendGenerated(firstID int64, files, rows int, value func(*testing.T, array.Builder, iceberg.NestedField, int64)) {
+	e.t.Helper()
 	for f := 0; f < files; f++ {
 		tbl := e.load()
 		sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
@@ -70,7 +77,7 @@ func (e *env) appendAtCurrentSchema(firstID int64, files, rows int) {
 		for r := 0; r < rows; r++ {
 			id := firstID + int64(f*rows+r)
 			for i, fld := range tbl.Schema().Fields() {
-				appendEvolvedValue(e.t, b.Field(i), fld, id)
+				value(e.t, b.Field(i), fld, id)
 			}
 		}
 		rec := b.NewRecordBatch()

@@ -46,15 +46,23 @@ const eventsColumns = "id bigint, category string, ts timestamp, name string, va
 // table has small files to compact.
 func insertEvents(w *world, from, to, commits int) {
 	w.t.Helper()
+	inCommits(from, to, commits, func(lo, hi int) {
+		w.sql(`INSERT INTO {t} SELECT id, concat('c', CAST(id %% 3 AS string)),
+			timestamp_seconds(1704067200 + (id %% 4) * 86400 + id), concat('name-', CAST(id AS string)), id * 1.5
+			FROM range(%d, %d)`, lo, hi)
+	})
+}
+
+// inCommits splits the ids [from, to) into commits ranges [lo, hi), the
+// last taking the remainder, and calls insert on each in order.
+func inCommits(from, to, commits int, insert func(lo, hi int)) {
 	step := (to - from) / commits
 	for i := range commits {
 		lo, hi := from+i*step, from+(i+1)*step
 		if i == commits-1 {
 			hi = to
 		}
-		w.sql(`INSERT INTO {t} SELECT id, concat('c', CAST(id %% 3 AS string)),
-			timestamp_seconds(1704067200 + (id %% 4) * 86400 + id), concat('name-', CAST(id AS string)), id * 1.5
-			FROM range(%d, %d)`, lo, hi)
+		insert(lo, hi)
 	}
 }
 
@@ -174,18 +182,13 @@ func decimalTable(w *world) {
 // commits: values on both sides of zero, some near each precision's limit.
 func insertDecimals(w *world, from, to, commits int) {
 	w.t.Helper()
-	step := (to - from) / commits
-	for i := range commits {
-		lo, hi := from+i*step, from+(i+1)*step
-		if i == commits-1 {
-			hi = to
-		}
+	inCommits(from, to, commits, func(lo, hi int) {
 		w.sql(`INSERT INTO {t} SELECT id, concat('c', CAST(id %% 3 AS string)),
 			CAST((id %% 300 - 150) * 333.33 AS decimal(7,2)),
 			CAST((id - 150) * 6543210987.65 AS decimal(15,2)),
 			CAST((id - 150) * 12345678901234567890.1234 AS decimal(30,4))
 			FROM range(%d, %d)`, lo, hi)
-	}
+	})
 }
 
 // evolvedSchema changes the schema every way Spark's DDL can, with rows
