@@ -27,9 +27,11 @@ type RawResult struct {
 // writerProperties are iceberg-go's Parquet writer defaults (v0.7.0,
 // table/internal/parquet_files.go): zstd at the default level, 1 MiB pages
 // of at most 20,000 rows, data page v2, dictionaries on with a 2 MiB limit,
-// row groups of at most 1,048,576 rows, and (see RawRewrite) a new row group
-// once 128 MiB were written, read back with iceberg-go's reader settings
-// (parallel column decoding, batches of 131,072 rows).
+// row groups of at most 1,048,576 rows, decimals as INT32 or INT64 up to
+// 18 digits (icekeeper's patch of iceberg-go, as Iceberg Java stores them;
+// third_party/iceberg-go/ICEKEEPER.md), and (see RawRewrite) a new row
+// group once 128 MiB were written, read back with iceberg-go's reader
+// settings (parallel column decoding, batches of 131,072 rows).
 func writerProperties() *parquet.WriterProperties {
 	return parquet.NewWriterProperties(
 		parquet.WithMaxRowGroupLength(1048576),
@@ -40,6 +42,7 @@ func writerProperties() *parquet.WriterProperties {
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithStats(true),
+		parquet.WithStoreDecimalAsInteger(true),
 	)
 }
 
