@@ -59,6 +59,14 @@ const (
 	// not subtract (cloudburn.io/blog/amazon-eventbridge-pricing, March
 	// 2026). Creating and deleting schedules is not billed.
 	SchedulerInvocation = 1.00 / 1e6
+	// GlueRequest: AWS Glue Data Catalog's $1.00 per million requests,
+	// after the account's first million a month free, which the bills here
+	// do not subtract (it is the account's, shared with every other Glue
+	// client; aws.amazon.com/lake-formation/pricing's Data Catalog example,
+	// read 2026-12-05). Paid only when the tables' catalog is Glue; the
+	// harnesses' sql catalog stands in for it, its calls counted as Glue
+	// requests by package catalogcalls.
+	GlueRequest = 1.00 / 1e6
 	// LogsIngestedGB: $0.50 per GB ingested by CloudWatch Logs (standard
 	// class), as the README's "What observability costs" reads it.
 	LogsIngestedGB = 0.50

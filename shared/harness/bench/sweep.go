@@ -4,21 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
+	"github.com/icekeeper/icekeeper/shared/harness/catalogcalls"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
@@ -49,12 +47,13 @@ type SweepPoint struct {
 	// ("skipped:budget_max_jobs").
 	Actions map[string]int `json:"actions"`
 	Errors  []string       `json:"errors,omitempty"`
-	// Catalog counts the dispatcher's catalog calls.
-	Catalog CatalogCalls  `json:"catalog"`
-	Wall    time.Duration `json:"wall_ns"`
-	CPU     time.Duration `json:"cpu_ns"`
-	PeakRSS int64         `json:"peak_rss_bytes"`
-	Setup   time.Duration `json:"setup_ns"`
+	// Catalog counts the dispatcher's catalog calls, and what they are
+	// on Glue.
+	Catalog catalogcalls.Counts `json:"catalog"`
+	Wall    time.Duration       `json:"wall_ns"`
+	CPU     time.Duration       `json:"cpu_ns"`
+	PeakRSS int64               `json:"peak_rss_bytes"`
+	Setup   time.Duration       `json:"setup_ns"`
 	// ResponseBytes is the planner function's JSON response; LogBytes
 	// what it logged (slog and EMF lines).
 	ResponseBytes int   `json:"response_bytes"`
@@ -71,46 +70,22 @@ type SweepPoint struct {
 	OnS3 bool `json:"on_s3"`
 }
 
-// CatalogCalls counts a sweep's catalog calls; on Glue a ListTables of a
-// namespace is a GetTables call per page of up to 100 tables, and a
-// LoadTable a GetTable call.
-type CatalogCalls struct {
-	ListTables int64 `json:"list_tables"`
-	LoadTable  int64 `json:"load_table"`
-}
-
 // SweepArgs are the sweep child's arguments.
 type SweepArgs struct{}
 
 // SweepOut is what the sweep child saw.
 type SweepOut struct {
-	Visited       int            `json:"visited"`
-	Repeated      int            `json:"repeated"`
-	Actions       map[string]int `json:"actions"`
-	Errors        []string       `json:"errors,omitempty"`
-	Catalog       CatalogCalls   `json:"catalog"`
-	ResponseBytes int            `json:"response_bytes"`
-	LogBytes      int64          `json:"log_bytes"`
+	Visited       int                 `json:"visited"`
+	Repeated      int                 `json:"repeated"`
+	Actions       map[string]int      `json:"actions"`
+	Errors        []string            `json:"errors,omitempty"`
+	Catalog       catalogcalls.Counts `json:"catalog"`
+	ResponseBytes int                 `json:"response_bytes"`
+	LogBytes      int64               `json:"log_bytes"`
 	// Goroutines and OpenFiles are the planner process's at the sweep's
 	// end: what its clients keep (idle connections) grows with them.
 	Goroutines int `json:"goroutines"`
 	OpenFiles  int `json:"open_files"`
-}
-
-// countingCatalog counts the dispatcher's catalog calls.
-type countingCatalog struct {
-	catalog.Catalog
-	list, load atomic.Int64
-}
-
-func (c *countingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	c.load.Add(1)
-	return c.Catalog.LoadTable(ctx, ident)
-}
-
-func (c *countingCatalog) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2[table.Identifier, error] {
-	c.list.Add(1)
-	return c.Catalog.ListTables(ctx, ns)
 }
 
 // sweepChild is one planner invocation on the sweep schedule's event, as
@@ -123,7 +98,7 @@ func sweepChild(ctx context.Context) (SweepOut, error) {
 	logs := &LogCounter{}
 	deps.Log = slog.New(slog.NewJSONHandler(logs, nil))
 	deps.Metrics = metrics.NewEmitter(logs, "", nil)
-	cc := &countingCatalog{Catalog: cat}
+	cc := catalogcalls.Wrap(cat)
 	disp, err := deps.Dispatcher(cc)
 	if err != nil {
 		return SweepOut{}, err
@@ -141,7 +116,7 @@ func sweepChild(ctx context.Context) (SweepOut, error) {
 		return SweepOut{}, err
 	}
 	out := SweepOut{Actions: map[string]int{}, ResponseBytes: len(body), LogBytes: logs.Bytes(),
-		Catalog: CatalogCalls{ListTables: cc.list.Load(), LoadTable: cc.load.Load()}}
+		Catalog: cc.Counts()}
 	seen := map[string]int{}
 	for _, o := range resp.Tables {
 		seen[o.Table]++
@@ -299,6 +274,7 @@ func sweepCost(p SweepPoint) (items []lineItem) {
 		{"SQS", float64(p.AWS.SQSRequests) * SQSRequest, fmt.Sprintf("%d requests", p.AWS.SQSRequests), false},
 		{"EventBridge", float64(p.AWS.Events) * EventBridgeEvent, fmt.Sprintf("%d events", p.AWS.Events), false},
 		{"CloudWatch Logs ingestion", float64(logs) / 1e9 * LogsIngestedGB, fmt.Sprintf("%d bytes", logs), false},
+		{"Glue Data Catalog requests (a Glue catalog)", float64(p.Catalog.GlueRequests) * GlueRequest, fmt.Sprintf("%d requests", p.Catalog.GlueRequests), false},
 	}
 }
 
@@ -312,17 +288,17 @@ func (r Report) sweeps() string {
 	if r.Sweeps[0].OnS3 {
 		where = "on the emulator's S3 (every request counted)"
 	}
-	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse %s. Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable.\n\n",
+	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse %s. Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable, a commit a GetTable and an UpdateTable (package catalogcalls).\n\n",
 		10, SweepTablesPerNamespace, SweepFilesPerTable, where)
-	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | Glue requests | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Sweeps {
 		var acts []string
 		for k, v := range p.Actions {
 			acts = append(acts, fmt.Sprintf("%s %d", k, v))
 		}
 		sort.Strings(acts)
-		fmt.Fprintf(&b, "| %d | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
-			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.ListTables, p.Catalog.LoadTable,
+		fmt.Fprintf(&b, "| %d | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
+			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.Call("ListTables"), p.Catalog.Call("LoadTable"), p.Catalog.GlueRequests,
 			p.TableS3.Class(s3requests.ClassGet), p.AWS.Calls["s3:"+s3requests.PutObject], p.AWS.Service(awsrequests.DynamoDB), p.AWS.SQSRequests, strings.Join(acts, ", "))
 	}
 	fmt.Fprintf(&b, "\nThe bill of one sweep and of a month of hourly sweeps (%d), at US East list prices (bill.go, report.go):\n\n| tables | ", SweepsPerMonth)

@@ -29,6 +29,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/expire"
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/catalogcalls"
 	"github.com/icekeeper/icekeeper/shared/harness/churn"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
@@ -83,6 +84,8 @@ type fleet struct {
 	cloud   *localcloud.Cloud
 	counter *awsrequests.Proxy
 	cat     catalog.Catalog
+	// calls counts the functions' catalog calls (the writers' are not).
+	calls   *catalogcalls.Counter
 	deps    *stages.Deps
 	st      localrun.Stages
 	planner plannerstage.Handler
@@ -174,11 +177,12 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 	if f.wakeups != nil {
 		f.deps.WakeUps = plannerstage.WakeUpOptions{Schedules: f.wakeups, Lead: o.wall(wakeup.DefaultLead)}
 	}
-	if f.st, _, err = f.deps.LocalStages(f.cat); err != nil {
+	f.calls = catalogcalls.Wrap(f.cat)
+	if f.st, _, err = f.deps.LocalStages(f.calls); err != nil {
 		f.close()
 		return nil, err
 	}
-	disp, err := f.deps.Dispatcher(f.cat)
+	disp, err := f.deps.Dispatcher(f.calls)
 	if err != nil {
 		f.close()
 		return nil, err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/catalogcalls"
 )
 
 // Result is what a run measured.
@@ -48,6 +49,9 @@ type Result struct {
 	// reason, the plan's outcome.
 	PlannerOutcomes map[string]int     `json:"planner_outcomes"`
 	AWS             awsrequests.Counts `json:"aws"`
+	// Catalog counts the functions' catalog calls and what they are on
+	// Glue, the stack's default catalog.
+	Catalog catalogcalls.Counts `json:"catalog"`
 	// WakeUpsFired are the expiry wake-ups EventBridge Scheduler fired
 	// (each an invocation of the planner), WakeUpsPending those still to
 	// come at the end.
@@ -108,6 +112,7 @@ func (f *fleet) finish(ctx context.Context, r *Result) {
 	r.PlannerOutcomes = maps.Clone(f.inv.outcomes)
 	f.inv.mu.Unlock()
 	r.AWS = f.counter.Counts()
+	r.Catalog = f.calls.Counts()
 	if f.wakeups != nil {
 		r.WakeUpsFired, r.WakeUpsPending = f.wakeups.counts()
 	}
@@ -201,7 +206,8 @@ func (f *fleet) alarms(ctx context.Context, r *Result) []string {
 // 2-core machine), every AWS request the functions sent as counted,
 // the event source mappings' receive and delete of each message delivered
 // (they poll on the deployment's behalf and SQS bills those requests;
-// their idle long polling is a fixed cost, not here), and the logs. The
+// their idle long polling is a fixed cost, not here), the logs, and the
+// functions' catalog calls as Glue's Data Catalog requests. The
 // table files' S3 requests are not in it (the warehouse is on local
 // disk): compaction's share of them is in docs/PERFORMANCE.md's per-TB
 // bill.
@@ -224,6 +230,9 @@ func (f *fleet) bill(r *Result) {
 		b["EventBridge Scheduler"] = float64(r.WakeUpsFired) * bench.SchedulerInvocation
 	}
 	b["CloudWatch Logs ingestion"] = float64(r.LogBytes+bench.LambdaLogLinesBytes*invocations) / 1e9 * bench.LogsIngestedGB
+	// The stack's default catalog is Glue, which bills the functions'
+	// catalog calls (a sql catalog stands in for it here).
+	b["Glue Data Catalog requests"] = float64(r.Catalog.GlueRequests) * bench.GlueRequest
 	var total float64
 	for _, v := range b {
 		total += v
@@ -368,6 +377,16 @@ func (r Result) Markdown() string {
 		fmt.Fprintf(&b, "%s %s %d", sep, k, r.PlannerOutcomes[k])
 	}
 	b.WriteString(".\n")
+	methods := slices.Sorted(maps.Keys(r.Catalog.Calls))
+	b.WriteString("\nThe functions' catalog calls:")
+	for i, k := range methods {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "%s %s %d", sep, k, r.Catalog.Calls[k])
+	}
+	fmt.Fprintf(&b, "; on Glue, the stack's default catalog, %d Data Catalog requests.\n", r.Catalog.GlueRequests)
 	var total float64
 	items := make([]string, 0, len(r.Bill))
 	for k := range r.Bill {

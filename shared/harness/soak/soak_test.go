@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icekeeper/icekeeper/shared/harness/bench"
 )
 
 // TestSoak_AFleetKeepsEveryRowCommitAndByte is the short soak `make test`
@@ -43,6 +45,14 @@ func TestSoak_AFleetKeepsEveryRowCommitAndByte(t *testing.T) {
 	}
 	if res.WakeUpsFired == 0 || res.Bill["EventBridge Scheduler"] == 0 {
 		t.Errorf("%d expiry wake-ups fired (billed $%.6f): the planner's schedules did not reach it", res.WakeUpsFired, res.Bill["EventBridge Scheduler"])
+	}
+	// Every committed job committed through the counted catalog (a job of
+	// partial progress commits more than once), and the commits and loads
+	// are billed as Glue requests.
+	if c := res.Catalog; c.Call("CommitTable") < int64(res.JobsCommitted) || c.Call("LoadTable") == 0 || c.Call("ListTables") == 0 ||
+		res.Bill["Glue Data Catalog requests"] != float64(c.GlueRequests)*bench.GlueRequest || c.GlueRequests <= c.Call("CommitTable")*2 {
+		t.Errorf("the functions' catalog calls %v (%d Glue requests, billed $%.6f) for %d jobs committed: not every call counted",
+			c.Calls, c.GlueRequests, res.Bill["Glue Data Catalog requests"], res.JobsCommitted)
 	}
 	var rewritten int64
 	for _, w := range res.Workloads {
