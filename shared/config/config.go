@@ -53,6 +53,7 @@ const (
 	EnvSweepMaxJobs           = envvars.SweepMaxJobs
 	EnvSweepMaxBytes          = envvars.SweepMaxBytes
 	EnvSweepMaxMetadataJobs   = envvars.SweepMaxMetadataJobs
+	EnvSweepConcurrency       = envvars.SweepConcurrency
 	EnvLeaseTTL               = envvars.LeaseTTL
 	EnvMaxGroupBytes          = envvars.MaxGroupBytes
 	EnvInlineTaskBytes        = envvars.InlineTaskBytes
@@ -101,12 +102,20 @@ const (
 	// snapshot expiries of tables with nothing to compact: one planning
 	// and one commit each, no rewriters.
 	DefaultSweepMaxMetadataJobs = 100
-	DefaultLeaseTTL             = 30 * time.Minute
-	DefaultMaxGroupBytes        = int64(2) << 30
-	DefaultInlineTaskBytes      = 192 << 10
-	DefaultMaxTaskAttempts      = envvars.DefaultMaxTaskAttempts
-	DefaultCommitRetries        = 5
-	DefaultCommitTakeover       = 16 * time.Minute
+	// DefaultSweepConcurrency: a sweep loads and assesses this many
+	// tables at once. Each table is a chain of requests that mostly wait
+	// (the catalog's GetTable, then the metadata file, the manifest list
+	// and the manifests, its published health report): one after another
+	// at S3's tens of milliseconds a request, 10,000 tables took longer
+	// than Lambda's 15 minutes (docs/PERFORMANCE.md, "A sweep at S3's and
+	// Glue's latency").
+	DefaultSweepConcurrency = 16
+	DefaultLeaseTTL         = 30 * time.Minute
+	DefaultMaxGroupBytes    = int64(2) << 30
+	DefaultInlineTaskBytes  = 192 << 10
+	DefaultMaxTaskAttempts  = envvars.DefaultMaxTaskAttempts
+	DefaultCommitRetries    = 5
+	DefaultCommitTakeover   = 16 * time.Minute
 	// DefaultOrphanListFanOut: tables whose current snapshot has this many
 	// data and delete files have their orphan listing fanned out.
 	DefaultOrphanListFanOut = int64(100_000)
@@ -149,6 +158,9 @@ type Config struct {
 	// rewrites, snapshot expiries) one sweep starts, apart from the data
 	// jobs SweepMaxJobs counts.
 	SweepMaxMetadataJobs int
+	// SweepConcurrency is how many tables a sweep loads and assesses at
+	// once (1: one after another).
+	SweepConcurrency int
 
 	// LeaseTTL is how long a job's lease lasts; it must cover planning,
 	// rewriting and committing (Lambda's 15-minute limit per stage).
@@ -234,6 +246,7 @@ func Defaults() Config {
 		SweepMaxJobs:          DefaultSweepMaxJobs,
 		SweepMaxBytes:         DefaultSweepMaxBytes,
 		SweepMaxMetadataJobs:  DefaultSweepMaxMetadataJobs,
+		SweepConcurrency:      DefaultSweepConcurrency,
 		LeaseTTL:              DefaultLeaseTTL,
 		MaxGroupBytes:         DefaultMaxGroupBytes,
 		InlineTaskBytes:       DefaultInlineTaskBytes,
@@ -342,6 +355,10 @@ func FromLookup(getenv func(string) string) (Config, error) {
 	setI(&c.SweepMaxJobs, EnvSweepMaxJobs)
 	setI64(&c.SweepMaxBytes, EnvSweepMaxBytes)
 	setI(&c.SweepMaxMetadataJobs, EnvSweepMaxMetadataJobs)
+	setI(&c.SweepConcurrency, EnvSweepConcurrency)
+	if c.SweepConcurrency == 0 {
+		errs = append(errs, fmt.Errorf("%w: %s=0: want at least 1 (1: one table after another)", ErrInvalid, EnvSweepConcurrency))
+	}
 	if v := strings.TrimSpace(getenv(EnvMinInterval)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -459,6 +476,7 @@ func (c Config) Env() map[string]string {
 		EnvWakeUpGroup: c.WakeUpGroup, EnvWakeUpRoleARN: c.WakeUpRoleARN, EnvEventBusARN: c.EventBusARN,
 		EnvSweepMaxJobs: strconv.Itoa(c.SweepMaxJobs), EnvSweepMaxBytes: strconv.FormatInt(c.SweepMaxBytes, 10),
 		EnvSweepMaxMetadataJobs: strconv.Itoa(c.SweepMaxMetadataJobs),
+		EnvSweepConcurrency:     strconv.Itoa(c.SweepConcurrency),
 		EnvLeaseTTL:             c.LeaseTTL.String(),
 		EnvMaxGroupBytes:        strconv.FormatInt(c.MaxGroupBytes, 10), EnvInlineTaskBytes: strconv.Itoa(c.InlineTaskBytes),
 		EnvMaxTaskAttempts: strconv.Itoa(c.MaxTaskAttempts), EnvCommitRetries: strconv.Itoa(c.CommitRetries),

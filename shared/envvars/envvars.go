@@ -34,13 +34,16 @@ const (
 	SweepMaxJobs         = "ICEKEEPER_SWEEP_MAX_JOBS"
 	SweepMaxBytes        = "ICEKEEPER_SWEEP_MAX_BYTES"
 	SweepMaxMetadataJobs = "ICEKEEPER_SWEEP_MAX_METADATA_JOBS"
-	LeaseTTL             = "ICEKEEPER_LEASE_TTL"
-	MaxGroupBytes        = "ICEKEEPER_MAX_GROUP_BYTES"
-	InlineTaskBytes      = "ICEKEEPER_INLINE_TASK_BYTES"
-	InlineRowMapBytes    = "ICEKEEPER_INLINE_ROW_MAP_BYTES"
-	MaxTaskAttempts      = "ICEKEEPER_MAX_TASK_ATTEMPTS"
-	CommitRetries        = "ICEKEEPER_COMMIT_RETRIES"
-	ScanConcurrency      = "ICEKEEPER_SCAN_CONCURRENCY"
+	// SweepConcurrency is how many tables a sweep loads and assesses at
+	// once (package trigger).
+	SweepConcurrency  = "ICEKEEPER_SWEEP_CONCURRENCY"
+	LeaseTTL          = "ICEKEEPER_LEASE_TTL"
+	MaxGroupBytes     = "ICEKEEPER_MAX_GROUP_BYTES"
+	InlineTaskBytes   = "ICEKEEPER_INLINE_TASK_BYTES"
+	InlineRowMapBytes = "ICEKEEPER_INLINE_ROW_MAP_BYTES"
+	MaxTaskAttempts   = "ICEKEEPER_MAX_TASK_ATTEMPTS"
+	CommitRetries     = "ICEKEEPER_COMMIT_RETRIES"
+	ScanConcurrency   = "ICEKEEPER_SCAN_CONCURRENCY"
 	// ReadAheadFiles is how many of a group's files a rewriter reads at
 	// once ahead of its scan (-1: none; package fileio).
 	ReadAheadFiles = "ICEKEEPER_READ_AHEAD_FILES"
@@ -113,7 +116,7 @@ const DefaultMaxTaskAttempts = 5
 // All lists every variable the functions read.
 func All() []string {
 	return []string{
-		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, LeaseTTL, MaxGroupBytes, InlineTaskBytes, InlineRowMapBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes, WakeUpGroup, WakeUpRoleARN, EventBusARN,
+		CatalogType, CatalogName, CatalogURI, CatalogWarehouse, CatalogConfig, CatalogSigV4, CatalogSignName, CatalogSignRegion, CatalogProperties, LeaseTable, JobsTable, TaskQueueURL, CommitQueueURL, Bucket, Prefix, Mode, Grants, EventBus, MinInterval, SweepMaxJobs, SweepMaxBytes, SweepMaxMetadataJobs, SweepConcurrency, LeaseTTL, MaxGroupBytes, InlineTaskBytes, InlineRowMapBytes, MaxTaskAttempts, CommitRetries, ScanConcurrency, TargetFileSize, S3PathStyle, CommitTakeover, RewriterMemoryMB, CoordinatorMemMB, OrphanListFanOut, RebaseDeletes, SortWindowBytes, ScanPricePerTB, AthenaWorkGroupClasses, LedgerBackOff, ExchangePageBytes, MaxJobFiles, GrantsFile, RewriterConcurrency, ReadAheadFiles, UploadPartBytes, WakeUpGroup, WakeUpRoleARN, EventBusARN,
 	}
 }
 

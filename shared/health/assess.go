@@ -111,9 +111,15 @@ func Assess(ctx context.Context, tbl *table.Table, now time.Time, th Thresholds,
 		// The column overlaps hold every file's bounds of a few columns
 		// until the layout is measured: not for a table too large to plan.
 		overlaps := overlapColumns(meta)
-		skip, err := TooLargeToPlan(ctx, tbl, snap, len(overlaps), o.memoryBudget)
+		skip, hold, err := o.planningMemory(ctx, tbl, snap, len(overlaps))
 		if err != nil {
 			return r, fmt.Errorf("health: assess %s: %w", r.Table, err)
+		}
+		if hold > 0 {
+			if err := o.gate.Acquire(ctx, hold); err != nil {
+				return r, fmt.Errorf("health: assess %s: wait for %d MB of the memory budget: %w", r.Table, hold>>20, err)
+			}
+			defer o.gate.Release(hold)
 		}
 		if skip != "" {
 			overlaps = nil

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/harness/sampletable"
@@ -764,5 +766,108 @@ func TestAssess_ATableTooLargeToPlanIsReportedNotPlanned(t *testing.T) {
 	}
 	if _, ok := r.Recommends(ActionCompaction); !ok || r.CompactionPlanSkipped != "" {
 		t.Fatalf("at the estimate: skipped %q, recommendations %+v", r.CompactionPlanSkipped, r.Recommendations)
+	}
+}
+
+// recordingGate is a MemoryGate of size bytes that records what it lent
+// and the most it ever lent at once; it fails an Acquire it could never
+// grant (more than its size) instead of blocking forever.
+type recordingGate struct {
+	size int64
+	sem  *semaphore.Weighted
+
+	mu       sync.Mutex
+	lent     int64
+	most     int64
+	acquired []int64
+}
+
+func newRecordingGate(size int64) *recordingGate {
+	return &recordingGate{size: size, sem: semaphore.NewWeighted(size)}
+}
+
+func (g *recordingGate) Acquire(ctx context.Context, n int64) error {
+	if n > g.size {
+		return fmt.Errorf("asked %d of a gate of %d", n, g.size)
+	}
+	if err := g.sem.Acquire(ctx, n); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.lent += n
+	g.most = max(g.most, g.lent)
+	g.acquired = append(g.acquired, n)
+	g.mu.Unlock()
+	return nil
+}
+
+func (g *recordingGate) Release(n int64) {
+	g.mu.Lock()
+	g.lent -= n
+	g.mu.Unlock()
+	g.sem.Release(n)
+}
+
+// TestAssess_AssessmentsAtOnceShareTheMemoryBudget: an assessment holds
+// its scan planning's estimate in the gate while it reads the snapshot
+// and gives it back; a table too large to plan holds nothing; tables
+// assessed at once whose estimates together exceed the budget never hold
+// more than the budget, and each still gets its compaction plan.
+func TestAssess_AssessmentsAtOnceShareTheMemoryBudget(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	tbl := f.create(t, "gated", sample(2))
+	cols := len(overlapColumns(tbl.Metadata()))
+	_, need, known, err := ScanPlanningMemory(context.Background(), tbl, tbl.CurrentSnapshot(), cols)
+	if err != nil || !known || need == 0 {
+		t.Fatalf("estimate %d, known %v, %v", need, known, err)
+	}
+	th, err := ThresholdsFor(tbl.Properties(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One alone: holds its estimate, gives it back.
+	gate := newRecordingGate(need)
+	r, err := Assess(context.Background(), tbl, time.Now(), th, WithMemoryBudget(need), WithMemoryGate(gate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Recommends(ActionCompaction); !ok {
+		t.Fatalf("no compaction recommended: %+v", r.Recommendations)
+	}
+	if !slices.Equal(gate.acquired, []int64{need}) || gate.lent != 0 {
+		t.Fatalf("acquired %v, still lent %d; want %d acquired and given back", gate.acquired, gate.lent, need)
+	}
+
+	// Too large to plan: holds nothing, plans nothing.
+	small := newRecordingGate(need - 1)
+	if r, err = Assess(context.Background(), tbl, time.Now(), th, WithMemoryBudget(need-1), WithMemoryGate(small)); err != nil || r.CompactionPlanSkipped == "" {
+		t.Fatalf("too large: skipped %q, %v", r.CompactionPlanSkipped, err)
+	}
+	if len(small.acquired) != 0 {
+		t.Fatalf("a table too large to plan acquired %v", small.acquired)
+	}
+
+	// Eight at once, room for one and a half: never more than the budget.
+	budget := need + need/2
+	shared := newRecordingGate(budget)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			r, err := Assess(context.Background(), tbl, time.Now(), th, WithMemoryBudget(budget), WithMemoryGate(shared))
+			if _, ok := r.Recommends(ActionCompaction); err == nil && !ok {
+				err = fmt.Errorf("no compaction recommended")
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if shared.most > budget || len(shared.acquired) != 8 || shared.lent != 0 {
+		t.Fatalf("most lent at once %d of %d; acquired %v; still lent %d", shared.most, budget, shared.acquired, shared.lent)
 	}
 }

@@ -60,11 +60,19 @@ func TooLargeToPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot,
 		return "", nil
 	}
 	files, need, known, err := ScanPlanningMemory(ctx, tbl, snap, boundsColumns)
-	if err != nil || !known || need <= budget {
+	if err != nil || !known {
 		return "", err
 	}
+	return tooLarge(snap, files, need, budget), nil
+}
+
+// tooLarge is TooLargeToPlan's verdict on an estimate.
+func tooLarge(snap *table.Snapshot, files, need, budget int64) string {
+	if budget <= 0 || need <= budget {
+		return ""
+	}
 	return fmt.Sprintf("snapshot %d has %d live data files; scan planning holds every file's path, size, partition and deletes, at least %d MB here, and the planner's memory limit is %d MB: give the planner more memory (the CDK context %q, or the function's memory size)",
-		snap.SnapshotID, files, need>>20, budget>>20, "plannerMemoryMb"), nil
+		snap.SnapshotID, files, need>>20, budget>>20, "plannerMemoryMb")
 }
 
 // AssessOption tunes Assess.
@@ -72,6 +80,7 @@ type AssessOption func(*assessOptions)
 
 type assessOptions struct {
 	memoryBudget int64
+	gate         MemoryGate
 }
 
 // WithMemoryBudget makes Assess skip the compaction plan of a snapshot
@@ -80,4 +89,51 @@ type assessOptions struct {
 // memory. The functions give it Go's memory limit.
 func WithMemoryBudget(budget int64) AssessOption {
 	return func(o *assessOptions) { o.memoryBudget = budget }
+}
+
+// MemoryGate bounds the memory that assessments running at once in one
+// process (a sweep's) hold for scan planning: each takes its estimate
+// before it reads the snapshot's manifests and gives it back when it is
+// done. golang.org/x/sync/semaphore's Weighted, sized to the memory
+// budget, is one.
+type MemoryGate interface {
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
+}
+
+// WithMemoryGate makes Assess hold its scan planning's estimate
+// (ScanPlanningMemory) in gate while it reads the snapshot: at most the
+// memory budget (the whole budget when a manifest does not count its
+// files), nothing for a table too large to plan (it reads counts, not
+// files). Assessments that together would need more than the budget wait
+// for each other, so running them at once needs no more memory than one
+// at a time; one alone never waits. Use with WithMemoryBudget and a gate
+// of the budget's size.
+func WithMemoryGate(gate MemoryGate) AssessOption {
+	return func(o *assessOptions) { o.gate = gate }
+}
+
+// planningMemory estimates snap's scan planning, and decides whether it
+// may be planned within o's budget (skip: why not) and what it holds of
+// o's gate while it is assessed.
+func (o assessOptions) planningMemory(ctx context.Context, tbl *table.Table, snap *table.Snapshot, boundsColumns int) (skip string, hold int64, err error) {
+	if o.memoryBudget <= 0 && o.gate == nil {
+		return "", 0, nil
+	}
+	files, need, known, err := ScanPlanningMemory(ctx, tbl, snap, boundsColumns)
+	if err != nil {
+		return "", 0, err
+	}
+	switch {
+	case !known:
+		hold = o.memoryBudget
+	case o.memoryBudget > 0 && need > o.memoryBudget:
+		return tooLarge(snap, files, need, o.memoryBudget), 0, nil
+	default:
+		hold = need
+	}
+	if o.gate == nil || o.memoryBudget <= 0 {
+		return "", 0, nil
+	}
+	return "", min(hold, o.memoryBudget), nil
 }

@@ -34,6 +34,9 @@ type HealthAssessor struct {
 	Now            func() time.Time
 	// MemoryBudget: see health.WithMemoryBudget (0: none).
 	MemoryBudget int64
+	// MemoryGate, sized to MemoryBudget, is shared by the assessments a
+	// sweep runs at once (health.WithMemoryGate; nil: none).
+	MemoryGate health.MemoryGate
 	// Signals, when set, adds the layout the table's query signals
 	// recommend to the report (package signals).
 	Signals signals.DayReader
@@ -93,7 +96,7 @@ func (h HealthAssessor) Assess(ctx context.Context, name string, tbl *table.Tabl
 	if h.Now != nil {
 		now = h.Now
 	}
-	r, err := health.Assess(ctx, tbl, now(), th, health.WithMemoryBudget(h.MemoryBudget))
+	r, err := health.Assess(ctx, tbl, now(), th, health.WithMemoryBudget(h.MemoryBudget), health.WithMemoryGate(h.MemoryGate))
 	if err != nil {
 		return Assessment{}, err
 	}

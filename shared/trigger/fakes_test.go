@@ -78,7 +78,10 @@ func withWrites(t *testing.T, tbl *table.Table, appends, minutesApart int) *tabl
 	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), nil, nil)
 }
 
+// fakeCatalog, like every fake a sweep's visits share (they run
+// Settings.SweepConcurrency at a time), is safe for concurrent use.
 type fakeCatalog struct {
+	mu     sync.Mutex
 	tables map[string]*table.Table
 	errs   map[string]error // LoadTable errors by table name
 	loads  []string
@@ -86,6 +89,8 @@ type fakeCatalog struct {
 
 func (c *fakeCatalog) LoadTable(_ context.Context, ident table.Identifier) (*table.Table, error) {
 	name := messages.TableName(ident)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.loads = append(c.loads, name)
 	if err := c.errs[name]; err != nil {
 		return nil, err
@@ -225,15 +230,21 @@ type auditEvent struct {
 	detail     any
 }
 
-type fakeAuditor struct{ events []auditEvent }
+type fakeAuditor struct {
+	mu     sync.Mutex
+	events []auditEvent
+}
 
 func (a *fakeAuditor) Publish(_ context.Context, detailType string, detail any) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.events = append(a.events, auditEvent{detailType, detail})
 	return nil
 }
 
 // fakeReports keeps what was put by key; getErr fails every read.
 type fakeReports struct {
+	mu      sync.Mutex
 	puts    []string
 	objects map[string][]byte
 	gets    []string
@@ -243,6 +254,8 @@ type fakeReports struct {
 func (r *fakeReports) Key(name string) string { return "s3://reports/" + name }
 
 func (r *fakeReports) Put(_ context.Context, name string, data []byte) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.puts = append(r.puts, name)
 	if r.objects == nil {
 		r.objects = map[string][]byte{}
@@ -252,6 +265,8 @@ func (r *fakeReports) Put(_ context.Context, name string, data []byte) (string, 
 }
 
 func (r *fakeReports) Get(_ context.Context, key string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.gets = append(r.gets, key)
 	if r.getErr != nil {
 		return nil, r.getErr
@@ -396,7 +411,8 @@ func newRig(t *testing.T, mode config.Mode, grants string) *rig {
 		assessor:  &fakeAssessor{byTable: map[string]Assessment{}, errs: map[string]error{}, orphans: map[string]int{}},
 		metrics:   &fakeMetrics{},
 		summary:   &fakeSummarizer{},
-		settings:  Settings{Mode: mode, Grants: g, MinInterval: time.Minute, SweepMaxJobs: 10, SweepMaxBytes: 1 << 40, SweepMaxMetadataJobs: 100},
+		settings:  Settings{Mode: mode, Grants: g, MinInterval: time.Minute, SweepMaxJobs: 10, SweepMaxBytes: 1 << 40, SweepMaxMetadataJobs: 100,
+			SweepConcurrency: 4},
 	}
 }
 

@@ -186,6 +186,9 @@ type Settings struct {
 	// one sweep starts, apart from SweepMaxJobs: ranked by score in one
 	// budget, they lost to the data jobs of busy tables every sweep.
 	SweepMaxMetadataJobs int
+	// SweepConcurrency is how many tables a sweep loads and assesses at
+	// once (0 or 1: one after another; package config's default is 16).
+	SweepConcurrency int
 }
 
 // Action says what the dispatcher did with one table.
@@ -328,7 +331,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 	default:
 		return nil, fmt.Errorf("trigger: unknown mode %q", s.Mode)
 	}
-	if s.MinInterval < 0 || s.SweepMaxJobs < 0 || s.SweepMaxBytes < 0 || s.SweepMaxMetadataJobs < 0 {
+	if s.MinInterval < 0 || s.SweepMaxJobs < 0 || s.SweepMaxBytes < 0 || s.SweepMaxMetadataJobs < 0 || s.SweepConcurrency < 0 {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
@@ -863,36 +866,10 @@ func (d *Dispatcher) weigh(ctx context.Context, log *slog.Logger, table string) 
 	return &a
 }
 
-// candidate is an eligible table a sweep ranks. A sweep holds one per
-// table that has maintenance due until every table is assessed, so it
-// keeps only what ranking and planning read: the table's properties and
-// the assessment without its published report and gauges (not the loaded
-// table and its metadata, which made the planner's memory grow by about
-// 30 KB a table: 394 MB at 10,000 tables, docs/PERFORMANCE.md "Sweeps at
-// fleet scale").
-type candidate struct {
-	name  string
-	props map[string]string
-	a     Assessment
-	out   TableOutcome
-	order int
-}
-
 // lastDataAction is the last action of the maintenance chain (plan) that
 // writes data files; the actions after it (manifest rewrite, snapshot
 // expiry) write only metadata.
 const lastDataAction = "rewrite-deletes"
-
-// metadataOnly: the table has only metadata maintenance due (a manifest
-// rewrite or a snapshot expiry), nothing to compact and no layout change
-// to make. Such a job costs one planning and one commit, no rewriters, so
-// a sweep counts it in its own budget (Settings.SweepMaxMetadataJobs): in
-// the data jobs' budget, ranked by score, an idle table's expiry lost to
-// busy tables' compactions every sweep and its replaced files stayed on
-// storage for good.
-func (c candidate) metadataOnly() bool {
-	return c.a.CompactionBytes == 0 && !(c.a.Layout != nil && optin.LayoutAuto(c.props))
-}
 
 // claimAction takes an action's own cooldown slot on the table when the
 // table sets one (the property prop, a duration): ok is false while the
@@ -1020,109 +997,6 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 			o = d.skip(tlog, o, SkipBackoff, res.Reason)
 		default:
 			o.Action = ActionAssessed
-		}
-		outs = append(outs, o)
-	}
-	return outs, errors.Join(errs...)
-}
-
-// sweep visits every granted table, ranks the eligible ones by score and
-// plans within the budget.
-func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
-	names, err := d.grantedTables(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var outs []TableOutcome
-	var cands []candidate
-	var errs []error
-	for i, name := range names {
-		tlog := log.With("table", name)
-		o := TableOutcome{Table: name}
-		ident, _ := messages.TableIdent(name)
-		tbl, err := d.catalog.LoadTable(ctx, ident)
-		if err != nil {
-			if errors.Is(err, catalog.ErrNoSuchTable) {
-				outs = append(outs, d.skip(tlog, o, SkipNoSuchTable, err.Error()))
-				continue
-			}
-			if NotIceberg(err) {
-				outs = append(outs, d.skip(tlog, o, SkipNotIceberg, err.Error()))
-				continue
-			}
-			errs = append(errs, fmt.Errorf("trigger: load %s: %w", name, err))
-			continue
-		}
-		eligible, o := d.decide(ctx, tlog, o, tbl, trig.Kind)
-		if !eligible {
-			outs = append(outs, o)
-			continue
-		}
-		a, o, err := d.assess(ctx, tlog, o, tbl)
-		if errors.Is(err, errSkipped) {
-			outs = append(outs, o)
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if d.s.Mode != config.ModeActive {
-			outs = append(outs, o)
-			continue
-		}
-		if a.CompactionBytes == 0 && !a.ManifestsDue && !(a.ExpiryDue && optin.ExpireEnabled(tbl.Properties())) {
-			outs = append(outs, d.skip(tlog, o, SkipHealthy, "no compaction, manifest rewrite or snapshot expiry due"))
-			continue
-		}
-		a.Report, a.Gauges = nil, nil // published by assess
-		cands = append(cands, candidate{name: name, props: tbl.Properties(), a: a, out: o, order: i})
-	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].a.Score > cands[j].a.Score })
-	jobs, metadataJobs, bytes := 0, 0, int64(0)
-	for _, c := range cands {
-		tlog := log.With("table", c.name, "score", c.a.Score)
-		metadataOnly := c.metadataOnly()
-		switch {
-		case metadataOnly && metadataJobs >= d.s.SweepMaxMetadataJobs:
-			outs = append(outs, d.skip(tlog, c.out, SkipBudgetMetadataJobs, fmt.Sprintf("sweep budget of %d metadata-only jobs used", d.s.SweepMaxMetadataJobs)))
-			continue
-		case metadataOnly:
-		case jobs >= d.s.SweepMaxJobs:
-			outs = append(outs, d.skip(tlog, c.out, SkipBudgetJobs, fmt.Sprintf("sweep budget of %d jobs used", d.s.SweepMaxJobs)))
-			continue
-		case bytes+c.a.CompactionBytes > d.s.SweepMaxBytes:
-			outs = append(outs, d.skip(tlog, c.out, SkipBudgetBytes, fmt.Sprintf("would exceed the sweep budget of %d bytes (%d used, %d needed)", d.s.SweepMaxBytes, bytes, c.a.CompactionBytes)))
-			continue
-		}
-		ok, err := d.cooldowns.Claim(ctx, c.name, d.now(), optin.MinInterval(c.props, d.s.MinInterval))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !ok {
-			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
-			continue
-		}
-		after := ""
-		if metadataOnly {
-			// Only what its budget pays for: the chain's metadata
-			// actions (a delete-file rewrite writes data).
-			after = lastDataAction
-		}
-		o, err := d.plan(ctx, tlog, c.out, c.props, trig.Kind, c.a.Layout, after)
-		d.settleSlot(ctx, tlog, c.name, o, err)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if o.Action == ActionPlanned {
-			if metadataOnly {
-				metadataJobs++
-			} else {
-				jobs++
-				bytes += o.Plan.InputBytes
-			}
 		}
 		outs = append(outs, o)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/aws/aws-sdk-go-v2/service/athena"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/icekeeper/icekeeper/shared/audit"
 	"github.com/icekeeper/icekeeper/shared/config"
@@ -90,7 +91,8 @@ func DispatcherWith(d *stage.Deps, cat catalog.Catalog, wo WakeUpOptions) (*trig
 		return nil, fmt.Errorf("%s: %w", config.EnvGrants, err)
 	}
 	s := trigger.Settings{Mode: d.Config.Mode, Grants: grants, MinInterval: d.Config.MinInterval,
-		SweepMaxJobs: d.Config.SweepMaxJobs, SweepMaxBytes: d.Config.SweepMaxBytes, SweepMaxMetadataJobs: d.Config.SweepMaxMetadataJobs}
+		SweepMaxJobs: d.Config.SweepMaxJobs, SweepMaxBytes: d.Config.SweepMaxBytes, SweepMaxMetadataJobs: d.Config.SweepMaxMetadataJobs,
+		SweepConcurrency: d.Config.SweepConcurrency}
 	deps := trigger.Deps{Metrics: d.Metrics, Log: d.Log.With("stage", "planner"), Now: d.Now}
 	if d.Config.Mode == config.ModeOff {
 		return trigger.New(s, deps)
@@ -108,7 +110,13 @@ func DispatcherWith(d *stage.Deps, cat catalog.Catalog, wo WakeUpOptions) (*trig
 	store := signals.Store{DB: d.Clients.DynamoDB, TableName: d.Config.JobsTable}
 	deps.Signals = store
 	deps.Queries = signals.Athena{API: athena.NewFromConfig(d.Clients.Config), Now: d.Now, WorkGroupClasses: d.Config.AthenaWorkGroupClasses}
-	deps.Assessor = trigger.HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: stage.MemoryLimit(), Signals: store, Catalog: cat}
+	assessor := trigger.HealthAssessor{TargetFileSize: d.Config.TargetFileSize, Now: d.Now, MemoryBudget: stage.MemoryLimit(), Signals: store, Catalog: cat}
+	if assessor.MemoryBudget > 0 {
+		// The tables a sweep assesses at once share the memory one
+		// assessment may use alone (health.WithMemoryGate).
+		assessor.MemoryGate = semaphore.NewWeighted(assessor.MemoryBudget)
+	}
+	deps.Assessor = assessor
 	sum := summary.Publisher{Store: d.Blobs, Leases: d.Leases, Events: deps.Auditor, Deployment: Deployment(d.Config), Bucket: d.Config.Bucket}
 	if d.Config.Mode == config.ModeActive {
 		p, err := Planner(d, cat)

@@ -1,0 +1,182 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/apache/iceberg-go/catalog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/messages"
+	"github.com/icekeeper/icekeeper/shared/optin"
+)
+
+// sweep visits every granted table, ranks the eligible ones by score and
+// plans within the budget.
+//
+// The visits (load, opt-in, assessment) run Settings.SweepConcurrency at
+// a time: each is a chain of requests that mostly wait (the catalog's
+// GetTable, the metadata file, the manifest list and manifests, the
+// published health report), and one after another a sweep of 10,000
+// tables at S3's and Glue's latency outlasted Lambda's 15 minutes. What
+// the sweep does with them does not depend on their order: the outcomes
+// are kept in the granted tables' order and ranked as before, and the
+// planning (the budget, the cooldown claims, the jobs) stays one table at
+// a time. The assessments share the planner's memory budget
+// (HealthAssessor.MemoryGate).
+func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
+	names, err := d.grantedTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	visits := make([]sweepVisit, len(names))
+	g := errgroup.Group{}
+	g.SetLimit(max(d.s.SweepConcurrency, 1))
+	for i, name := range names {
+		g.Go(func() error {
+			visits[i] = d.visitForSweep(ctx, log.With("table", name), name, trig.Kind)
+			return nil
+		})
+	}
+	_ = g.Wait() // a visit's error is in its sweepVisit
+	var outs []TableOutcome
+	var cands []candidate
+	var errs []error
+	for i, v := range visits {
+		switch {
+		case v.err != nil:
+			errs = append(errs, v.err)
+		case v.candidate:
+			cands = append(cands, candidate{name: names[i], props: v.props, a: v.a, out: v.out, order: i})
+		default:
+			outs = append(outs, v.out)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].a.Score > cands[j].a.Score })
+	jobs, metadataJobs, bytes := 0, 0, int64(0)
+	for _, c := range cands {
+		tlog := log.With("table", c.name, "score", c.a.Score)
+		metadataOnly := c.metadataOnly()
+		switch {
+		case metadataOnly && metadataJobs >= d.s.SweepMaxMetadataJobs:
+			outs = append(outs, d.skip(tlog, c.out, SkipBudgetMetadataJobs, fmt.Sprintf("sweep budget of %d metadata-only jobs used", d.s.SweepMaxMetadataJobs)))
+			continue
+		case metadataOnly:
+		case jobs >= d.s.SweepMaxJobs:
+			outs = append(outs, d.skip(tlog, c.out, SkipBudgetJobs, fmt.Sprintf("sweep budget of %d jobs used", d.s.SweepMaxJobs)))
+			continue
+		case bytes+c.a.CompactionBytes > d.s.SweepMaxBytes:
+			outs = append(outs, d.skip(tlog, c.out, SkipBudgetBytes, fmt.Sprintf("would exceed the sweep budget of %d bytes (%d used, %d needed)", d.s.SweepMaxBytes, bytes, c.a.CompactionBytes)))
+			continue
+		}
+		ok, err := d.cooldowns.Claim(ctx, c.name, d.now(), optin.MinInterval(c.props, d.s.MinInterval))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
+			continue
+		}
+		after := ""
+		if metadataOnly {
+			// Only what its budget pays for: the chain's metadata
+			// actions (a delete-file rewrite writes data).
+			after = lastDataAction
+		}
+		o, err := d.plan(ctx, tlog, c.out, c.props, trig.Kind, c.a.Layout, after)
+		d.settleSlot(ctx, tlog, c.name, o, err)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if o.Action == ActionPlanned {
+			if metadataOnly {
+				metadataJobs++
+			} else {
+				jobs++
+				bytes += o.Plan.InputBytes
+			}
+		}
+		outs = append(outs, o)
+	}
+	return outs, errors.Join(errs...)
+}
+
+// sweepVisit is what a sweep learned of one table: an error (the table
+// has no outcome), a candidate to rank (its properties and assessment),
+// or its outcome.
+type sweepVisit struct {
+	err       error
+	candidate bool
+	out       TableOutcome
+	props     map[string]string
+	a         Assessment
+}
+
+// visitForSweep loads, admits and assesses one table of a sweep. Safe to
+// run for several tables at once: it writes only its own result, and
+// what it shares (the catalog, the stores, the metrics emitter, the log)
+// is safe for concurrent use.
+func (d *Dispatcher) visitForSweep(ctx context.Context, log *slog.Logger, name, kind string) sweepVisit {
+	o := TableOutcome{Table: name}
+	ident, _ := messages.TableIdent(name)
+	tbl, err := d.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable):
+			return sweepVisit{out: d.skip(log, o, SkipNoSuchTable, err.Error())}
+		case NotIceberg(err):
+			return sweepVisit{out: d.skip(log, o, SkipNotIceberg, err.Error())}
+		}
+		return sweepVisit{err: fmt.Errorf("trigger: load %s: %w", name, err)}
+	}
+	eligible, o := d.decide(ctx, log, o, tbl, kind)
+	if !eligible {
+		return sweepVisit{out: o}
+	}
+	a, o, err := d.assess(ctx, log, o, tbl)
+	switch {
+	case errors.Is(err, errSkipped):
+		return sweepVisit{out: o}
+	case err != nil:
+		return sweepVisit{err: err}
+	case d.s.Mode != config.ModeActive:
+		return sweepVisit{out: o}
+	case a.CompactionBytes == 0 && !a.ManifestsDue && !(a.ExpiryDue && optin.ExpireEnabled(tbl.Properties())):
+		return sweepVisit{out: d.skip(log, o, SkipHealthy, "no compaction, manifest rewrite or snapshot expiry due")}
+	}
+	a.Report, a.Gauges = nil, nil // published by assess
+	return sweepVisit{candidate: true, out: o, props: tbl.Properties(), a: a}
+}
+
+// candidate is an eligible table a sweep ranks. A sweep holds one per
+// table that has maintenance due until every table is assessed, so it
+// keeps only what ranking and planning read: the table's properties and
+// the assessment without its published report and gauges (not the loaded
+// table and its metadata, which made the planner's memory grow by about
+// 30 KB a table: 394 MB at 10,000 tables, docs/PERFORMANCE.md "Sweeps at
+// fleet scale").
+type candidate struct {
+	name  string
+	props map[string]string
+	a     Assessment
+	out   TableOutcome
+	order int
+}
+
+// metadataOnly: the table has only metadata maintenance due (a manifest
+// rewrite or a snapshot expiry), nothing to compact and no layout change
+// to make. Such a job costs one planning and one commit, no rewriters, so
+// a sweep counts it in its own budget (Settings.SweepMaxMetadataJobs): in
+// the data jobs' budget, ranked by score, an idle table's expiry lost to
+// busy tables' compactions every sweep and its replaced files stayed on
+// storage for good.
+func (c candidate) metadataOnly() bool {
+	return c.a.CompactionBytes == 0 && !(c.a.Layout != nil && optin.LayoutAuto(c.props))
+}
