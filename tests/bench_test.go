@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/catalogcalls"
 	"github.com/icekeeper/icekeeper/shared/harness/sparkdriver"
 	"github.com/icekeeper/icekeeper/shared/health"
 )
@@ -274,16 +276,29 @@ const maxPerUnitGrowth = 1.25
 // fleets of 50 and 200 tables and checks that one scheduled sweep visited
 // every granted table exactly once, planned within its budget of 10 jobs,
 // sent no more catalog, S3 or DynamoDB requests per table at 200 than at
-// 50, and ended holding no more open files or goroutines.
+// 50, and ended holding no more open files or goroutines; and that a
+// sweep of 16 tables at once (the default) decided as one of one table
+// at a time: the same outcomes, the same requests.
 func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the benchmark binary")
 	}
 	rep := runBench(t, "--kinds", "", "--memory=false", "--planner-files", "", "--commit-files", "0", "--busy-jobs", "0", "--cold-starts", "0", "--spark-cores", "",
-		"--sweep-tables", "50,200", "--storage", "s3", "--dir", t.TempDir())
-	if len(rep.Sweeps) != 2 {
-		t.Fatalf("%d sweeps measured, want 2", len(rep.Sweeps))
+		"--sweep-tables", "50,200", "--sweep-concurrency", "1,16", "--storage", "s3", "--dir", t.TempDir())
+	if len(rep.Sweeps) != 4 {
+		t.Fatalf("%d sweeps measured, want 4", len(rep.Sweeps))
 	}
+	for i := 0; i < 4; i += 2 {
+		one, many := rep.Sweeps[i], rep.Sweeps[i+1]
+		if one.Concurrency != 1 || many.Concurrency != 16 || one.Tables != many.Tables {
+			t.Fatalf("sweeps %d and %d: %d tables %d at once, %d tables %d at once; want one fleet at 1 and 16", i, i+1, one.Tables, one.Concurrency, many.Tables, many.Concurrency)
+		}
+		if !maps.Equal(one.Actions, many.Actions) || !maps.Equal(one.Catalog.Calls, many.Catalog.Calls) || one.TableS3.Class("get") != many.TableS3.Class("get") {
+			t.Fatalf("%d tables: at 16 at once %v, %v, %d GETs; one at a time %v, %v, %d GETs: want the same", one.Tables,
+				many.Actions, many.Catalog.Calls, many.TableS3.Class("get"), one.Actions, one.Catalog.Calls, one.TableS3.Class("get"))
+		}
+	}
+	rep.Sweeps = []bench.SweepPoint{rep.Sweeps[1], rep.Sweeps[3]}
 	for _, p := range rep.Sweeps {
 		total := 0
 		for _, n := range p.Actions {
@@ -298,7 +313,7 @@ func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 		if !p.OnS3 || p.TableS3.Class("get") < int64(p.Tables) {
 			t.Fatalf("sweep of %d tables: %d GETs of the tables' metadata counted (on S3: %v), want the tables on the emulator's S3 and each read", p.Tables, p.TableS3.Class("get"), p.OnS3)
 		}
-		if c := p.Catalog; c.Call("ListTables") != int64(p.Namespaces) || c.Call("LoadTable") < int64(p.Tables) || c.GlueRequests < c.Call("ListTables")+c.Call("LoadTable") {
+		if c := p.Catalog; c.Call(catalogcalls.ListTables) != int64(p.Namespaces) || c.Call(catalogcalls.LoadTable) < int64(p.Tables) || c.GlueRequests < c.Call(catalogcalls.ListTables)+c.Call(catalogcalls.LoadTable) {
 			t.Fatalf("sweep of %d tables in %d namespaces: %+v catalog calls, want a listing per namespace and a load per table, each at least a Glue request", p.Tables, p.Namespaces, p.Catalog)
 		}
 	}
@@ -315,7 +330,7 @@ func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 		what         string
 		small, large float64
 	}{
-		{"LoadTable calls", float64(small.Catalog.Call("LoadTable")), float64(large.Catalog.Call("LoadTable"))},
+		{"LoadTable calls", float64(small.Catalog.Call(catalogcalls.LoadTable)), float64(large.Catalog.Call(catalogcalls.LoadTable))},
 		{"tables' S3 GET requests", float64(small.TableS3.Class("get")), float64(large.TableS3.Class("get"))},
 		{"icekeeper's S3 requests", float64(small.AWS.Service("s3")), float64(large.AWS.Service("s3"))},
 		{"DynamoDB calls", float64(small.AWS.Service("dynamodb")), float64(large.AWS.Service("dynamodb"))},

@@ -58,6 +58,9 @@ func main() {
 	plannerFiles := fs.String("planner-files", "100000,1000000", "table sizes (data files) to measure the planner on; empty to skip")
 	fs.IntVar(&o.CommitFiles, "commit-files", 10000, "files replaced by the committer's job; 0 to skip")
 	sweepTables := fs.String("sweep-tables", "", "fleet sizes (tables) to measure one scheduled sweep on, e.g. 100,1000,10000; empty to skip")
+	sweepConcurrency := fs.String("sweep-concurrency", "", "ICEKEEPER_SWEEP_CONCURRENCY values to measure each sweep at, side by side, e.g. 1,16; empty for the default alone")
+	fs.DurationVar(&o.CatalogLatency, "catalog-latency", 0, "sweeps: hold each Glue request a catalog call stands for this long (a GetTable a load), e.g. 30ms; 0 for the sql catalog's own")
+	fs.DurationVar(&o.AWSLatency, "aws-latency", 0, "sweeps: hold each DynamoDB, SQS and EventBridge request this long (DynamoDB: single-digit milliseconds), e.g. 5ms; 0 for the emulator's own")
 	fanoutGroups := fs.String("fanout-groups", "", "job sizes (groups) to measure the fan-out to rewriters and the one commit on, e.g. 50,500; empty to skip")
 	fs.IntVar(&o.BusyJobs, "busy-jobs", 20, "jobs per run of the busy-table scenario (a writer committing deletes during the jobs; rebase off, then on); 0 to skip")
 	fs.DurationVar(&o.BusyInterval, "busy-interval", 250*time.Millisecond, "the busy-table writer's interval between commits")
@@ -121,6 +124,9 @@ func main() {
 		fail(err)
 	}
 	if o.FanoutGroups, err = counts("--fanout-groups", *fanoutGroups); err != nil {
+		fail(err)
+	}
+	if o.SweepConcurrency, err = counts("--sweep-concurrency", *sweepConcurrency); err != nil {
 		fail(err)
 	}
 	for _, c := range strings.Split(*sparkCores, ",") {

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
@@ -236,6 +237,21 @@ type Proxy struct {
 	stop func() error
 	mu   sync.Mutex
 	c    Counts
+	// latency is held before a request of a service is forwarded, by
+	// service (SetLatency).
+	latency map[string]time.Duration
+}
+
+// SetLatency holds every request to service (S3, DynamoDB, ...) d before
+// forwarding it (0: none), as the service's own response time would: the
+// emulator answers in microseconds.
+func (p *Proxy) SetLatency(service string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.latency == nil {
+		p.latency = map[string]time.Duration{}
+	}
+	p.latency[service] = d
 }
 
 // Start serves a counting proxy to target on a free loopback port.
@@ -263,7 +279,14 @@ func Start(target string) (*Proxy, error) {
 				p.c.S3Keys[op.String()+" "+kind]++
 			}
 		}
+		hold := p.latency[op.Service]
 		p.mu.Unlock()
+		if hold > 0 {
+			select {
+			case <-time.After(hold):
+			case <-r.Context().Done():
+			}
+		}
 		rec := &s3requests.ResponseCounter{ResponseWriter: w}
 		if op.Service == DynamoDB {
 			rec.Body = &bytes.Buffer{}

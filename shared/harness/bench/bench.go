@@ -112,6 +112,16 @@ type Options struct {
 	// fan-out to rewriters and the one commit are measured on (fanout.go).
 	SweepTables  []int
 	FanoutGroups []int
+	// SweepConcurrency are the ICEKEEPER_SWEEP_CONCURRENCY values each
+	// sweep is measured at, side by side (empty: the default alone).
+	SweepConcurrency []int
+	// CatalogLatency is held for each Glue request a sweep's catalog call
+	// stands for (package catalogcalls), AWSLatency for each request to
+	// DynamoDB, SQS and EventBridge; with S3Latency (every S3 request,
+	// the tables' and icekeeper's own) they put a sweep at a real
+	// account's response times. 0: the emulators' own.
+	CatalogLatency time.Duration
+	AWSLatency     time.Duration
 	// BusyJobs is how many jobs each run of the busy-table scenario runs
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int

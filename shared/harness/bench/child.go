@@ -95,10 +95,14 @@ func Child(ctx context.Context, mode string, args []byte) (any, error) {
 		}
 		return commitChild(ctx)
 	case "sweep":
+		var a SweepArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
 		if _, err := stage.SetMemoryLimit(os.Getenv); err != nil {
 			return nil, err
 		}
-		return sweepChild(ctx)
+		return sweepChild(ctx, a)
 	case "rewriter":
 		var a RewriterArgs
 		if err := json.Unmarshal(args, &a); err != nil {

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/events"
+	"github.com/icekeeper/icekeeper/shared/catalogs"
+	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/awsrequests"
 	"github.com/icekeeper/icekeeper/shared/harness/catalogcalls"
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
@@ -39,6 +42,12 @@ const (
 type SweepPoint struct {
 	Tables     int `json:"tables"`
 	Namespaces int `json:"namespaces"`
+	// Concurrency is the sweep's ICEKEEPER_SWEEP_CONCURRENCY (0: the
+	// default); the latencies are those held (Options).
+	Concurrency    int           `json:"concurrency,omitempty"`
+	S3Latency      time.Duration `json:"s3_latency_ns,omitempty"`
+	CatalogLatency time.Duration `json:"catalog_latency_ns,omitempty"`
+	AWSLatency     time.Duration `json:"aws_latency_ns,omitempty"`
 	// Visited are the distinct tables the sweep's outcome names; Repeated
 	// the tables it names more than once (a sweep visits each once).
 	Visited  int `json:"visited"`
@@ -70,8 +79,11 @@ type SweepPoint struct {
 	OnS3 bool `json:"on_s3"`
 }
 
-// SweepArgs are the sweep child's arguments.
-type SweepArgs struct{}
+// SweepArgs are the sweep child's arguments: the latency its catalog
+// holds for each Glue request (catalogcalls.Counter.SetLatency).
+type SweepArgs struct {
+	CatalogLatency time.Duration `json:"catalog_latency_ns,omitempty"`
+}
 
 // SweepOut is what the sweep child saw.
 type SweepOut struct {
@@ -90,7 +102,7 @@ type SweepOut struct {
 
 // sweepChild is one planner invocation on the sweep schedule's event, as
 // the Lambda function runs it (handler, dispatcher, catalog, stores).
-func sweepChild(ctx context.Context) (SweepOut, error) {
+func sweepChild(ctx context.Context, a SweepArgs) (SweepOut, error) {
 	deps, cat, err := childDeps(ctx, stages.PlannerNeeds)
 	if err != nil {
 		return SweepOut{}, err
@@ -99,6 +111,7 @@ func sweepChild(ctx context.Context) (SweepOut, error) {
 	deps.Log = slog.New(slog.NewJSONHandler(logs, nil))
 	deps.Metrics = metrics.NewEmitter(logs, "", nil)
 	cc := catalogcalls.Wrap(cat)
+	cc.SetLatency(a.CatalogLatency)
 	disp, err := deps.Dispatcher(cc)
 	if err != nil {
 		return SweepOut{}, err
@@ -160,9 +173,14 @@ func sweepNamespaces(n int) []string {
 // requests through o's counter.
 func RunSweeps(ctx context.Context, o Options, sizes []int) ([]SweepPoint, error) {
 	o.defaults()
-	return measureEach(ctx, "sweep of %d tables", sizes, func(cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (SweepPoint, error) {
+	var out []SweepPoint
+	pts, err := measureEach(ctx, "sweep of %d tables", sizes, func(cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) ([]SweepPoint, error) {
 		return runSweep(ctx, o, cloud, counter, n)
 	})
+	for _, p := range pts {
+		out = append(out, p...)
+	}
+	return out, err
 }
 
 // measureEach starts the emulator and a counter of the AWS requests sent
@@ -189,21 +207,24 @@ func measureEach[P any](ctx context.Context, what string, sizes []int, measure f
 	return out, nil
 }
 
-func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) (SweepPoint, error) {
+// runSweep writes a fleet of n tables and sweeps it once at each of
+// o.SweepConcurrency, each sweep on fresh pipeline resources (its own
+// lease and jobs tables and bucket, so that no sweep finds the health
+// reports or the cooldowns of the one before), with the latencies held.
+func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *awsrequests.Proxy, n int) ([]SweepPoint, error) {
 	var storage *s3Storage
 	if o.Storage == "s3" {
 		var err error
 		if storage, err = newS3Storage(ctx, cloud); err != nil {
-			return SweepPoint{}, err
+			return nil, err
 		}
 		defer storage.close()
 	}
 	cat, cc, err := openCatalogIn(ctx, filepath.Join(o.Dir, fmt.Sprintf("fleet-%d", n)), storage)
 	if err != nil {
-		return SweepPoint{}, err
+		return nil, err
 	}
 	nss := sweepNamespaces(n)
-	pt := SweepPoint{Tables: n, Namespaces: len(nss), OnS3: storage != nil}
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if i%1000 == 0 {
@@ -211,27 +232,62 @@ func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *
 		}
 		ident := table.Identifier{nss[i/SweepTablesPerNamespace], fmt.Sprintf("t%05d", i)}
 		if _, err := syntheticTable(ctx, cat, ident, SweepFilesPerTable); err != nil {
-			return pt, fmt.Errorf("table %v: %w", ident, err)
+			return nil, fmt.Errorf("table %v: %w", ident, err)
 		}
 	}
-	pt.Setup = time.Since(start)
+	setup := time.Since(start)
+	concurrencies := o.SweepConcurrency
+	if len(concurrencies) == 0 {
+		concurrencies = []int{0}
+	}
+	var out []SweepPoint
+	for _, conc := range concurrencies {
+		pt := SweepPoint{Tables: n, Namespaces: len(nss), OnS3: storage != nil, Setup: setup, Concurrency: conc,
+			S3Latency: o.S3Latency, CatalogLatency: o.CatalogLatency, AWSLatency: o.AWSLatency}
+		if storage == nil {
+			pt.S3Latency = 0 // the tables are on local disk; icekeeper's own bucket is held below
+		}
+		if err := sweepOnce(ctx, o, cloud, counter, storage, cc, nss, &pt); err != nil {
+			return out, err
+		}
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+// sweepOnce runs one sweep over the fleet in the child and fills in pt.
+func sweepOnce(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *awsrequests.Proxy, storage *s3Storage, cc catalogs.Config, nss []string, pt *SweepPoint) error {
 	_, env, err := pipelineEnv(ctx, cc, cloud, strings.Join(nss, ","))
 	if err != nil {
-		return pt, err
+		return err
 	}
 	env = append(env, "AWS_ENDPOINT_URL="+counter.URL) // the last one wins
-	o.progress("sweep at scale: sweeping %d tables", n)
+	if pt.Concurrency > 0 {
+		env = append(env, config.EnvSweepConcurrency+"="+strconv.Itoa(pt.Concurrency))
+	}
+	o.progress("sweep at scale: sweeping %d tables, %d at once", pt.Tables, pt.Concurrency)
 	counter.Reset()
 	if storage != nil {
 		storage.counter.Reset()
+		storage.counter.SetLatency(o.S3Latency)
+		defer storage.counter.SetLatency(0)
 	}
-	p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "sweep", SweepArgs{})
+	counter.SetLatency(awsrequests.S3, o.S3Latency)
+	for _, svc := range []string{awsrequests.DynamoDB, awsrequests.SQS, awsrequests.EventBridge} {
+		counter.SetLatency(svc, o.AWSLatency)
+	}
+	defer func() {
+		for _, svc := range []string{awsrequests.S3, awsrequests.DynamoDB, awsrequests.SQS, awsrequests.EventBridge} {
+			counter.SetLatency(svc, 0)
+		}
+	}()
+	p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "sweep", SweepArgs{CatalogLatency: o.CatalogLatency})
 	if err != nil {
-		return pt, err
+		return err
 	}
 	var so SweepOut
 	if err := decodeOut(p, &so); err != nil {
-		return pt, err
+		return err
 	}
 	pt.Visited, pt.Repeated, pt.Actions, pt.Errors, pt.Catalog = so.Visited, so.Repeated, so.Actions, so.Errors, so.Catalog
 	pt.ResponseBytes, pt.LogBytes, pt.Goroutines, pt.OpenFiles = so.ResponseBytes, so.LogBytes, so.Goroutines, so.OpenFiles
@@ -240,7 +296,7 @@ func runSweep(ctx context.Context, o Options, cloud *localcloud.Cloud, counter *
 	if storage != nil {
 		pt.TableS3 = storage.counter.Counts()
 	}
-	return pt, nil
+	return nil
 }
 
 // SweepsPerMonth: the stack's sweep schedule runs hourly (README, "the
@@ -290,29 +346,40 @@ func (r Report) sweeps() string {
 	}
 	fmt.Fprintf(&b, "### Sweeps at fleet scale\n\nOne scheduled sweep (the planner function's handler on the schedule's event, mode active, the default budget of %d jobs) over n opted-in, granted synthetic tables, %d to a namespace, each with %d data files in one manifest written directly, in a sql catalog with the warehouse %s. Catalog calls: on Glue a ListTables is a GetTables call per 100 tables, a LoadTable a GetTable, a commit a GetTable and an UpdateTable (package catalogcalls).\n\n",
 		10, SweepTablesPerNamespace, SweepFilesPerTable, where)
-	b.WriteString("| tables | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | Glue requests | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	if p := r.Sweeps[0]; p.S3Latency > 0 || p.CatalogLatency > 0 || p.AWSLatency > 0 {
+		fmt.Fprintf(&b, "Each request was held as a real account's would take: S3 %s (the tables' and icekeeper's own), each Glue request a catalog call stands for %s, DynamoDB, SQS and EventBridge %s.\n\n", p.S3Latency, p.CatalogLatency, p.AWSLatency)
+	}
+	b.WriteString("| tables | at once | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | Glue requests | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Sweeps {
 		var acts []string
 		for k, v := range p.Actions {
 			acts = append(acts, fmt.Sprintf("%s %d", k, v))
 		}
 		sort.Strings(acts)
-		fmt.Fprintf(&b, "| %d | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
-			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.Call("ListTables"), p.Catalog.Call("LoadTable"), p.Catalog.GlueRequests,
+		conc := "default"
+		if p.Concurrency > 0 {
+			conc = strconv.Itoa(p.Concurrency)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, conc, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
+			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.Call(catalogcalls.ListTables), p.Catalog.Call(catalogcalls.LoadTable), p.Catalog.GlueRequests,
 			p.TableS3.Class(s3requests.ClassGet), p.AWS.Calls["s3:"+s3requests.PutObject], p.AWS.Service(awsrequests.DynamoDB), p.AWS.SQSRequests, strings.Join(acts, ", "))
 	}
-	fmt.Fprintf(&b, "\nThe bill of one sweep and of a month of hourly sweeps (%d), at US East list prices (bill.go, report.go):\n\n| tables | ", SweepsPerMonth)
+	fmt.Fprintf(&b, "\nThe bill of one sweep and of a month of hourly sweeps (%d), at US East list prices (bill.go, report.go):\n\n| tables | at once | ", SweepsPerMonth)
 	items := sweepCost(r.Sweeps[0])
 	for _, it := range items {
 		b.WriteString(it.what + " | ")
 	}
-	b.WriteString("per sweep | per month |\n|---|")
+	b.WriteString("per sweep | per month |\n|---|---|")
 	for range items {
 		b.WriteString("---|")
 	}
 	b.WriteString("---|---|\n")
 	for _, p := range r.Sweeps {
-		fmt.Fprintf(&b, "| %d | ", p.Tables)
+		conc := "default"
+		if p.Concurrency > 0 {
+			conc = strconv.Itoa(p.Concurrency)
+		}
+		fmt.Fprintf(&b, "| %d | %s | ", p.Tables, conc)
 		var total float64
 		for _, it := range sweepCost(p) {
 			total += it.dollars

@@ -21,6 +21,10 @@
 // leaves it to Glue), so the pages counted, one per 100, are the fewest
 // Glue can answer with. LoadNamespaceProperties and CheckNamespaceExists
 // are a GetDatabase.
+//
+// SetLatency holds each of those Glue requests for a while before the
+// call goes on, as a catalog across the network would: the emulated
+// catalogs answer in microseconds.
 package catalogcalls
 
 import (
@@ -28,6 +32,8 @@ import (
 	"iter"
 	"maps"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -38,13 +44,46 @@ import (
 // page can hold.
 const GluePageSize = 100
 
+// The catalog's methods, as Counts.Calls names them.
+const (
+	LoadTable               = "LoadTable"
+	CommitTable             = "CommitTable"
+	CheckTableExists        = "CheckTableExists"
+	ListTables              = "ListTables"
+	ListNamespaces          = "ListNamespaces"
+	LoadNamespaceProperties = "LoadNamespaceProperties"
+	CheckNamespaceExists    = "CheckNamespaceExists"
+)
+
 // Counter is a catalog that counts the calls made through it.
 type Counter struct {
 	catalog.Catalog
 
-	mu    sync.Mutex
-	calls map[string]int64
-	glue  int64
+	mu      sync.Mutex
+	calls   map[string]int64
+	glue    int64
+	latency atomic.Int64
+}
+
+// SetLatency holds each Glue request a call stands for d before the call
+// goes on (0: none); a call whose context ends meanwhile fails with the
+// context's error, as a network call would.
+func (c *Counter) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
+
+// hold waits the latency of n Glue requests.
+func (c *Counter) hold(ctx context.Context, n int64) error {
+	d := time.Duration(c.latency.Load()) * time.Duration(n)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Wrap returns a counter of the calls made to cat through it.
@@ -86,7 +125,10 @@ func (c *Counter) own(tbl *table.Table) *table.Table {
 }
 
 func (c *Counter) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	c.add("LoadTable", 1)
+	c.add(LoadTable, 1)
+	if err := c.hold(ctx, 1); err != nil {
+		return nil, err
+	}
 	tbl, err := c.Catalog.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -95,23 +137,40 @@ func (c *Counter) LoadTable(ctx context.Context, ident table.Identifier) (*table
 }
 
 func (c *Counter) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	c.add("CommitTable", 2)
+	c.add(CommitTable, 2)
+	if err := c.hold(ctx, 2); err != nil {
+		return table.Metadata(nil), "", err
+	}
 	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
 }
 
 func (c *Counter) CheckTableExists(ctx context.Context, ident table.Identifier) (bool, error) {
-	c.add("CheckTableExists", 1)
+	c.add(CheckTableExists, 1)
+	if err := c.hold(ctx, 1); err != nil {
+		return false, err
+	}
 	return c.Catalog.CheckTableExists(ctx, ident)
 }
 
 // ListTables counts one call, and a Glue page per 100 tables the caller
-// reads (a caller that stops early reads fewer pages).
+// reads (a caller that stops early reads fewer pages); the latency is
+// held before each page.
 func (c *Counter) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2[table.Identifier, error] {
 	return func(yield func(table.Identifier, error) bool) {
 		n := 0
-		defer func() { c.add("ListTables", pages(n)) }()
+		defer func() { c.add(ListTables, pages(n)) }()
+		if err := c.hold(ctx, 1); err != nil {
+			yield(nil, err)
+			return
+		}
 		for ident, err := range c.Catalog.ListTables(ctx, ns) {
 			if err == nil {
+				if n > 0 && n%GluePageSize == 0 {
+					if err := c.hold(ctx, 1); err != nil {
+						yield(nil, err)
+						return
+					}
+				}
 				n++
 			}
 			if !yield(ident, err) {
@@ -123,16 +182,25 @@ func (c *Counter) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2
 
 func (c *Counter) ListNamespaces(ctx context.Context, parent table.Identifier) ([]table.Identifier, error) {
 	out, err := c.Catalog.ListNamespaces(ctx, parent)
-	c.add("ListNamespaces", pages(len(out)))
+	c.add(ListNamespaces, pages(len(out)))
+	if herr := c.hold(ctx, pages(len(out))); herr != nil {
+		return nil, herr
+	}
 	return out, err
 }
 
 func (c *Counter) LoadNamespaceProperties(ctx context.Context, ns table.Identifier) (iceberg.Properties, error) {
-	c.add("LoadNamespaceProperties", 1)
+	c.add(LoadNamespaceProperties, 1)
+	if err := c.hold(ctx, 1); err != nil {
+		return nil, err
+	}
 	return c.Catalog.LoadNamespaceProperties(ctx, ns)
 }
 
 func (c *Counter) CheckNamespaceExists(ctx context.Context, ns table.Identifier) (bool, error) {
-	c.add("CheckNamespaceExists", 1)
+	c.add(CheckNamespaceExists, 1)
+	if err := c.hold(ctx, 1); err != nil {
+		return false, err
+	}
 	return c.Catalog.CheckNamespaceExists(ctx, ns)
 }

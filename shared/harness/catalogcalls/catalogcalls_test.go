@@ -2,9 +2,11 @@ package catalogcalls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -73,7 +75,7 @@ func TestCounter_CountsEveryCallAndWhatItIsOnGlue(t *testing.T) {
 		t.Errorf("the commit through the counter did not reach the catalog: properties %v", after.Properties())
 	}
 	got := c.Counts()
-	for method, want := range map[string]int64{"LoadTable": 1, "CommitTable": 1, "ListTables": 2, "CheckNamespaceExists": 1} {
+	for method, want := range map[string]int64{LoadTable: 1, CommitTable: 1, ListTables: 2, CheckNamespaceExists: 1} {
 		if got.Call(method) != want {
 			t.Errorf("%s counted %d times, want %d (counts %v)", method, got.Call(method), want, got.Calls)
 		}
@@ -82,5 +84,39 @@ func TestCounter_CountsEveryCallAndWhatItIsOnGlue(t *testing.T) {
 	// GetDatabase 1.
 	if want := int64(1 + 2 + 2 + 1 + 1); got.GlueRequests != want {
 		t.Errorf("Glue requests %d, want %d", got.GlueRequests, want)
+	}
+}
+
+// TestCounter_LatencyEndsWithTheCallersContext: a call held for the
+// catalog's latency fails with the caller's context when it ends
+// meanwhile, as a network call would, and reaches no catalog.
+func TestCounter_LatencyEndsWithTheCallersContext(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cat, err := catalogs.Open(ctx, catalogs.Config{Type: "sql", Name: "latency", URI: "file:" + filepath.Join(dir, "cat.db"), Warehouse: "file://" + filepath.Join(dir, "wh")}, aws.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := Wrap(cat)
+	c.SetLatency(time.Hour)
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := c.LoadTable(ended, table.Identifier{"ns", "t"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("LoadTable held past its context: %v, want %v", err, context.Canceled)
+	}
+	for _, err := range c.ListTables(ended, table.Identifier{"ns"}) {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("ListTables held past its context: %v, want %v", err, context.Canceled)
+		}
+	}
+	if ok, err := c.CheckNamespaceExists(ended, table.Identifier{"ns"}); ok || !errors.Is(err, context.Canceled) {
+		t.Errorf("CheckNamespaceExists held past its context: %v %v, want %v", ok, err, context.Canceled)
+	}
+	c.SetLatency(0)
+	if ok, err := c.CheckNamespaceExists(ctx, table.Identifier{"ns"}); !ok || err != nil {
+		t.Errorf("without latency the call reaches the catalog: %v %v", ok, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/harness/bench"
+	"github.com/icekeeper/icekeeper/shared/harness/catalogcalls"
 )
 
 // TestSoak_AFleetKeepsEveryRowCommitAndByte is the short soak `make test`
@@ -49,8 +50,8 @@ func TestSoak_AFleetKeepsEveryRowCommitAndByte(t *testing.T) {
 	// Every committed job committed through the counted catalog (a job of
 	// partial progress commits more than once), and the commits and loads
 	// are billed as Glue requests.
-	if c := res.Catalog; c.Call("CommitTable") < int64(res.JobsCommitted) || c.Call("LoadTable") == 0 || c.Call("ListTables") == 0 ||
-		res.Bill["Glue Data Catalog requests"] != float64(c.GlueRequests)*bench.GlueRequest || c.GlueRequests <= c.Call("CommitTable")*2 {
+	if c := res.Catalog; c.Call(catalogcalls.CommitTable) < int64(res.JobsCommitted) || c.Call(catalogcalls.LoadTable) == 0 || c.Call(catalogcalls.ListTables) == 0 ||
+		res.Bill["Glue Data Catalog requests"] != float64(c.GlueRequests)*bench.GlueRequest || c.GlueRequests <= c.Call(catalogcalls.CommitTable)*2 {
 		t.Errorf("the functions' catalog calls %v (%d Glue requests, billed $%.6f) for %d jobs committed: not every call counted",
 			c.Calls, c.GlueRequests, res.Bill["Glue Data Catalog requests"], res.JobsCommitted)
 	}
