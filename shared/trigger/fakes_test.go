@@ -411,7 +411,7 @@ func newRig(t *testing.T, mode config.Mode, grants string) *rig {
 		assessor:  &fakeAssessor{byTable: map[string]Assessment{}, errs: map[string]error{}, orphans: map[string]int{}},
 		metrics:   &fakeMetrics{},
 		summary:   &fakeSummarizer{},
-		settings:  Settings{Mode: mode, Grants: g, MinInterval: time.Minute, SweepMaxJobs: 10, SweepMaxBytes: 1 << 40, SweepMaxMetadataJobs: 100,
+		settings: Settings{Mode: mode, Grants: g, MinInterval: time.Minute, SweepMaxJobs: 10, SweepMaxBytes: 1 << 40, SweepMaxMetadataJobs: 100,
 			SweepConcurrency: 4},
 	}
 }
