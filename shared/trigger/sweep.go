@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/icekeeper/icekeeper/events"
@@ -34,16 +35,9 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 	if err != nil {
 		return nil, err
 	}
-	visits := make([]sweepVisit, len(names))
-	g := errgroup.Group{}
-	g.SetLimit(max(d.s.SweepConcurrency, 1))
-	for i, name := range names {
-		g.Go(func() error {
-			visits[i] = d.visitForSweep(ctx, log.With("table", name), name, trig.Kind)
-			return nil
-		})
-	}
-	_ = g.Wait() // a visit's error is in its sweepVisit
+	visits := d.eachTable(names, func(name string) sweepVisit {
+		return d.visitForSweep(ctx, log.With("table", name), name, trig.Kind)
+	})
 	var outs []TableOutcome
 	var cands []candidate
 	var errs []error
@@ -108,6 +102,22 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 	return outs, errors.Join(errs...)
 }
 
+// eachTable runs visit for every name, Settings.SweepConcurrency at a
+// time, and returns what each returned in names' order.
+func (d *Dispatcher) eachTable(names []string, visit func(name string) sweepVisit) []sweepVisit {
+	out := make([]sweepVisit, len(names))
+	g := errgroup.Group{}
+	g.SetLimit(max(d.s.SweepConcurrency, 1))
+	for i, name := range names {
+		g.Go(func() error {
+			out[i] = visit(name)
+			return nil
+		})
+	}
+	_ = g.Wait() // a visit's error is in its sweepVisit
+	return out
+}
+
 // sweepVisit is what a sweep learned of one table: an error (the table
 // has no outcome), a candidate to rank (its properties and assessment),
 // or its outcome.
@@ -124,23 +134,11 @@ type sweepVisit struct {
 // what it shares (the catalog, the stores, the metrics emitter, the log)
 // is safe for concurrent use.
 func (d *Dispatcher) visitForSweep(ctx context.Context, log *slog.Logger, name, kind string) sweepVisit {
-	o := TableOutcome{Table: name}
-	ident, _ := messages.TableIdent(name)
-	tbl, err := d.catalog.LoadTable(ctx, ident)
-	if err != nil {
-		switch {
-		case errors.Is(err, catalog.ErrNoSuchTable):
-			return sweepVisit{out: d.skip(log, o, SkipNoSuchTable, err.Error())}
-		case NotIceberg(err):
-			return sweepVisit{out: d.skip(log, o, SkipNotIceberg, err.Error())}
-		}
-		return sweepVisit{err: fmt.Errorf("trigger: load %s: %w", name, err)}
+	tbl, v := d.admit(ctx, log, name, kind)
+	if tbl == nil {
+		return v
 	}
-	eligible, o := d.decide(ctx, log, o, tbl, kind)
-	if !eligible {
-		return sweepVisit{out: o}
-	}
-	a, o, err := d.assess(ctx, log, o, tbl)
+	a, o, err := d.assess(ctx, log, v.out, tbl)
 	switch {
 	case errors.Is(err, errSkipped):
 		return sweepVisit{out: o}
@@ -153,6 +151,29 @@ func (d *Dispatcher) visitForSweep(ctx context.Context, log *slog.Logger, name, 
 	}
 	a.Report, a.Gauges = nil, nil // published by assess
 	return sweepVisit{candidate: true, out: o, props: tbl.Properties(), a: a}
+}
+
+// admit loads a table a sweep visits and applies the double key and the
+// property rules (decide): the table when it is eligible, else nil and
+// its outcome or error.
+func (d *Dispatcher) admit(ctx context.Context, log *slog.Logger, name, kind string) (*table.Table, sweepVisit) {
+	o := TableOutcome{Table: name}
+	ident, _ := messages.TableIdent(name)
+	tbl, err := d.catalog.LoadTable(ctx, ident)
+	if err != nil {
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable):
+			return nil, sweepVisit{out: d.skip(log, o, SkipNoSuchTable, err.Error())}
+		case NotIceberg(err):
+			return nil, sweepVisit{out: d.skip(log, o, SkipNotIceberg, err.Error())}
+		}
+		return nil, sweepVisit{err: fmt.Errorf("trigger: load %s: %w", name, err)}
+	}
+	eligible, o := d.decide(ctx, log, o, tbl, kind)
+	if !eligible {
+		return nil, sweepVisit{out: o}
+	}
+	return tbl, sweepVisit{out: o}
 }
 
 // candidate is an eligible table a sweep ranks. A sweep holds one per

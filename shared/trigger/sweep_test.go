@@ -90,60 +90,69 @@ func TestSweep_VisitsSweepConcurrencyTablesAtOnce(t *testing.T) {
 }
 
 // TestSweep_DecidesAsOneTableAfterAnother: whatever the concurrency, a
-// sweep of a random fleet (opted in or not, healthy, due, cooling down,
-// missing, unreadable, with properties rejected; the budgets drawn) plans
-// the same jobs in the same order, and reports the same outcomes in the
-// same order, as one table after another. Seeds replay with -run.
+// sweep of a random fleet (opted in or not, to orphan cleanup too,
+// healthy, due, cooling down, missing, unreadable, with properties
+// rejected; the budgets drawn), and an orphan sweep of it, plan the same
+// jobs in the same order, and report the same outcomes in the same order,
+// as one table after another. Seeds replay with -run.
 func TestSweep_DecidesAsOneTableAfterAnother(t *testing.T) {
-	for seed := range uint64(20) {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			sweep := func(concurrency int) (Outcome, error, []plannerCall, map[string]time.Time) {
-				rnd := rand.New(rand.NewPCG(seed, 0))
-				r := newRig(t, config.ModeActive, "shop,other.gone")
-				r.settings.SweepConcurrency = concurrency
-				r.settings.SweepMaxJobs = 1 + rnd.IntN(6)
-				r.settings.SweepMaxMetadataJobs = 1 + rnd.IntN(4)
-				r.settings.SweepMaxBytes = int64(5 + rnd.IntN(40))
-				r.planner.results["compaction"] = planned
-				r.planner.results["expire"] = planned
-				for i := range 30 {
-					name := fmt.Sprintf("shop.t%02d", i)
-					a := Assessment{Score: float64(rnd.IntN(5)), CompactionBytes: int64(rnd.IntN(3) * 5)}
-					a.ExpiryDue = rnd.IntN(3) == 0
-					props := optedIn()
-					switch rnd.IntN(8) {
-					case 0:
-						props = nil // not opted in
-					case 1:
-						props = optedIn(optin.PropertyMinInterval, "soon") // rejected
-					case 2:
-						r.cat.errs[name] = errTransient
-					case 3:
-						r.cooldowns.SetNext(t.Context(), name, testNow.Add(time.Hour))
-					}
-					r.add(t, name, props, a)
-					r.planner.inputBytes[name] = a.CompactionBytes
-				}
-				out, err := r.dispatch(t, events.Trigger{Kind: events.KindSchedule, Sweep: true})
-				return out, err, r.planner.calls, r.cooldowns.next
+	for _, trig := range []events.Trigger{{Kind: events.KindSchedule, Sweep: true}, {Kind: events.KindOrphanSchedule, Sweep: true}} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprintf("%s seed %d", trig.Kind, seed), func(t *testing.T) { sweepBothWays(t, trig, seed) })
+		}
+	}
+}
+
+func sweepBothWays(t *testing.T, trig events.Trigger, seed uint64) {
+	sweep := func(concurrency int) (Outcome, error, []plannerCall, map[string]time.Time) {
+		rnd := rand.New(rand.NewPCG(seed, 0))
+		r := newRig(t, config.ModeActive, "shop,other.gone")
+		r.settings.SweepConcurrency = concurrency
+		r.settings.SweepMaxJobs = 1 + rnd.IntN(6)
+		r.settings.SweepMaxMetadataJobs = 1 + rnd.IntN(4)
+		r.settings.SweepMaxBytes = int64(5 + rnd.IntN(40))
+		r.planner.results["compaction"] = planned
+		r.planner.results["expire"] = planned
+		r.planner.results["orphans"] = planned
+		for i := range 30 {
+			name := fmt.Sprintf("shop.t%02d", i)
+			a := Assessment{Score: float64(rnd.IntN(5)), CompactionBytes: int64(rnd.IntN(3) * 5)}
+			a.ExpiryDue = rnd.IntN(3) == 0
+			props := optedIn()
+			if rnd.IntN(2) == 0 {
+				props[optin.PropertyOrphansEnabled] = "true"
 			}
-			wantOut, wantErr, wantCalls, wantNext := sweep(1)
-			gotOut, gotErr, gotCalls, gotNext := sweep(8)
-			if !reflect.DeepEqual(gotOut, wantOut) {
-				t.Errorf("outcomes at 8 at once:\n%+v\nwant, as one after another:\n%+v", gotOut, wantOut)
+			switch rnd.IntN(8) {
+			case 0:
+				props = nil // not opted in
+			case 1:
+				props = optedIn(optin.PropertyMinInterval, "soon") // rejected
+			case 2:
+				r.cat.errs[name] = errTransient
+			case 3:
+				r.cooldowns.SetNext(t.Context(), name, testNow.Add(time.Hour))
 			}
-			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-				t.Errorf("error at 8 at once %v, want %v", gotErr, wantErr)
-			}
-			if !reflect.DeepEqual(gotCalls, wantCalls) {
-				t.Errorf("planned at 8 at once %v, want %v", gotCalls, wantCalls)
-			}
-			if !reflect.DeepEqual(gotNext, wantNext) {
-				t.Errorf("cooldowns at 8 at once %v, want %v", gotNext, wantNext)
-			}
-			if len(wantCalls) == 0 {
-				t.Error("the fleet planned nothing: the comparison proves little")
-			}
-		})
+			r.add(t, name, props, a)
+			r.planner.inputBytes[name] = a.CompactionBytes
+		}
+		out, err := r.dispatch(t, trig)
+		return out, err, r.planner.calls, r.cooldowns.next
+	}
+	wantOut, wantErr, wantCalls, wantNext := sweep(1)
+	gotOut, gotErr, gotCalls, gotNext := sweep(8)
+	if !reflect.DeepEqual(gotOut, wantOut) {
+		t.Errorf("outcomes at 8 at once:\n%+v\nwant, as one after another:\n%+v", gotOut, wantOut)
+	}
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Errorf("error at 8 at once %v, want %v", gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(gotCalls, wantCalls) {
+		t.Errorf("planned at 8 at once %v, want %v", gotCalls, wantCalls)
+	}
+	if !reflect.DeepEqual(gotNext, wantNext) {
+		t.Errorf("cooldowns at 8 at once %v, want %v", gotNext, wantNext)
+	}
+	if len(wantCalls) == 0 {
+		t.Error("the fleet planned nothing: the comparison proves little")
 	}
 }
