@@ -305,8 +305,12 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 	for _, fn := range []awslambda.Function{fns.Planner, fns.Rewriter, fns.Committer} {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
+	locations := bucket + "/" + a.s.key(LocationsPrefix) + "*"
 	add(fns.Planner,
 		statement("PlansAndReportsWrite", []string{"s3:PutObject"}, []string{jobs, health}),
+		// The index of the granted tables' locations: the sweep writes
+		// it, an S3 event's location is looked up in it.
+		statement("LocationIndexReadWrite", []string{"s3:GetObject", "s3:PutObject"}, []string{locations}),
 		statement("AuditEvents", []string{"events:PutEvents"}, []string{a.busARN(bus)}),
 	)
 	// The weekly summary (shared/summary): it reads the maintenance log

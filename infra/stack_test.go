@@ -1758,9 +1758,10 @@ func TestIcekeeperStack_SchedulesSendThePlannersScheduledEvents(t *testing.T) {
 
 // TestIcekeeperStack_ThePlannerWritesTheSummaryAndReadsOnlyItsInputs:
 // the planner may put the summary's event on the bus and write objects
-// under summary/ (and its plans and reports, as before), nowhere else in
-// the bucket; it reads the maintenance log and the health reports, and
-// lists only under their prefixes.
+// under summary/ (and its plans and reports, and the location index, as
+// before), nowhere else in the bucket; it reads the maintenance log, the
+// health reports and the location index, and lists only under the first
+// two's prefixes.
 func TestIcekeeperStack_ThePlannerWritesTheSummaryAndReadsOnlyItsInputs(t *testing.T) {
 	f := mustSynth(t, activeContext())
 	var puts, gets []string
@@ -1799,10 +1800,10 @@ func TestIcekeeperStack_ThePlannerWritesTheSummaryAndReadsOnlyItsInputs(t *testi
 		return out
 	}
 	bucketPuts, bucketGets := inBucket(puts), inBucket(gets)
-	if want := []string{"/health/*", "/jobs/*", "/summary/*"}; !slices.Equal(bucketPuts, want) {
+	if want := []string{"/health/*", "/jobs/*", "/locations/*", "/summary/*"}; !slices.Equal(bucketPuts, want) {
 		t.Errorf("the planner writes %v in the bucket, want %v", bucketPuts, want)
 	}
-	if want := []string{"/health/*", "/log/*"}; !slices.Equal(bucketGets, want) {
+	if want := []string{"/health/*", "/locations/*", "/log/*"}; !slices.Equal(bucketGets, want) {
 		t.Errorf("the planner reads %v in the bucket, want %v", bucketGets, want)
 	}
 	if !events || !listed {

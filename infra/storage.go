@@ -37,6 +37,10 @@ const (
 	// SummaryPrefix holds the weekly summaries, summary/<yyyy>-W<ww>.json
 	// and .html and summary/latest.* (shared/summary).
 	SummaryPrefix = "summary/"
+	// LocationsPrefix holds the index of the granted tables' locations,
+	// locations/index.json, that the sweep writes and the planner reads
+	// to name the table of an S3 event (shared/trigger, locations.go).
+	LocationsPrefix = "locations/"
 )
 
 // newStorage creates the bucket (S3-managed encryption, no public access,

@@ -375,6 +375,8 @@ type rig struct {
 	summary   *fakeSummarizer
 	wakeups   *fakeWakeUps
 	settings  Settings
+	// now is the dispatcher's clock (nil: testNow).
+	now func() time.Time
 }
 
 // fakeWakeUps records each wake-up asked for; err fails them all.
@@ -427,6 +429,9 @@ func (r *rig) dispatcher(t *testing.T) *Dispatcher {
 	t.Helper()
 	deps := Deps{Catalog: r.cat, Planner: r.planner, Cooldowns: r.cooldowns, Auditor: r.auditor, Reports: r.reports,
 		Assessor: r.assessor, Metrics: r.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return testNow }}
+	if r.now != nil {
+		deps.Now = r.now
+	}
 	if r.signals != nil {
 		deps.Signals = r.signals
 	}

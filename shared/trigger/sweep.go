@@ -38,6 +38,7 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 	visits := d.eachTable(names, func(name string) sweepVisit {
 		return d.visitForSweep(ctx, log.With("table", name), name, trig.Kind)
 	})
+	d.writeLocationIndex(ctx, log, sweptLocations(names, visits))
 	var outs []TableOutcome
 	var cands []candidate
 	var errs []error
@@ -120,13 +121,14 @@ func (d *Dispatcher) eachTable(names []string, visit func(name string) sweepVisi
 
 // sweepVisit is what a sweep learned of one table: an error (the table
 // has no outcome), a candidate to rank (its properties and assessment),
-// or its outcome.
+// or its outcome; and its location when it loaded.
 type sweepVisit struct {
 	err       error
 	candidate bool
 	out       TableOutcome
 	props     map[string]string
 	a         Assessment
+	location  string
 }
 
 // visitForSweep loads, admits and assesses one table of a sweep. Safe to
@@ -141,21 +143,21 @@ func (d *Dispatcher) visitForSweep(ctx context.Context, log *slog.Logger, name, 
 	a, o, err := d.assess(ctx, log, v.out, tbl)
 	switch {
 	case errors.Is(err, errSkipped):
-		return sweepVisit{out: o}
+		return sweepVisit{out: o, location: v.location}
 	case err != nil:
-		return sweepVisit{err: err}
+		return sweepVisit{err: err, location: v.location}
 	case d.s.Mode != config.ModeActive:
-		return sweepVisit{out: o}
+		return sweepVisit{out: o, location: v.location}
 	case a.CompactionBytes == 0 && !a.ManifestsDue && !(a.ExpiryDue && optin.ExpireEnabled(tbl.Properties())):
-		return sweepVisit{out: d.skip(log, o, SkipHealthy, "no compaction, manifest rewrite or snapshot expiry due")}
+		return sweepVisit{out: d.skip(log, o, SkipHealthy, "no compaction, manifest rewrite or snapshot expiry due"), location: v.location}
 	}
 	a.Report, a.Gauges = nil, nil // published by assess
-	return sweepVisit{candidate: true, out: o, props: tbl.Properties(), a: a}
+	return sweepVisit{candidate: true, out: o, props: tbl.Properties(), a: a, location: v.location}
 }
 
 // admit loads a table a sweep visits and applies the double key and the
 // property rules (decide): the table when it is eligible, else nil and
-// its outcome or error.
+// its outcome or error; its location whenever it loaded.
 func (d *Dispatcher) admit(ctx context.Context, log *slog.Logger, name, kind string) (*table.Table, sweepVisit) {
 	o := TableOutcome{Table: name}
 	ident, _ := messages.TableIdent(name)
@@ -171,9 +173,9 @@ func (d *Dispatcher) admit(ctx context.Context, log *slog.Logger, name, kind str
 	}
 	eligible, o := d.decide(ctx, log, o, tbl, kind)
 	if !eligible {
-		return nil, sweepVisit{out: o}
+		return nil, sweepVisit{out: o, location: tbl.Location()}
 	}
-	return tbl, sweepVisit{out: o}
+	return tbl, sweepVisit{out: o, location: tbl.Location()}
 }
 
 // candidate is an eligible table a sweep ranks. A sweep holds one per

@@ -393,7 +393,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 	}
 	names := append([]string(nil), trig.Tables...)
 	for _, loc := range trig.Locations {
-		name, err := d.resolve(ctx, loc)
+		name, err := d.resolve(ctx, log, loc)
 		if err != nil {
 			record(TableOutcome{}, err)
 			continue
@@ -937,49 +937,6 @@ func (d *Dispatcher) grantedTables(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// resolve finds the granted table whose location is loc: first by the
-// <warehouse>/<namespace>.db/<table> layout that the sql, glue and hive
-// catalogs use, then by comparing the locations of every granted table.
-// A layout location of an ungranted table resolves to nothing at once.
-// It returns "" when no granted table lives there.
-func (d *Dispatcher) resolve(ctx context.Context, loc string) (string, error) {
-	loc = strings.TrimSuffix(loc, "/")
-	parts := strings.Split(loc, "/")
-	if n := len(parts); n >= 2 && strings.HasSuffix(parts[n-2], ".db") {
-		name := strings.TrimSuffix(parts[n-2], ".db") + "." + parts[n-1]
-		if !d.s.Grants.Granted(name) {
-			// An ungranted table of the layout: no walk of every granted
-			// table (a deployment whose S3 rules match whole buckets
-			// sends every table's commits here). A granted table whose
-			// location is another name's layout path (renamed) is not
-			// woken by its metadata writes, as the stack's per-table S3
-			// patterns never matched it either; its catalog's events and
-			// the sweep still wake it.
-			return "", nil
-		}
-		if ident, err := messages.TableIdent(name); err == nil {
-			if tbl, err := d.catalog.LoadTable(ctx, ident); err == nil && strings.TrimSuffix(tbl.Location(), "/") == loc {
-				return name, nil
-			}
-		}
-	}
-	names, err := d.grantedTables(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, name := range names {
-		ident, _ := messages.TableIdent(name)
-		tbl, err := d.catalog.LoadTable(ctx, ident)
-		if err != nil {
-			continue
-		}
-		if strings.TrimSuffix(tbl.Location(), "/") == loc {
-			return name, nil
-		}
-	}
-	return "", nil
 }
 
 func (d *Dispatcher) skip(log *slog.Logger, o TableOutcome, reason, detail string) TableOutcome {
