@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/storagepath"
@@ -44,21 +46,26 @@ const LocationIndexName = "locations/index.json"
 // say a location is not a granted table's: two hourly sweeps.
 const LocationIndexMaxAge = 2 * time.Hour
 
-// locationIndex is the index's JSON: when it was written, and the granted
-// tables by location (storagepath.Key).
+// locationIndex is the index's JSON: when it was written, the granted
+// tables by location (storagepath.Key), and the granted tables whose
+// location its writer could not read (a load that failed): an event's
+// location the index lacks is checked against each of those, so that one
+// table's failed load costs a load per event, not a walk of them all.
 type locationIndex struct {
 	WrittenAt time.Time         `json:"written_at"`
 	Tables    map[string]string `json:"tables"`
+	Unknown   []string          `json:"unknown,omitempty"`
 }
 
 // locationKey is a location's spelling in the index.
 func locationKey(loc string) string { return storagepath.Key(strings.TrimSuffix(loc, "/")) }
 
 // writeLocationIndex stores the locations of the granted tables a sweep
-// or a walk loaded (table name by location). Best effort: without it an
-// event walks the tables, as before.
-func (d *Dispatcher) writeLocationIndex(ctx context.Context, log *slog.Logger, byLocation map[string]string) {
-	data, err := json.Marshal(locationIndex{WrittenAt: d.now().UTC(), Tables: byLocation})
+// or a walk visited (locatedTables). Best effort: without it an event
+// walks the tables, as before.
+func (d *Dispatcher) writeLocationIndex(ctx context.Context, log *slog.Logger, idx locationIndex) {
+	idx.WrittenAt = d.now().UTC()
+	data, err := json.Marshal(idx)
 	if err == nil {
 		_, err = d.reports.Put(ctx, LocationIndexName, data)
 	}
@@ -109,8 +116,16 @@ func (d *Dispatcher) resolve(ctx context.Context, log *slog.Logger, loc string) 
 		}
 	}
 	if idx := d.readLocationIndex(ctx, log); idx != nil {
-		if name, ok := idx.Tables[key]; ok && d.locatedAt(ctx, name, key) {
-			return name, nil
+		if name, ok := idx.Tables[key]; ok {
+			if d.locatedAt(ctx, name, key) {
+				return name, nil
+			}
+			return "", nil
+		}
+		for _, name := range idx.Unknown {
+			if d.locatedAt(ctx, name, key) {
+				return name, nil
+			}
 		}
 		return "", nil
 	}
@@ -121,25 +136,17 @@ func (d *Dispatcher) resolve(ctx context.Context, log *slog.Logger, loc string) 
 	visits := d.eachTable(names, func(name string) sweepVisit {
 		ident, _ := messages.TableIdent(name)
 		tbl, err := d.catalog.LoadTable(ctx, ident)
-		if err != nil {
-			return sweepVisit{err: err}
+		switch {
+		case err == nil:
+			return sweepVisit{location: tbl.Location()}
+		case errors.Is(err, catalog.ErrNoSuchTable), NotIceberg(err):
+			return sweepVisit{}
 		}
-		return sweepVisit{location: tbl.Location()}
+		return sweepVisit{err: err}
 	})
-	byLocation := map[string]string{}
-	found := ""
-	for i, v := range visits {
-		if v.err != nil {
-			continue
-		}
-		k := locationKey(v.location)
-		byLocation[k] = names[i]
-		if k == key && found == "" {
-			found = names[i]
-		}
-	}
-	d.writeLocationIndex(ctx, log, byLocation)
-	return found, nil
+	idx := locatedTables(names, visits)
+	d.writeLocationIndex(ctx, log, idx)
+	return idx.Tables[key], nil
 }
 
 // locatedAt says whether the table name loads and its location is key.
@@ -152,13 +159,22 @@ func (d *Dispatcher) locatedAt(ctx context.Context, name, key string) bool {
 	return err == nil && locationKey(tbl.Location()) == key
 }
 
-// sweptLocations are the locations of the tables a sweep loaded.
-func sweptLocations(names []string, visits []sweepVisit) map[string]string {
-	out := map[string]string{}
+// locatedTables is the index of the granted tables a sweep or a walk
+// visited: each one that loaded by its location; each one whose load
+// failed (a visit with an error and no location) as unknown. A table
+// that is gone or not an Iceberg table is neither: nothing to find.
+// Where two tables claim one location the first in name order is kept.
+func locatedTables(names []string, visits []sweepVisit) locationIndex {
+	idx := locationIndex{Tables: map[string]string{}}
 	for i, v := range visits {
-		if v.location != "" {
-			out[locationKey(v.location)] = names[i]
+		switch {
+		case v.location != "":
+			if _, dup := idx.Tables[locationKey(v.location)]; !dup {
+				idx.Tables[locationKey(v.location)] = names[i]
+			}
+		case v.err != nil:
+			idx.Unknown = append(idx.Unknown, names[i])
 		}
 	}
-	return out
+	return idx
 }

@@ -15,8 +15,8 @@ import (
 // LocationIndexMaxAge; the walk and every sweep write the index, and
 // with it a location costs at most one load: none when no granted table
 // is there (the commits of every table in a bucket the stack's widened
-// rules match), one to check the table it names. s3a:// and s3:// spell
-// one location.
+// rules match), one to check the table it names, one per table the sweep
+// could not load. s3a:// and s3:// spell one location.
 func TestResolve_TablesWithLocationsOfTheirOwnAreFoundThroughTheIndex(t *testing.T) {
 	r := newRig(t, config.ModeActive, "shop")
 	r.planner.results["compaction"] = planned
@@ -87,4 +87,18 @@ func TestResolve_TablesWithLocationsOfTheirOwnAreFoundThroughTheIndex(t *testing
 	}
 	o, loads = event("s3://lake/tables/not-granted")
 	resolved(o, loads, "", 0)
+
+	// A table the sweep could not load is in the index as unknown: a
+	// location the index lacks is checked against it alone (one load,
+	// not a walk), and found there once it loads again.
+	now = now.Add(time.Minute)
+	r.cat.errs["shop.c"] = errTransient
+	if _, err := r.dispatch(t, events.Trigger{Kind: events.KindSchedule, Sweep: true}); err == nil {
+		t.Fatal("a sweep with a table it could not load succeeded, want its error")
+	}
+	o, loads = event("s3://lake/tables/not-granted")
+	resolved(o, loads, "", 1)
+	delete(r.cat.errs, "shop.c")
+	o, loads = event("s3://lake/tables/c")
+	resolved(o, loads, "shop.c", 1+1)
 }

@@ -38,7 +38,7 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 	visits := d.eachTable(names, func(name string) sweepVisit {
 		return d.visitForSweep(ctx, log.With("table", name), name, trig.Kind)
 	})
-	d.writeLocationIndex(ctx, log, sweptLocations(names, visits))
+	d.writeLocationIndex(ctx, log, locatedTables(names, visits))
 	var outs []TableOutcome
 	var cands []candidate
 	var errs []error
