@@ -306,11 +306,15 @@ func (a *access) ownResources(st Storage, q Queues, fns Lambdas, bus string) {
 		add(fn, statement("StateReadWrite", stateActions, []string{*st.LeaseTable.TableArn(), *st.JobsTable.TableArn()}))
 	}
 	locations := bucket + "/" + a.s.key(LocationsPrefix) + "*"
+	sweeps := bucket + "/" + a.s.key(SweepsPrefix) + "*"
 	add(fns.Planner,
 		statement("PlansAndReportsWrite", []string{"s3:PutObject"}, []string{jobs, health}),
 		// The index of the granted tables' locations: the sweep writes
 		// it, an S3 event's location is looked up in it.
 		statement("LocationIndexReadWrite", []string{"s3:GetObject", "s3:PutObject"}, []string{locations}),
+		// The sweeps' cursors: where a sweep that ran short of time
+		// stopped, read by the next.
+		statement("SweepCursorsReadWrite", []string{"s3:GetObject", "s3:PutObject"}, []string{sweeps}),
 		statement("AuditEvents", []string{"events:PutEvents"}, []string{a.busARN(bus)}),
 	)
 	// The weekly summary (shared/summary): it reads the maintenance log

@@ -1800,10 +1800,10 @@ func TestIcekeeperStack_ThePlannerWritesTheSummaryAndReadsOnlyItsInputs(t *testi
 		return out
 	}
 	bucketPuts, bucketGets := inBucket(puts), inBucket(gets)
-	if want := []string{"/health/*", "/jobs/*", "/locations/*", "/summary/*"}; !slices.Equal(bucketPuts, want) {
+	if want := []string{"/health/*", "/jobs/*", "/locations/*", "/summary/*", "/sweeps/*"}; !slices.Equal(bucketPuts, want) {
 		t.Errorf("the planner writes %v in the bucket, want %v", bucketPuts, want)
 	}
-	if want := []string{"/health/*", "/locations/*", "/log/*"}; !slices.Equal(bucketGets, want) {
+	if want := []string{"/health/*", "/locations/*", "/log/*", "/sweeps/*"}; !slices.Equal(bucketGets, want) {
 		t.Errorf("the planner reads %v in the bucket, want %v", bucketGets, want)
 	}
 	if !events || !listed {

@@ -41,6 +41,10 @@ const (
 	// locations/index.json, that the sweep writes and the planner reads
 	// to name the table of an S3 event (shared/trigger, locations.go).
 	LocationsPrefix = "locations/"
+	// SweepsPrefix holds the sweeps' cursors, sweeps/<kind>.json: where
+	// the next sweep starts after one that ran short of the planner's
+	// time (shared/trigger, sweeptime.go).
+	SweepsPrefix = "sweeps/"
 )
 
 // newStorage creates the bucket (S3-managed encryption, no public access,

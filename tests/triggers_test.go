@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -542,4 +545,94 @@ func filesUnder(t *testing.T, root string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// deadlineOnly is a context whose Deadline is at but which that deadline
+// never cancels: the planner's invocation deadline as a sweep sees it,
+// without its end cutting the test's own calls short.
+type deadlineOnly struct {
+	context.Context
+	at time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.at, true }
+
+// heldCatalog holds every load for a while (S3's and Glue's latency, and
+// many tables) and records the loads in order.
+type heldCatalog struct {
+	catalog.Catalog
+	hold  time.Duration
+	mu    sync.Mutex
+	loads []string
+}
+
+func (c *heldCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	time.Sleep(c.hold)
+	c.mu.Lock()
+	c.loads = append(c.loads, strings.Join(ident, "."))
+	c.mu.Unlock()
+	return c.Catalog.LoadTable(ctx, ident)
+}
+
+// TestTriggers_ASweepShortOfTimeLeavesACursorTheNextStartsFrom: a sweep
+// whose invocation would end before it visited every granted table stops
+// visiting with a third of its time left, says how many tables it left
+// (the response and the SweepTablesDeferred metric), and writes the
+// cursor to icekeeper's bucket (sweeps/schedule.json, through the
+// planner's IAM policy); the next sweep starts at the first table it
+// left. Loads are held 150 ms and the invocation has 600 ms: visits
+// start while 200 ms are left, so some of the six tables are left.
+func TestTriggers_ASweepShortOfTimeLeavesACursorTheNextStartsFrom(t *testing.T) {
+	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) { c.SweepConcurrency = 1 })
+	var all []string
+	for i := range 6 {
+		name := fmt.Sprintf("lake.t%d", i)
+		d.createNamed(name, sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 10})
+		all = append(all, name)
+	}
+	slow := &heldCatalog{Catalog: d.cat, hold: 150 * time.Millisecond}
+	disp, err := d.deps.Dispatcher(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+	sweep := func(ctx context.Context) plannerstage.Response {
+		t.Helper()
+		resp, err := h.Handle(ctx, mustRead(t, "../events/scheduled.json"))
+		if err != nil {
+			t.Fatalf("planner: %v (%+v)", err, resp)
+		}
+		return resp
+	}
+
+	resp := sweep(deadlineOnly{asFunction(d.ctx, "Planner"), time.Now().Add(600 * time.Millisecond)})
+	visited := len(resp.Tables)
+	if visited == 0 || resp.Deferred != len(all)-visited || resp.Deferred == 0 {
+		t.Fatalf("the sweep short of time visited %d tables and deferred %d, want some of 6 each: %+v", visited, resp.Deferred, resp)
+	}
+	if !slices.Equal(slow.loads, all[:visited]) {
+		t.Errorf("loaded %v, want the first %d tables in name order", slow.loads, visited)
+	}
+	if m := d.metrics.metricTotals(t); m["SweepTablesDeferred"] != float64(resp.Deferred) {
+		t.Errorf("SweepTablesDeferred = %v, want %d", m["SweepTablesDeferred"], resp.Deferred)
+	}
+	raw, err := d.deps.Blobs.Get(d.ctx, d.deps.Blobs.Key(trigger.SweepCursorPrefix+"schedule.json"))
+	if err != nil {
+		t.Fatalf("cursor: %v", err)
+	}
+	var cursor struct {
+		After string `json:"after"`
+	}
+	if err := json.Unmarshal(raw, &cursor); err != nil || cursor.After != all[visited-1] {
+		t.Fatalf("cursor %s (%v), want after %s", raw, err, all[visited-1])
+	}
+
+	// The next sweep, with time enough, starts at the first table left
+	// and goes round.
+	slow.loads = nil
+	resp = sweep(asFunction(d.ctx, "Planner"))
+	want := append(slices.Clone(all[visited:]), all[:visited]...)
+	if resp.Deferred != 0 || !slices.Equal(slow.loads, want) {
+		t.Errorf("the next sweep loaded %v (deferred %d), want %v", slow.loads, resp.Deferred, want)
+	}
 }

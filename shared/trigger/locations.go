@@ -133,7 +133,7 @@ func (d *Dispatcher) resolve(ctx context.Context, log *slog.Logger, loc string) 
 	if err != nil {
 		return "", err
 	}
-	visits := d.eachTable(names, func(name string) sweepVisit {
+	visits := d.eachTable(names, nil, func(name string) sweepVisit {
 		ident, _ := messages.TableIdent(name)
 		tbl, err := d.catalog.LoadTable(ctx, ident)
 		switch {
@@ -177,4 +177,33 @@ func locatedTables(names []string, visits []sweepVisit) locationIndex {
 		}
 	}
 	return idx
+}
+
+// keepUnvisitedLocations completes the index of a sweep that ran short of
+// time (sweeptime.go) with the granted tables it did not visit: each keeps
+// the location the last index had for it, and one that index did not
+// locate is unknown (an event's location the index lacks is checked
+// against it with a load), so that a split sweep never makes the index
+// forget a table it did not see.
+func (d *Dispatcher) keepUnvisitedLocations(ctx context.Context, log *slog.Logger, idx *locationIndex, unvisited []string) {
+	prev := locationIndex{}
+	if data, err := d.reports.Get(ctx, d.reports.Key(LocationIndexName)); err == nil {
+		if err := json.Unmarshal(data, &prev); err != nil {
+			log.Warn("location index unreadable; the tables this sweep did not visit are listed as unknown", "err", err.Error())
+		}
+	} else if !errors.Is(err, blob.ErrNotFound) {
+		log.Warn("location index not read; the tables this sweep did not visit are listed as unknown", "err", err.Error())
+	}
+	located := make(map[string]string, len(prev.Tables))
+	for loc, name := range prev.Tables {
+		located[name] = loc
+	}
+	for _, name := range unvisited {
+		loc, ok := located[name]
+		if _, taken := idx.Tables[loc]; ok && !taken {
+			idx.Tables[loc] = name
+			continue
+		}
+		idx.Unknown = append(idx.Unknown, name)
+	}
 }

@@ -24,12 +24,16 @@ import (
 // time, as the sweep does (a load each); the cleanups are then planned,
 // or assessed, one table at a time in the granted tables' order: each
 // lists the table's location, which holds every file name at once.
-func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
+// Visits and planning stop, as the sweep's do, when the invocation's time
+// runs short (sweeptime.go), with a cursor of the orphan sweeps' own.
+func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, int, error) {
 	names, err := d.grantedTables(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	visits := d.eachTable(names, func(name string) sweepVisit {
+	clock := d.sweepTime(ctx)
+	order := d.sweepOrder(ctx, log, trig.Kind, names)
+	visits := d.eachTable(order, clock.visiting, func(name string) sweepVisit {
 		tlog := log.With("table", name)
 		tbl, v := d.admit(ctx, tlog, name, trig.Kind)
 		switch {
@@ -40,11 +44,12 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 		}
 		return sweepVisit{candidate: true, out: v.out, props: tbl.Properties()}
 	})
+	d.finishSweepOrder(ctx, log, trig.Kind, order, len(visits))
 	var outs []TableOutcome
 	var errs []error
 	planned := 0
 	for i, v := range visits {
-		name := names[i]
+		name := order[i]
 		tlog := log.With("table", name)
 		o := v.out
 		switch {
@@ -53,6 +58,9 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 			continue
 		case !v.candidate:
 			outs = append(outs, o)
+			continue
+		case !clock.planning():
+			outs = append(outs, d.skip(tlog, o, SkipSweepTime, "the invocation's time ran short before this table's turn"))
 			continue
 		}
 		if d.s.Mode != config.ModeActive {
@@ -101,7 +109,7 @@ func (d *Dispatcher) orphanSweep(ctx context.Context, log *slog.Logger, trig eve
 		}
 		outs = append(outs, o)
 	}
-	return outs, errors.Join(errs...)
+	return outs, len(order) - len(visits), errors.Join(errs...)
 }
 
 // assessOrphans reports, in mode advisory, how many orphans a table has:

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/icekeeper/icekeeper/events"
 	"github.com/icekeeper/icekeeper/shared/config"
@@ -18,7 +18,8 @@ import (
 )
 
 // sweep visits every granted table, ranks the eligible ones by score and
-// plans within the budget.
+// plans within the budget; it returns the outcomes and how many granted
+// tables it left for the next sweep for lack of time.
 //
 // The visits (load, opt-in, assessment) run Settings.SweepConcurrency at
 // a time: each is a chain of requests that mostly wait (the catalog's
@@ -26,19 +27,29 @@ import (
 // published health report), and one after another a sweep of 10,000
 // tables at S3's and Glue's latency outlasted Lambda's 15 minutes. What
 // the sweep does with them does not depend on their order: the outcomes
-// are kept in the granted tables' order and ranked as before, and the
-// planning (the budget, the cooldown claims, the jobs) stays one table at
-// a time. The assessments share the planner's memory budget
-// (HealthAssessor.MemoryGate).
-func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, error) {
+// are kept in the order visited and ranked by score (ties by name), and
+// the planning (the budget, the cooldown claims, the jobs) stays one
+// table at a time. The assessments share the planner's memory budget
+// (HealthAssessor.MemoryGate). Visits start in the cursor's order and
+// stop, as planning does, when the invocation's time runs short
+// (sweeptime.go).
+func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Trigger) ([]TableOutcome, int, error) {
 	names, err := d.grantedTables(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	visits := d.eachTable(names, func(name string) sweepVisit {
+	clock := d.sweepTime(ctx)
+	order := d.sweepOrder(ctx, log, trig.Kind, names)
+	visits := d.eachTable(order, clock.visiting, func(name string) sweepVisit {
 		return d.visitForSweep(ctx, log.With("table", name), name, trig.Kind)
 	})
-	d.writeLocationIndex(ctx, log, locatedTables(names, visits))
+	visited := order[:len(visits)]
+	d.finishSweepOrder(ctx, log, trig.Kind, order, len(visits))
+	idx := locatedTables(visited, visits)
+	if len(visited) < len(order) {
+		d.keepUnvisitedLocations(ctx, log, &idx, order[len(visited):])
+	}
+	d.writeLocationIndex(ctx, log, idx)
 	var outs []TableOutcome
 	var cands []candidate
 	var errs []error
@@ -47,17 +58,25 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 		case v.err != nil:
 			errs = append(errs, v.err)
 		case v.candidate:
-			cands = append(cands, candidate{name: names[i], props: v.props, a: v.a, out: v.out, order: i})
+			cands = append(cands, candidate{name: visited[i], props: v.props, a: v.a, out: v.out, order: i})
 		default:
 			outs = append(outs, v.out)
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].a.Score > cands[j].a.Score })
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].a.Score != cands[j].a.Score {
+			return cands[i].a.Score > cands[j].a.Score
+		}
+		return cands[i].name < cands[j].name
+	})
 	jobs, metadataJobs, bytes := 0, 0, int64(0)
 	for _, c := range cands {
 		tlog := log.With("table", c.name, "score", c.a.Score)
 		metadataOnly := c.metadataOnly()
 		switch {
+		case !clock.planning():
+			outs = append(outs, d.skip(tlog, c.out, SkipSweepTime, "the invocation's time ran short before this table's turn to be planned"))
+			continue
 		case metadataOnly && metadataJobs >= d.s.SweepMaxMetadataJobs:
 			outs = append(outs, d.skip(tlog, c.out, SkipBudgetMetadataJobs, fmt.Sprintf("sweep budget of %d metadata-only jobs used", d.s.SweepMaxMetadataJobs)))
 			continue
@@ -100,23 +119,31 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 		}
 		outs = append(outs, o)
 	}
-	return outs, errors.Join(errs...)
+	return outs, len(order) - len(visited), errors.Join(errs...)
 }
 
-// eachTable runs visit for every name, Settings.SweepConcurrency at a
-// time, and returns what each returned in names' order.
-func (d *Dispatcher) eachTable(names []string, visit func(name string) sweepVisit) []sweepVisit {
+// eachTable runs visit for names in order, Settings.SweepConcurrency at a
+// time, starting each only while more() (nil: always) says so once a slot
+// is free, and returns what each visit returned, in names' order: one for
+// each of the names it started, which are the first ones.
+func (d *Dispatcher) eachTable(names []string, more func() bool, visit func(name string) sweepVisit) []sweepVisit {
 	out := make([]sweepVisit, len(names))
-	g := errgroup.Group{}
-	g.SetLimit(max(d.s.SweepConcurrency, 1))
+	slots := make(chan struct{}, max(d.s.SweepConcurrency, 1))
+	var wg sync.WaitGroup
+	started := 0
 	for i, name := range names {
-		g.Go(func() error {
-			out[i] = visit(name)
-			return nil
+		slots <- struct{}{}
+		if more != nil && !more() {
+			break
+		}
+		started++
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i] = visit(name) // a visit's error is in its sweepVisit
 		})
 	}
-	_ = g.Wait() // a visit's error is in its sweepVisit
-	return out
+	wg.Wait()
+	return out[:started]
 }
 
 // sweepVisit is what a sweep learned of one table: an error (the table

@@ -29,6 +29,8 @@
 // score and starts jobs in that order within a budget (jobs and bytes per
 // sweep); what it skips, and why, is logged and counted. Events are
 // best-effort (Glue's especially), so the sweep catches what they missed.
+// A sweep that would outlast its invocation plans from the tables it
+// visited and leaves a cursor where the next one starts (sweeptime.go).
 //
 // Mode off does nothing at all; advisory never writes to a table or its
 // location (it only reads metadata and writes reports to icekeeper's own
@@ -231,6 +233,9 @@ const (
 	SkipOrphansNotEnabled  = "orphans_not_enabled"
 	SkipNoSignalStore      = "no_signal_store"
 	SkipInvalidSignal      = "invalid_signal"
+	// SkipSweepTime: the sweep visited the table but its invocation's
+	// time ran short before the table's turn to be planned (sweeptime.go).
+	SkipSweepTime = "sweep_time"
 )
 
 // TableOutcome reports one table.
@@ -254,6 +259,9 @@ type Outcome struct {
 	Trigger events.Trigger `json:"trigger"`
 	Tables  []TableOutcome `json:"tables,omitempty"`
 	Errors  []string       `json:"errors,omitempty"`
+	// Deferred counts the granted tables a sweep did not visit for lack of
+	// time: the next sweep of its kind starts with them (sweeptime.go).
+	Deferred int `json:"deferred,omitempty"`
 }
 
 // Dispatcher turns triggers into maintenance.
@@ -273,6 +281,7 @@ type Dispatcher struct {
 	wakeups   WakeUps
 	log       *slog.Logger
 	now       func() time.Time
+	remaining func(context.Context) (time.Duration, bool)
 }
 
 // Deps are the dispatcher's collaborators. In mode off only Metrics and Log
@@ -301,6 +310,11 @@ type Deps struct {
 	WakeUps WakeUps
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Remaining, when set, is how long the invocation has left (false:
+	// no limit); by default the time to the context's deadline, which
+	// Lambda sets to the function's timeout. A sweep plans from what it
+	// visited before its time runs short (sweeptime.go).
+	Remaining func(context.Context) (time.Duration, bool)
 }
 
 // New validates the settings against the mode and returns a Dispatcher.
@@ -310,6 +324,9 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Remaining == nil {
+		d.Remaining = remainingTime
 	}
 	if d.Metrics == nil {
 		return nil, errors.New("trigger: metrics are required")
@@ -335,7 +352,7 @@ func New(s Settings, d Deps) (*Dispatcher, error) {
 		return nil, errors.New("trigger: intervals and budgets must not be negative")
 	}
 	return &Dispatcher{s: s, catalog: d.Catalog, planner: d.Planner, cooldowns: d.Cooldowns, auditor: d.Auditor,
-		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, summary: d.Summarizer, wakeups: d.WakeUps, log: d.Log, now: d.Now}, nil
+		reports: d.Reports, assessor: d.Assessor, metrics: d.Metrics, signals: d.Signals, queries: d.Queries, ledger: d.Ledger, summary: d.Summarizer, wakeups: d.WakeUps, log: d.Log, now: d.Now, remaining: d.Remaining}, nil
 }
 
 // Dispatch handles one decoded trigger. The error joins the retryable
@@ -382,7 +399,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, trig events.Trigger) (Outcome
 		if trig.Kind == events.KindOrphanSchedule {
 			sweep = d.orphanSweep
 		}
-		outs, err := sweep(ctx, log, trig)
+		outs, deferred, err := sweep(ctx, log, trig)
+		out.Deferred = deferred
 		for _, o := range outs {
 			record(o, nil)
 		}

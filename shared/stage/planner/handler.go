@@ -28,6 +28,9 @@ type Response struct {
 	Tables   []trigger.TableOutcome `json:"tables,omitempty"`
 	Rejected string                 `json:"rejected,omitempty"`
 	Errors   []string               `json:"errors,omitempty"`
+	// Deferred counts the granted tables a sweep left for the next one
+	// for lack of time (trigger.Outcome.Deferred).
+	Deferred int `json:"deferred,omitempty"`
 }
 
 // Handler handles EventBridge events for the planner function.
@@ -53,7 +56,7 @@ func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Response, err
 		return Response{Rejected: err.Error()}, nil
 	}
 	out, err := h.Dispatch.Dispatch(ctx, trig)
-	return Response{Trigger: trig, Tables: out.Tables, Errors: out.Errors}, err
+	return Response{Trigger: trig, Tables: out.Tables, Errors: out.Errors, Deferred: out.Deferred}, err
 }
 
 // String renders a response for logs.
