@@ -580,8 +580,9 @@ func (c *heldCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*t
 // (the response and the SweepTablesDeferred metric), and writes the
 // cursor to icekeeper's bucket (sweeps/schedule.json, through the
 // planner's IAM policy); the next sweep starts at the first table it
-// left. Loads are held 150 ms and the invocation has 600 ms: visits
-// start while 200 ms are left, so some of the six tables are left.
+// left. Loads are held 150 ms and the invocation has 900 ms: visits
+// start while 300 ms are left, so the sixth, which cannot start before
+// 750 ms, is always left, and the first always starts.
 func TestTriggers_ASweepShortOfTimeLeavesACursorTheNextStartsFrom(t *testing.T) {
 	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) { c.SweepConcurrency = 1 })
 	var all []string
@@ -605,7 +606,7 @@ func TestTriggers_ASweepShortOfTimeLeavesACursorTheNextStartsFrom(t *testing.T) 
 		return resp
 	}
 
-	resp := sweep(deadlineOnly{asFunction(d.ctx, "Planner"), time.Now().Add(600 * time.Millisecond)})
+	resp := sweep(deadlineOnly{asFunction(d.ctx, "Planner"), time.Now().Add(900 * time.Millisecond)})
 	visited := len(resp.Tables)
 	if visited == 0 || resp.Deferred != len(all)-visited || resp.Deferred == 0 {
 		t.Fatalf("the sweep short of time visited %d tables and deferred %d, want some of 6 each: %+v", visited, resp.Deferred, resp)

@@ -60,6 +60,7 @@ func main() {
 	sweepTables := fs.String("sweep-tables", "", "fleet sizes (tables) to measure one scheduled sweep on, e.g. 100,1000,10000; empty to skip")
 	sweepConcurrency := fs.String("sweep-concurrency", "", "ICEKEEPER_SWEEP_CONCURRENCY values to measure each sweep at, side by side, e.g. 1,16; empty for the default alone")
 	fs.DurationVar(&o.CatalogLatency, "catalog-latency", 0, "sweeps: hold each Glue request a catalog call stands for this long (a GetTable a load), e.g. 30ms; 0 for the sql catalog's own")
+	fs.DurationVar(&o.PlannerTimeout, "planner-timeout", 0, "sweeps: end each planner invocation at this deadline, as Lambda ends it at the function's timeout (the stack's is 5m); a sweep short of time leaves a cursor and is invoked again until every table is visited; 0 for no deadline")
 	fs.DurationVar(&o.AWSLatency, "aws-latency", 0, "sweeps: hold each DynamoDB, SQS and EventBridge request this long (DynamoDB: single-digit milliseconds), e.g. 5ms; 0 for the emulator's own")
 	fanoutGroups := fs.String("fanout-groups", "", "job sizes (groups) to measure the fan-out to rewriters and the one commit on, e.g. 50,500; empty to skip")
 	fs.IntVar(&o.BusyJobs, "busy-jobs", 20, "jobs per run of the busy-table scenario (a writer committing deletes during the jobs; rebase off, then on); 0 to skip")

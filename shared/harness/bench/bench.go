@@ -122,6 +122,11 @@ type Options struct {
 	// account's response times. 0: the emulators' own.
 	CatalogLatency time.Duration
 	AWSLatency     time.Duration
+	// PlannerTimeout, when positive, ends each sweep's invocation as
+	// Lambda ends the planner's at its timeout (a context deadline); a
+	// sweep short of time leaves a cursor and the next invocation goes on
+	// from it, until the fleet is covered (sweep.go). 0: no deadline.
+	PlannerTimeout time.Duration
 	// BusyJobs is how many jobs each run of the busy-table scenario runs
 	// (0: skip), BusyInterval the writer's interval (see busy.go).
 	BusyJobs     int

@@ -50,8 +50,16 @@ type SweepPoint struct {
 	AWSLatency     time.Duration `json:"aws_latency_ns,omitempty"`
 	// Visited are the distinct tables the sweep's outcome names; Repeated
 	// the tables it names more than once (a sweep visits each once).
-	Visited  int `json:"visited"`
-	Repeated int `json:"repeated"`
+	// With a planner timeout a sweep short of time is invoked again from
+	// its cursor until it has visited every table: Invocations counts
+	// them, Deferred the tables the first left, and the counts, times and
+	// outcomes below are the invocations' sums.
+	Visited     int `json:"visited"`
+	Repeated    int `json:"repeated"`
+	Invocations int `json:"invocations,omitempty"`
+	Deferred    int `json:"deferred,omitempty"`
+	// PlannerTimeout is the invocations' deadline (0: none).
+	PlannerTimeout time.Duration `json:"planner_timeout_ns,omitempty"`
 	// Actions counts the outcome's tables by action, and skips by reason
 	// ("skipped:budget_max_jobs").
 	Actions map[string]int `json:"actions"`
@@ -83,11 +91,16 @@ type SweepPoint struct {
 // holds for each Glue request (catalogcalls.Counter.SetLatency).
 type SweepArgs struct {
 	CatalogLatency time.Duration `json:"catalog_latency_ns,omitempty"`
+	// Timeout is the invocation's deadline from its start (0: none).
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
 }
 
 // SweepOut is what the sweep child saw.
 type SweepOut struct {
-	Visited       int                 `json:"visited"`
+	Visited int `json:"visited"`
+	// Deferred are the granted tables the sweep left for the next one
+	// for lack of time.
+	Deferred      int                 `json:"deferred,omitempty"`
 	Repeated      int                 `json:"repeated"`
 	Actions       map[string]int      `json:"actions"`
 	Errors        []string            `json:"errors,omitempty"`
@@ -120,6 +133,11 @@ func sweepChild(ctx context.Context, a SweepArgs) (SweepOut, error) {
 	if err != nil {
 		return SweepOut{}, err
 	}
+	if a.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.Timeout)
+		defer cancel()
+	}
 	resp, err := plannerstage.Handler{Dispatch: disp, Metrics: deps.Metrics, Log: deps.Log}.Handle(ctx, raw)
 	if err != nil {
 		return SweepOut{}, err
@@ -129,7 +147,7 @@ func sweepChild(ctx context.Context, a SweepArgs) (SweepOut, error) {
 		return SweepOut{}, err
 	}
 	out := SweepOut{Actions: map[string]int{}, ResponseBytes: len(body), LogBytes: logs.Bytes(),
-		Catalog: cc.Counts()}
+		Catalog: cc.Counts(), Deferred: resp.Deferred}
 	seen := map[string]int{}
 	for _, o := range resp.Tables {
 		seen[o.Table]++
@@ -281,23 +299,49 @@ func sweepOnce(ctx context.Context, o Options, cloud *localcloud.Cloud, counter 
 			counter.SetLatency(svc, 0)
 		}
 	}()
-	p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "sweep", SweepArgs{CatalogLatency: o.CatalogLatency})
-	if err != nil {
-		return err
+	pt.PlannerTimeout = o.PlannerTimeout
+	pt.Actions = map[string]int{}
+	for covered := 0; covered < pt.Tables; {
+		if pt.Invocations == maxSweepInvocations {
+			return fmt.Errorf("%d invocations at a %s timeout covered %d of %d tables", pt.Invocations, o.PlannerTimeout, covered, pt.Tables)
+		}
+		p, err := runChild(ctx, o.Self, coordinatorEnv(o, env), "sweep", SweepArgs{CatalogLatency: o.CatalogLatency, Timeout: o.PlannerTimeout})
+		if err != nil {
+			return err
+		}
+		var so SweepOut
+		if err := decodeOut(p, &so); err != nil {
+			return err
+		}
+		if pt.Invocations == 0 {
+			pt.Deferred = so.Deferred
+		}
+		pt.Invocations++
+		covered += so.Visited
+		pt.Visited += so.Visited
+		pt.Repeated += so.Repeated
+		pt.Errors = append(pt.Errors, so.Errors...)
+		for k, v := range so.Actions {
+			pt.Actions[k] += v
+		}
+		pt.Catalog = pt.Catalog.Add(so.Catalog)
+		pt.ResponseBytes, pt.LogBytes = max(pt.ResponseBytes, so.ResponseBytes), pt.LogBytes+so.LogBytes
+		pt.Goroutines, pt.OpenFiles = so.Goroutines, so.OpenFiles
+		pt.Wall, pt.CPU, pt.PeakRSS = pt.Wall+p.Wall, pt.CPU+p.CPU, max(pt.PeakRSS, p.PeakRSS)
+		if so.Deferred == 0 {
+			break
+		}
 	}
-	var so SweepOut
-	if err := decodeOut(p, &so); err != nil {
-		return err
-	}
-	pt.Visited, pt.Repeated, pt.Actions, pt.Errors, pt.Catalog = so.Visited, so.Repeated, so.Actions, so.Errors, so.Catalog
-	pt.ResponseBytes, pt.LogBytes, pt.Goroutines, pt.OpenFiles = so.ResponseBytes, so.LogBytes, so.Goroutines, so.OpenFiles
-	pt.Wall, pt.CPU, pt.PeakRSS = p.Wall, p.CPU, p.PeakRSS
 	pt.AWS = counter.Counts()
 	if storage != nil {
 		pt.TableS3 = storage.counter.Counts()
 	}
 	return nil
 }
+
+// maxSweepInvocations bounds the invocations a split sweep is given to
+// cover its fleet.
+const maxSweepInvocations = 10
 
 // SweepsPerMonth: the stack's sweep schedule runs hourly (README, "the
 // hourly sweep"); a month is 730 hours.
@@ -323,7 +367,7 @@ func sweepCost(p SweepPoint) (items []lineItem) {
 	logs := p.LogBytes + LambdaLogLinesBytes
 	return []lineItem{
 		{"Lambda duration", p.Wall.Seconds() * PlannerMemoryGB * LambdaArmGBSecond, fmt.Sprintf("%.1f s at %.0f MB", p.Wall.Seconds(), PlannerMemoryGB*1024), false},
-		{"Lambda requests", LambdaRequest, "1 invocation", false},
+		{"Lambda requests", float64(max(p.Invocations, 1)) * LambdaRequest, fmt.Sprintf("%d invocations", max(p.Invocations, 1)), false},
 		{"S3, tables' metadata", float64(tGets)*S3Get + float64(tPuts)*S3Put, fmt.Sprintf("%d GET-class, %d PUT-class", tGets, tPuts), false},
 		{"S3, reports and plans", float64(gets)*S3Get + float64(puts)*S3Put, fmt.Sprintf("%d GET-class, %d PUT-class", gets, puts), false},
 		{"DynamoDB", p.AWS.WriteUnits*DynamoDBWriteUnit + p.AWS.ReadUnits*DynamoDBReadUnit, fmt.Sprintf("%.0f write, %.0f read request units (%d calls)", p.AWS.WriteUnits, p.AWS.ReadUnits, p.AWS.Service(awsrequests.DynamoDB)), false},
@@ -349,7 +393,10 @@ func (r Report) sweeps() string {
 	if p := r.Sweeps[0]; p.S3Latency > 0 || p.CatalogLatency > 0 || p.AWSLatency > 0 {
 		fmt.Fprintf(&b, "Each request was held as a real account's would take: S3 %s (the tables' and icekeeper's own), each Glue request a catalog call stands for %s, DynamoDB, SQS and EventBridge %s.\n\n", p.S3Latency, p.CatalogLatency, p.AWSLatency)
 	}
-	b.WriteString("| tables | at once | visited (repeated) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | Glue requests | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	if p := r.Sweeps[0]; p.PlannerTimeout > 0 {
+		fmt.Fprintf(&b, "Each planner invocation ended at a %s deadline, as Lambda ends it at the function's timeout: a sweep short of time planned from what it visited and left a cursor, and the planner was invoked again from it until every table was visited; the rows give the invocations' sums.\n\n", p.PlannerTimeout)
+	}
+	b.WriteString("| tables | at once | visited (repeated) | invocations (tables the first left) | wall s | CPU s | ms per table | peak RSS MB | goroutines, open files at the end | response KB | ListTables | LoadTable | Glue requests | tables' S3 GET | icekeeper S3 PUT | DynamoDB calls | SQS requests | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Sweeps {
 		var acts []string
 		for k, v := range p.Actions {
@@ -360,7 +407,7 @@ func (r Report) sweeps() string {
 		if p.Concurrency > 0 {
 			conc = strconv.Itoa(p.Concurrency)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, conc, p.Visited, p.Repeated, p.Wall.Seconds(), p.CPU.Seconds(),
+		fmt.Fprintf(&b, "| %d | %s | %d (%d) | %d (%d) | %.1f | %.1f | %.2f | %.0f | %d, %d | %.0f | %d | %d | %d | %d | %d | %d | %d | %s |\n", p.Tables, conc, p.Visited, p.Repeated, max(p.Invocations, 1), p.Deferred, p.Wall.Seconds(), p.CPU.Seconds(),
 			float64(p.Wall.Milliseconds())/float64(max(p.Tables, 1)), float64(p.PeakRSS)/(1<<20), p.Goroutines, p.OpenFiles, float64(p.ResponseBytes)/1024, p.Catalog.Call(catalogcalls.ListTables), p.Catalog.Call(catalogcalls.LoadTable), p.Catalog.GlueRequests,
 			p.TableS3.Class(s3requests.ClassGet), p.AWS.Calls["s3:"+s3requests.PutObject], p.AWS.Service(awsrequests.DynamoDB), p.AWS.SQSRequests, strings.Join(acts, ", "))
 	}

@@ -102,6 +102,17 @@ type Counts struct {
 // Call is how many calls of method name the counts hold.
 func (c Counts) Call(name string) int64 { return c.Calls[name] }
 
+// Add is the sum of c and o (of two processes' counters).
+func (c Counts) Add(o Counts) Counts {
+	sum := Counts{Calls: map[string]int64{}, GlueRequests: c.GlueRequests + o.GlueRequests}
+	for _, m := range []map[string]int64{c.Calls, o.Calls} {
+		for name, n := range m {
+			sum.Calls[name] += n
+		}
+	}
+	return sum
+}
+
 // Counts returns the calls counted so far.
 func (c *Counter) Counts() Counts {
 	c.mu.Lock()
