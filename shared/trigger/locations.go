@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -77,22 +78,30 @@ func (d *Dispatcher) writeLocationIndex(ctx context.Context, log *slog.Logger, i
 // readLocationIndex is the index when there is one younger than
 // LocationIndexMaxAge, else nil.
 func (d *Dispatcher) readLocationIndex(ctx context.Context, log *slog.Logger) *locationIndex {
-	data, err := d.reports.Get(ctx, d.reports.Key(LocationIndexName))
-	if err != nil {
+	var idx locationIndex
+	if err := d.readJSON(ctx, LocationIndexName, &idx); err != nil {
 		if !errors.Is(err, blob.ErrNotFound) {
 			log.Warn("location index not read; the granted tables are walked", "err", err.Error())
 		}
-		return nil
-	}
-	var idx locationIndex
-	if err := json.Unmarshal(data, &idx); err != nil {
-		log.Warn("location index unreadable; the granted tables are walked", "err", err.Error())
 		return nil
 	}
 	if age := d.now().Sub(idx.WrittenAt); age > LocationIndexMaxAge || age < -time.Minute {
 		return nil
 	}
 	return &idx
+}
+
+// readJSON decodes the object name of icekeeper's bucket into v; the
+// error wraps blob.ErrNotFound when there is none.
+func (d *Dispatcher) readJSON(ctx context.Context, name string, v any) error {
+	data, err := d.reports.Get(ctx, d.reports.Key(name))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("trigger: %s: %w", name, err)
+	}
+	return nil
 }
 
 // resolve finds the granted table at location loc, or "" when none is.
@@ -187,11 +196,7 @@ func locatedTables(names []string, visits []sweepVisit) locationIndex {
 // forget a table it did not see.
 func (d *Dispatcher) keepUnvisitedLocations(ctx context.Context, log *slog.Logger, idx *locationIndex, unvisited []string) {
 	prev := locationIndex{}
-	if data, err := d.reports.Get(ctx, d.reports.Key(LocationIndexName)); err == nil {
-		if err := json.Unmarshal(data, &prev); err != nil {
-			log.Warn("location index unreadable; the tables this sweep did not visit are listed as unknown", "err", err.Error())
-		}
-	} else if !errors.Is(err, blob.ErrNotFound) {
+	if err := d.readJSON(ctx, LocationIndexName, &prev); err != nil && !errors.Is(err, blob.ErrNotFound) {
 		log.Warn("location index not read; the tables this sweep did not visit are listed as unknown", "err", err.Error())
 	}
 	located := make(map[string]string, len(prev.Tables))

@@ -113,16 +113,11 @@ func (t sweepTime) enough(floor time.Duration) bool {
 // sweepOrder is names (sorted) in the order a sweep of kind visits them:
 // from the first name after the cursor's, round to the one before.
 func (d *Dispatcher) sweepOrder(ctx context.Context, log *slog.Logger, kind string, names []string) []string {
-	data, err := d.reports.Get(ctx, d.reports.Key(sweepCursorName(kind)))
-	if err != nil {
+	var c sweepCursor
+	if err := d.readJSON(ctx, sweepCursorName(kind), &c); err != nil {
 		if !errors.Is(err, blob.ErrNotFound) {
 			log.Warn("sweep cursor not read (expected once, before the first sweep writes it); the sweep starts at the first table", "err", err.Error())
 		}
-		return names
-	}
-	var c sweepCursor
-	if err := json.Unmarshal(data, &c); err != nil {
-		log.Warn("sweep cursor unreadable; the sweep starts at the first table", "err", err.Error())
 		return names
 	}
 	if c.After == "" {
