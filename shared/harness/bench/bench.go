@@ -1012,7 +1012,7 @@ func pipeline(ctx context.Context, o Options, cat catalog.Catalog, cc catalogs.C
 	// through its own clients, not counted.
 	endpoint, clients := cloud.URL, cloud.Clients
 	if o.awsCounter != nil {
-		endpoint, clients = o.awsCounter.URL, awsclients.ForEndpoint(o.awsCounter.URL, "us-east-1")
+		endpoint, clients = o.awsCounter.URL, awsclients.ForEndpoint(o.awsCounter.URL, "us-east-1", localcloud.PlainRequestBodies)
 		o.awsCounter.Reset()
 	}
 	logs := &LogCounter{}

@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/catalogs"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
 	"github.com/icekeeper/icekeeper/shared/harness/localrun"
 	"github.com/icekeeper/icekeeper/shared/harness/stages"
 	"github.com/icekeeper/icekeeper/shared/messages"
@@ -225,7 +226,7 @@ func rewriterDrain(ctx context.Context, a RewriterArgs) (RewriterOut, error) {
 	if err != nil {
 		return out, err
 	}
-	clients, err := awsclients.Load(ctx)
+	clients, err := awsclients.Load(ctx, localcloud.PlainRequestBodies)
 	if err != nil {
 		return out, err
 	}
@@ -336,7 +337,7 @@ func childDeps(ctx context.Context, need []config.Need) (*stages.Deps, catalog.C
 	if err != nil {
 		return nil, nil, err
 	}
-	clients, err := awsclients.Load(ctx)
+	clients, err := awsclients.Load(ctx, localcloud.PlainRequestBodies)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -134,7 +134,7 @@ func runFanout(ctx context.Context, o Options, cloud *localcloud.Cloud, counter 
 	cfg.Mode, cfg.Grants = config.ModeActive, ident[0]
 	// The stages reach AWS through the counter; the harness reads the job
 	// through its own clients.
-	deps, err := stages.NewDeps(cfg, awsclients.ForEndpoint(counter.URL, "us-east-1"), slog.New(slog.DiscardHandler), stages.AllNeeds...)
+	deps, err := stages.NewDeps(cfg, awsclients.ForEndpoint(counter.URL, "us-east-1", localcloud.PlainRequestBodies), slog.New(slog.DiscardHandler), stages.AllNeeds...)
 	if err != nil {
 		return pt, err
 	}

@@ -56,8 +56,9 @@ const SecondEmulatorEnv = "ICEKEEPER_SECOND_EMULATOR"
 
 // Start starts the emulator on a free loopback port, or connects to the
 // one SecondEmulatorEnv names. Each adjust runs on the clients'
-// configuration (see awsclients.ForEndpoint).
+// configuration (see awsclients.ForEndpoint), after PlainRequestBodies.
 func Start(adjust ...func(*aws.Config)) *Cloud {
+	adjust = append([]func(*aws.Config){PlainRequestBodies}, adjust...)
 	if url := os.Getenv(SecondEmulatorEnv); url != "" {
 		return &Cloud{URL: url, Clients: awsclients.ForEndpoint(url, "us-east-1", adjust...)}
 	}
@@ -86,7 +87,7 @@ func Listen(addr string) (*Cloud, error) {
 	c.proxy = &http.Server{Handler: httputil.NewSingleHostReverseProxy(target), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.proxy.Serve(ln) }()
 	c.URL = "http://" + ln.Addr().String()
-	c.Clients = awsclients.ForEndpoint(c.URL, "us-east-1")
+	c.Clients = awsclients.ForEndpoint(c.URL, "us-east-1", PlainRequestBodies)
 	return c, nil
 }
 

@@ -128,7 +128,7 @@ func newFleet(ctx context.Context, o Options) (*fleet, error) {
 		f.close()
 		return nil, err
 	}
-	clients := awsclients.ForEndpoint(f.counter.URL, "us-east-1")
+	clients := awsclients.ForEndpoint(f.counter.URL, "us-east-1", localcloud.PlainRequestBodies)
 
 	cfg := config.Defaults()
 	cfg.Catalog = cc
