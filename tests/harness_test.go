@@ -45,7 +45,7 @@ import (
 var cloud *localcloud.Cloud
 
 func TestMain(m *testing.M) {
-	cloud = localcloud.Start(recordCalls)
+	cloud = localcloud.Start(recordCalls, sendWritesTwice)
 	code := m.Run()
 	cloud.Close()
 	if diff := checkMetricsContract(); diff != "" && code == 0 {

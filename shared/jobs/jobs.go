@@ -39,6 +39,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -268,7 +269,7 @@ func (s *Store) Create(ctx context.Context, j Job, groups []Group) error {
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(job_id)"),
 	})
-	if err != nil {
+	if err != nil && !(isConditionFailed(err) && s.createdBy(ctx, j, now)) {
 		if isConditionFailed(err) {
 			return fmt.Errorf("%w: job %s already exists", ErrStateConflict, j.ID)
 		}
@@ -293,6 +294,17 @@ func (s *Store) Create(ctx context.Context, j Job, groups []Group) error {
 // TTL on PurgeAttribute): far longer than any job runs, long enough for
 // the next job on the table to clean up after it (plan.cleanUpAfter).
 const RecordRetention = 90 * 24 * time.Hour
+
+// createdBy reports whether the job item that made Create's condition
+// fail is the one this Create wrote: the SDK sends a request again when
+// the connection broke under its response (it retries a closed
+// connection: aws-sdk-go-v2 issues 1825 and 2737, PR 2949), so the put
+// may be the second try of one that succeeded. Its lease token, plan and
+// creation time (to the millisecond) are this Create's.
+func (s *Store) createdBy(ctx context.Context, j Job, now time.Time) bool {
+	cur, err := s.Get(ctx, j.ID)
+	return err == nil && cur.Token == j.Token && cur.PlanKey == j.PlanKey && cur.CreatedAt.UnixMilli() == now.UnixMilli()
+}
 
 // PurgeAttribute is the jobs table's TTL attribute.
 const PurgeAttribute = "purge_at"
@@ -665,21 +677,58 @@ func retryConflicts(ctx context.Context, run func() error) error {
 
 // updateJob makes one conditional update of a job item. A failed
 // condition becomes conflict(); any other error other(err).
+//
+// Each update also writes an id of its own (write_id). The SDK sends a
+// request again when the connection broke under its response (it
+// retries a closed connection: aws-sdk-go-v2 issues 1825 and 2737, PR
+// 2949), and the second try of an update that took effect fails its
+// condition on the first try's own change (a job moved to committing is
+// no longer running): when a consistent read finds this update's id
+// still the item's latest, the update is done, not in conflict. Any
+// later write replaces the id, so an update another write followed is
+// reported as a conflict, as before.
 func (s *Store) updateJob(ctx context.Context, id, update, cond string, vals map[string]types.AttributeValue, conflict func() error, other func(error) error) error {
+	wid := strconv.FormatUint(rand.Uint64(), 36)
+	vals[":wid"] = str(wid)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.tableName),
 		Key:                       key(id, jobItem),
-		UpdateExpression:          aws.String(update),
+		UpdateExpression:          aws.String(withWriteID(update)),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeValues: vals,
 	})
 	if err != nil {
 		if isConditionFailed(err) {
+			if s.lastWriteWas(ctx, id, wid) {
+				return nil
+			}
 			return conflict()
 		}
 		return other(err)
 	}
 	return nil
+}
+
+// withWriteID adds write_id = :wid to update's SET clause (every job
+// update has one; an update expression holds one clause of each kind).
+func withWriteID(update string) string {
+	if i := strings.Index(update, "SET "); i >= 0 {
+		return update[:i] + "SET write_id = :wid, " + update[i+len("SET "):]
+	}
+	return update + " SET write_id = :wid"
+}
+
+// lastWriteWas reports whether the job item's latest update is the one
+// with write id wid (a consistent read; false when it cannot be read).
+func (s *Store) lastWriteWas(ctx context.Context, id, wid string) bool {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tableName), Key: key(id, jobItem), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return false
+	}
+	v, ok := out.Item["write_id"].(*types.AttributeValueMemberS)
+	return ok && v.Value == wid
 }
 
 func isConditionFailed(err error) bool {

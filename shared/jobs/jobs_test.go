@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/sentagain"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 )
 
@@ -262,5 +263,57 @@ func TestStore_AClaimWhoseEarlierTryWonIsWon(t *testing.T) {
 	g, err := s.Group(ctx, "j1", 0)
 	if err != nil || g.Winner != "a1" || g.DescriptorKey != "d1" {
 		t.Fatalf("group %+v %v", g, err)
+	}
+}
+
+// TestStore_WritesSentAgainAfterTheirResponseWasLostTakeEffectOnce: the SDK
+// sends a request again when the connection broke under its response;
+// the second try of a Create's put fails its condition on the first
+// try's item. That is the Create's own job: its groups are written and
+// no error says the job exists (the planner gave up on a job item left
+// without groups). A job of another token under the id still conflicts.
+func TestStore_WritesSentAgainAfterTheirResponseWasLostTakeEffectOnce(t *testing.T) {
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	res, err := cloud.Provision(context.Background(), "jobs", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &sentagain.DynamoDB{Client: cloud.Clients.DynamoDB}
+	db.On.Store(true)
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s, err := jobs.NewStore(db, res.JobsTable, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	create(t, s, "j1", 2)
+	if db.Repeated.Load() == 0 {
+		t.Fatal("no write was sent again")
+	}
+	gs, err := s.Groups(ctx, "j1")
+	if err != nil || len(gs) != 2 {
+		t.Fatalf("groups %+v, %v: want the job's 2", gs, err)
+	}
+	if err := s.Create(ctx, jobs.Job{ID: "j1", Table: "db.t", Token: 8}, nil); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("another job under the id: %v, want ErrStateConflict", err)
+	}
+	// Each transition's second try fails its condition on its own first
+	// try's change: still the transition's, not a conflict.
+	if err := s.Transition(ctx, "j1", []jobs.State{jobs.Planned}, jobs.Running, "sent"); err != nil {
+		t.Fatalf("transition sent again: %v", err)
+	}
+	if err := s.BeginCommit(ctx, "j1", []jobs.State{jobs.Running}, "c1"); err != nil {
+		t.Fatalf("begin commit sent again: %v", err)
+	}
+	if err := s.MarkCommitted(ctx, "j1", 99, "done"); err != nil {
+		t.Fatalf("mark committed sent again: %v", err)
+	}
+	if j, err := s.Get(ctx, "j1"); err != nil || j.State != jobs.Committed || j.CommittedSnapshotID != 99 {
+		t.Fatalf("job %+v, %v: want committed at 99", j, err)
+	}
+	// A transition another write made impossible still conflicts.
+	if err := s.BeginCommit(ctx, "j1", []jobs.State{jobs.Running}, "c2"); !errors.Is(err, jobs.ErrStateConflict) {
+		t.Fatalf("begin commit of a committed job: %v, want ErrStateConflict", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,23 +36,39 @@ func NewCooldownStore(db cooldownDB, leaseTable string) (*CooldownStore, error) 
 // Claim takes the table's planning slot at now when its cooldown has passed
 // and sets the next one at now+interval. It reports false, without error,
 // when the table is still cooling down.
+//
+// Each claim writes an id of its own (claim_id): when the condition fails,
+// a consistent read tells a slot another claim took from this claim's own
+// first try, which the SDK sends again when the connection broke under its
+// response (lease.ownTermOrHeld says why); that slot is this claim's.
 func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error) {
+	id := strconv.FormatUint(rand.Uint64(), 36)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.tableName),
 		Key:                 map[string]types.AttributeValue{"table_id": &types.AttributeValueMemberS{Value: table}},
-		UpdateExpression:    aws.String("SET next_plan_at = :next, last_trigger_at = :now"),
+		UpdateExpression:    aws.String("SET next_plan_at = :next, last_trigger_at = :now, claim_id = :claim"),
 		ConditionExpression: aws.String("attribute_not_exists(next_plan_at) OR next_plan_at <= :now"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":next": num(now.Add(interval).UnixMilli()),
-			":now":  num(now.UnixMilli()),
+			":next":  num(now.Add(interval).UnixMilli()),
+			":now":   num(now.UnixMilli()),
+			":claim": &types.AttributeValueMemberS{Value: id},
 		},
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return false, nil
+		if !errors.As(err, &ccf) {
+			return false, fmt.Errorf("lease: claim cooldown of %s: %w", table, err)
 		}
-		return false, fmt.Errorf("lease: claim cooldown of %s: %w", table, err)
+		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.tableName),
+			Key:            map[string]types.AttributeValue{"table_id": &types.AttributeValueMemberS{Value: table}},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return false, fmt.Errorf("lease: claim cooldown of %s: the condition failed, and reading whose slot it is failed: %w", table, err)
+		}
+		v, ok := out.Item["claim_id"].(*types.AttributeValueMemberS)
+		return ok && v.Value == id, nil
 	}
 	return true, nil
 }
@@ -74,4 +92,5 @@ func (s *CooldownStore) SetNext(ctx context.Context, table string, next time.Tim
 // cooldownDB is the subset of the DynamoDB client the cooldown store needs.
 type cooldownDB interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }

@@ -40,6 +40,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -167,7 +168,7 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return Lease{}, fmt.Errorf("%w: table %s", ErrHeld, table)
+			return s.ownTermOrHeld(ctx, table, owner)
 		}
 		return Lease{}, fmt.Errorf("lease: acquire %s: %w", table, err)
 	}
@@ -177,6 +178,30 @@ func (s *Store) Acquire(ctx context.Context, table, owner string, ttl time.Durat
 		return Lease{}, err
 	}
 	return Lease{Table: table, Owner: owner, Token: old.Token + 1, ExpiresAt: time.UnixMilli(exp.UnixMilli()), Superseded: old.Owner, Backoff: old.Backoff, PastJobs: old.PastJobs}, nil
+}
+
+// ownTermOrHeld answers an Acquire whose condition failed. The SDK sends
+// a request again when the connection broke under its response (it
+// retries a closed connection: aws-sdk-go-v2 issues 1825 and 2737, PR
+// 2949), so the write that failed may be the second try of one that took
+// the term: then the item names this owner, which no other acquirer uses
+// (an owner is a job id), and the term is the caller's. What the lost
+// response said of the term before (Superseded) is gone: that owner's
+// renewals and commit fail on the token all the same, and its files are
+// found through PastJobs. Otherwise the table is held.
+func (s *Store) ownTermOrHeld(ctx context.Context, table, owner string) (Lease, error) {
+	cur, _, err := s.Get(ctx, table)
+	if err != nil {
+		return Lease{}, fmt.Errorf("lease: acquire %s: the condition failed, and reading whose term it is failed: %w", table, err)
+	}
+	if cur.Owner != owner {
+		return Lease{}, fmt.Errorf("%w: table %s", ErrHeld, table)
+	}
+	cur.PastJobs = slices.DeleteFunc(cur.PastJobs, func(j string) bool { return j == owner })
+	if len(cur.PastJobs) == 0 {
+		cur.PastJobs = nil
+	}
+	return cur, nil
 }
 
 // Renew extends the caller's term to now+ttl. It returns ErrLost when the

@@ -3,12 +3,14 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/icekeeper/icekeeper/shared/harness/localcloud"
+	"github.com/icekeeper/icekeeper/shared/harness/sentagain"
 	"github.com/icekeeper/icekeeper/shared/lease"
 )
 
@@ -275,5 +277,79 @@ func TestStore_PastJobsAreRememberedUntilForgotten(t *testing.T) {
 	}
 	if got := strings.Join(l.PastJobs, ","); got != "job-b" {
 		t.Fatalf("past jobs %q, want job-b", got)
+	}
+}
+
+// setupSentAgain is setup with every DynamoDB write sent twice while
+// db.On (the SDK's retry after a lost response, package sentagain).
+func setupSentAgain(t *testing.T) (*lease.Store, *lease.CooldownStore, *sentagain.DynamoDB, *clock) {
+	t.Helper()
+	cloud := localcloud.Start()
+	t.Cleanup(cloud.Close)
+	res, err := cloud.Provision(context.Background(), "lease", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &sentagain.DynamoDB{Client: cloud.Clients.DynamoDB}
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s, err := lease.NewStore(db, res.LeaseTable, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := lease.NewCooldownStore(db, res.LeaseTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cd, db, c
+}
+
+// TestStore_AnAcquireSentAgainAfterItsResponseWasLostKeepsItsTerm: the
+// SDK sends a request again when the connection broke under its
+// response; the second try of an Acquire that took the term fails its
+// condition on the first try's write. That is the caller's term, not a
+// lease held by another job (which left the table unplanned until the
+// lease expired); a real holder still makes it ErrHeld.
+func TestStore_AnAcquireSentAgainAfterItsResponseWasLostKeepsItsTerm(t *testing.T) {
+	s, _, db, c := setupSentAgain(t)
+	ctx := context.Background()
+	old, err := s.Acquire(ctx, "db.t", "job-old", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute)
+	db.On.Store(true)
+	l, err := s.Acquire(ctx, "db.t", "job-a", time.Minute)
+	if err != nil || db.Repeated.Load() == 0 {
+		t.Fatalf("acquire sent again (%d repeated): %v, want the term", db.Repeated.Load(), err)
+	}
+	if l.Owner != "job-a" || l.Token != old.Token+1 || !slices.Equal(l.PastJobs, []string{"job-old"}) {
+		t.Fatalf("term %+v, want job-a's with token %d and past jobs [job-old]", l, old.Token+1)
+	}
+	if ok, err := s.Holds(ctx, "db.t", "job-a", l.Token); !ok || err != nil {
+		t.Fatalf("holds: %v %v", ok, err)
+	}
+	if _, err := s.Acquire(ctx, "db.t", "job-b", time.Minute); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("another job's acquire sent again: %v, want ErrHeld", err)
+	}
+}
+
+// TestCooldownStore_AClaimSentAgainAfterItsResponseWasLostKeepsItsSlot:
+// the second try of a Claim that took the slot fails its condition on the
+// first try's write; the slot is the claimer's. Another claim within the
+// cooldown still gets none.
+func TestCooldownStore_AClaimSentAgainAfterItsResponseWasLostKeepsItsSlot(t *testing.T) {
+	_, cd, db, c := setupSentAgain(t)
+	ctx := context.Background()
+	db.On.Store(true)
+	ok, err := cd.Claim(ctx, "db.t", c.now(), time.Hour)
+	if !ok || err != nil || db.Repeated.Load() == 0 {
+		t.Fatalf("claim sent again (%d repeated): %v %v, want the slot", db.Repeated.Load(), ok, err)
+	}
+	c.add(time.Minute)
+	if ok, err := cd.Claim(ctx, "db.t", c.now(), time.Hour); ok || err != nil {
+		t.Fatalf("a second claim within the cooldown: %v %v, want none", ok, err)
 	}
 }
