@@ -25,17 +25,7 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 
 func setup(t *testing.T) (*lease.Store, *clock) {
 	t.Helper()
-	cloud := localcloud.Start()
-	t.Cleanup(cloud.Close)
-	res, err := cloud.Provision(context.Background(), "lease", "", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	s, err := lease.NewStore(cloud.Clients.DynamoDB, res.LeaseTable, c.now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, _, c := setupSentAgain(t)
 	return s, c
 }
 
@@ -280,8 +270,9 @@ func TestStore_PastJobsAreRememberedUntilForgotten(t *testing.T) {
 	}
 }
 
-// setupSentAgain is setup with every DynamoDB write sent twice while
-// db.On (the SDK's retry after a lost response, package sentagain).
+// setupSentAgain is setup, with the cooldown store, on a client that
+// sends every DynamoDB write twice while db.On (the SDK's retry after a
+// lost response, package sentagain; off unless a test turns it on).
 func setupSentAgain(t *testing.T) (*lease.Store, *lease.CooldownStore, *sentagain.DynamoDB, *clock) {
 	t.Helper()
 	cloud := localcloud.Start()
