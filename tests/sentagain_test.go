@@ -93,3 +93,49 @@ func TestPipeline_ACompactionCommitsWithEveryDynamoDBWriteSentTwice(t *testing.T
 		t.Fatalf("snapshots stamped with the job: %d, want 1", n)
 	}
 }
+
+// TestPartialProgress_BatchesCommitWithEveryDynamoDBWriteSentTwice: a job
+// committed in two batches (BeginBatch, EndBatch and the claims of the
+// other batch's groups in between) with every DynamoDB write sent twice
+// commits both batches, every row kept.
+func TestPartialProgress_BatchesCommitWithEveryDynamoDBWriteSentTwice(t *testing.T) {
+	e := setup(t)
+	e.partialTable(fourPartitions, 3)
+	want := e.fingerprint()
+	e.ctx = withWritesSentTwice(e.ctx)
+	r, _ := e.planBatched(2)
+	e.drainTasks()
+	e.drainCommits()
+	e.requireCommitted(r.JobID, want)
+	if j := e.job(r.JobID); len(j.CommittedBatches) != 2 || len(j.FailedBatches) != 0 {
+		t.Fatalf("job: committed %v, failed %v (%s), want both batches", j.CommittedBatches, j.FailedBatches, j.Reason)
+	}
+	e.requireOnlyReferencedJobFiles(r.JobID)
+}
+
+// TestExpire_ExpiresWithEveryDynamoDBWriteSentTwice: a snapshot expiry
+// with every DynamoDB write sent twice commits, frees what only expired
+// snapshots used, and keeps every row and every file a snapshot needs.
+func TestExpire_ExpiresWithEveryDynamoDBWriteSentTwice(t *testing.T) {
+	e := setup(t)
+	compactedWithShortRetention(t, e)
+	want := e.fingerprint()
+	before := e.snapshotFingerprints()
+	e.ctx = withWritesSentTwice(e.ctx)
+	r, err := e.planner.PlanExpiry(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		t.Fatalf("expiry planning: %+v %v", r, err)
+	}
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed || j.Kind != jobs.KindExpire {
+		t.Fatalf("job %s %s (%s), want a committed expiry", j.Kind, j.State, j.Reason)
+	}
+	if n := len(e.load().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots left, want 1", n)
+	}
+	if got := e.fingerprint(); got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+	e.requireTimeTravelUnchanged(before)
+	e.requireOnlyReferencedFiles()
+}
