@@ -39,6 +39,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/shared/awsclients"
 	"github.com/icekeeper/icekeeper/shared/config"
+	"github.com/icekeeper/icekeeper/shared/harness/s3requests"
 )
 
 // Cloud is a running emulator.
@@ -84,7 +85,9 @@ func Listen(addr string) (*Cloud, error) {
 		c.Close()
 		return nil, fmt.Errorf("localcloud: listen on %s: %w", addr, err)
 	}
-	c.proxy = &http.Server{Handler: httputil.NewSingleHostReverseProxy(target), ReadHeaderTimeout: 10 * time.Second}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = s3requests.ProxyTransport()
+	c.proxy = &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.proxy.Serve(ln) }()
 	c.URL = "http://" + ln.Addr().String()
 	c.Clients = awsclients.ForEndpoint(c.URL, "us-east-1", PlainRequestBodies)

@@ -206,19 +206,66 @@ func Serve(target string, handle func(w http.ResponseWriter, r *http.Request, fo
 		return "", nil, err
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	// A pool of connections of its own. On http.DefaultTransport, shared
-	// by the whole process, a response the emulator was sending was now
-	// and then cut short ("ReverseProxy read error during body copy: use
-	// of closed network connection"; the client: "deserialization
-	// failed, unexpected EOF"): an SQS message in it came back only after
-	// its visibility timeout, a 60 s stall of the benchmark's pipeline in
-	// about a third of its two-rewriter runs; none in eight runs since.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	rp.Transport = tr
+	rp.Transport = ProxyTransport()
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, rp) })}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), srv.Close, nil
+}
+
+// ProxyTransport is the transport a reverse proxy of the harness forwards
+// with, in front of the emulator.
+//
+// A pool of connections of its own: on http.DefaultTransport, shared by
+// the whole process, a response the emulator was sending was now and
+// then cut short ("ReverseProxy read error during body copy: use of
+// closed network connection"; the client: "deserialization failed,
+// unexpected EOF"): an SQS message in it came back only after its
+// visibility timeout, a 60 s stall of the benchmark's pipeline.
+//
+// And request bodies that end with io.EOF once closed: the transport's
+// write goroutine, finishing a request after its answer came, reads the
+// body once more to see it has ended, and the proxy's incoming body,
+// closed by then, answers "invalid Read on closed Body", which the
+// transport takes for a failed write and closes the connection under the
+// answer it is reading (the SDK's side of the same race:
+// localcloud.PlainRequestBodies).
+func ProxyTransport() http.RoundTripper {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return eofAfterClose{tr}
+}
+
+type eofAfterClose struct{ next http.RoundTripper }
+
+func (t eofAfterClose) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &closedEOF{rc: r.Body}
+	}
+	return t.next.RoundTrip(r)
+}
+
+// closedEOF is a body whose reads after Close answer io.EOF.
+type closedEOF struct {
+	mu     sync.Mutex
+	rc     io.ReadCloser
+	closed bool
+}
+
+func (b *closedEOF) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return 0, io.EOF
+	}
+	return b.rc.Read(p)
+}
+
+func (b *closedEOF) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return b.rc.Close()
 }
 
 // Start serves a counting proxy to target on a free loopback port.
