@@ -99,6 +99,11 @@ func (v *invocations) snapshot() map[string]fnStats {
 	return out
 }
 
+// plannerTimeout ends each planner invocation as Lambda ends it at the
+// stack's planner timeout (infra/settings.go): a sweep that would outlast
+// it plans from what it visited and leaves a cursor (package trigger).
+const plannerTimeout = 5 * time.Minute
+
 // send invokes the planner asynchronously with an event.
 func (f *fleet) send(raw []byte) {
 	f.pending.Add(1)
@@ -123,7 +128,9 @@ func (f *fleet) plannerLoop(ctx context.Context) {
 func (f *fleet) invokePlanner(ctx context.Context, raw []byte) {
 	for attempt := 0; attempt < 3; attempt++ {
 		start := time.Now()
-		resp, err := f.planner.Handle(ctx, raw)
+		ictx, cancel := context.WithTimeout(ctx, plannerTimeout)
+		resp, err := f.planner.Handle(ictx, raw)
+		cancel()
 		f.inv.record(fnPlanner, time.Since(start), 0, err)
 		for _, t := range resp.Tables {
 			kind := ""
