@@ -141,28 +141,7 @@ func (e *env) requireTimeTravelUnchanged(before map[int64]fingerprint.Fingerprin
 func TestExpire_FreesWhatCompactionReplaced(t *testing.T) {
 	e := setup(t)
 	compactedWithShortRetention(t, e)
-	want := e.fingerprint()
-	before := e.snapshotFingerprints()
-	r, err := e.planner.PlanExpiry(asFunction(e.ctx, "Planner"), e.name(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Outcome != plan.OutcomePlanned {
-		t.Fatalf("expiry planning: %+v", r)
-	}
-	e.drainCommits()
-	j := e.job(r.JobID)
-	if j.State != jobs.Committed || j.Kind != jobs.KindExpire {
-		t.Fatalf("job %s %s (%s)", j.Kind, j.State, j.Reason)
-	}
-	if n := len(e.load().Metadata().Snapshots()); n != 1 {
-		t.Fatalf("%d snapshots left, want 1", n)
-	}
-	if got := e.fingerprint(); got != want {
-		t.Fatalf("rows %s, want %s", got, want)
-	}
-	e.requireTimeTravelUnchanged(before)
-	e.requireOnlyReferencedFiles()
+	r := e.expireAllButTheCurrentSnapshot()
 	records, err := joblog.New(e.deps.Blobs).Read(e.ctx, e.name(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +166,33 @@ func TestExpire_FreesWhatCompactionReplaced(t *testing.T) {
 	if r2, err := e.planner.PlanExpiry(e.ctx, e.name(), "test"); err != nil || r2.Outcome != plan.OutcomeNothingToDo {
 		t.Fatalf("second expiry: %+v %v", r2, err)
 	}
+}
+
+// expireAllButTheCurrentSnapshot plans an expiry of the table that
+// compactedWithShortRetention made and runs it: the job commits, one
+// snapshot is left, the rows and every snapshot kept are unchanged, and
+// no file outside the table's references is left.
+func (e *env) expireAllButTheCurrentSnapshot() plan.Result {
+	e.t.Helper()
+	want := e.fingerprint()
+	before := e.snapshotFingerprints()
+	r, err := e.planner.PlanExpiry(asFunction(e.ctx, "Planner"), e.name(), "test")
+	if err != nil || r.Outcome != plan.OutcomePlanned {
+		e.t.Fatalf("expiry planning: %+v %v", r, err)
+	}
+	e.drainCommits()
+	if j := e.job(r.JobID); j.State != jobs.Committed || j.Kind != jobs.KindExpire {
+		e.t.Fatalf("job %s %s (%s), want a committed expiry", j.Kind, j.State, j.Reason)
+	}
+	if n := len(e.load().Metadata().Snapshots()); n != 1 {
+		e.t.Fatalf("%d snapshots left, want 1", n)
+	}
+	if got := e.fingerprint(); got != want {
+		e.t.Fatalf("rows %s, want %s", got, want)
+	}
+	e.requireTimeTravelUnchanged(before)
+	e.requireOnlyReferencedFiles()
+	return r
 }
 
 // TestExpire_CrashAfterTheCommitFinishesTheDeletions: the committer dies
