@@ -321,8 +321,15 @@ func TestBench_SweepVisitsEveryTableOnce(t *testing.T) {
 	// What the planner process holds at the end must not grow with the
 	// tables it loaded: a transport per table's S3 FileIO kept about
 	// three open files per table (Lambda stops a function at 1,024;
-	// third_party/iceberg-go/ICEKEEPER.md).
-	if large.OpenFiles > small.OpenFiles+10 || large.Goroutines > small.Goroutines+10 {
+	// third_party/iceberg-go/ICEKEEPER.md), 450 more at 200 tables than
+	// at 50. What may differ is the clients' idle connections, an open
+	// file and two goroutines each, up to the sweep's 16 at once to each
+	// of the two endpoints: a run beside the other tests' load kept 8
+	// more after 200 tables than after 50 (78 goroutines against 64), a
+	// quiet one none. So the bound is a third of the tables added: below
+	// any leak of a connection per table, above what the pools hold.
+	slack := (large.Tables - small.Tables) / 3
+	if large.OpenFiles > small.OpenFiles+slack || large.Goroutines > small.Goroutines+slack {
 		t.Fatalf("the planner ended with %d open files and %d goroutines after %d tables, %d and %d after %d: want no growth with the tables",
 			large.OpenFiles, large.Goroutines, large.Tables, small.OpenFiles, small.Goroutines, small.Tables)
 	}
