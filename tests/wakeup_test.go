@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,8 +50,11 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
 
 	const retention = 4 * time.Second
+	// The owner's min-input-files keeps the two files the append makes
+	// (twice the partition's optimum, the file-count goal otherwise) out
+	// of a compaction: this visit is the expiry's alone.
 	quiet := d.createNamed("lake.quiet", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 50}, map[string]string{
-		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "4000",
+		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "4000", optin.PropertyCompactionMinInputFiles: "5",
 	}))
 	replaced := quiet.CurrentSnapshot().TimestampMs
 	quiet, err = sampletable.AppendRows(d.ctx, quiet, 7_000_000, 1, 5)
@@ -100,7 +104,7 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	// The same visit without the wake-up settings schedules nothing.
 	off := setupDispatch(t, config.ModeActive, "lake")
 	other := off.createNamed("lake.quiet", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 50}, map[string]string{
-		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "4000",
+		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "4000", optin.PropertyCompactionMinInputFiles: "5",
 	}))
 	if _, err := sampletable.AppendRows(off.ctx, other, 7_000_000, 1, 5); err != nil {
 		t.Fatal(err)
@@ -114,5 +118,102 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	}
 	if again, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{}); err != nil || len(again.Schedules) != len(before.Schedules) {
 		t.Fatalf("without wake-ups: %d schedules after, %d before (%v)", len(again.Schedules), len(before.Schedules), err)
+	}
+}
+
+// TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds: a commit
+// event's visit compacts the table and keeps its cooldown slot; a writer
+// then brings one partition to twice its optimal file count, and that
+// commit's event, finding the slot held, is coalesced and schedules the
+// table's visit (EventBridge Scheduler, the emulator's) for the moment
+// the slot ends. Nobody writes again and no sweep comes: the schedule's
+// event, delivered to the planner as the bus's commit rule would once its
+// moment came, compacts the table again, rows unchanged.
+func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) {
+	group := fmt.Sprintf("t-wakeups-%d", time.Now().UnixNano())
+	admin := scheduler.NewFromConfig(cloud.Clients.Config)
+	if _, err := admin.CreateScheduleGroup(t.Context(), &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
+		t.Fatal(err)
+	}
+	const cooldown = 3 * time.Second
+	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) {
+		c.WakeUpGroup, c.WakeUpRoleARN, c.EventBusARN = group, "arn:aws:iam::000000000000:role/t-wakeups-role-1", "arn:aws:events:us-east-1:000000000000:event-bus/default"
+		c.MinInterval = cooldown
+	})
+	d.deps.WakeUps = plannerstage.WakeUpOptions{Lead: time.Second}
+	disp, err := d.deps.Dispatcher(d.cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+
+	tbl := d.createNamed("lake.busy", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}, map[string]string{optin.PropertyEnabled: "true"}))
+	d.ident = tbl.Identifier()
+	if o := outcomeOf(t, d.handle(commitEvent("lake.busy")), "lake.busy"); o.Action != trigger.ActionPlanned {
+		t.Fatalf("the first commit event's visit: %+v, want the compaction planned", o)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	if n := len(d.liveTasks()); n != 1 {
+		t.Fatalf("%d data files after the first compaction, want 1", n)
+	}
+	// The writer's commit: two files in the partition, twice its optimum.
+	tbl, err = sampletable.AppendRows(d.ctx, d.load(), 8_000_000, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := fingerprint.Scan(d.ctx, tbl.Scan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := outcomeOf(t, d.handle(commitEvent("lake.busy")), "lake.busy")
+	if o.Action != trigger.ActionSkipped || o.Skip != trigger.SkipCooldown {
+		t.Fatalf("the writer's commit event within the cooldown: %+v, want it coalesced", o)
+	}
+	// The emulator lists every group's schedules: this table's by name.
+	list, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visit *string
+	for _, s := range list.Schedules {
+		if n := aws.ToString(s.Name); strings.HasPrefix(n, strings.TrimSuffix(wakeup.Name("lake.busy", time.Time{}), time.Time{}.Format("20060102T150405"))) && strings.HasSuffix(n, "-v") {
+			if visit != nil {
+				t.Fatalf("two visits scheduled: %s and %s", *visit, n)
+			}
+			visit = s.Name
+		}
+	}
+	if visit == nil {
+		t.Fatalf("schedules %+v, want the table's visit when its slot ends", list.Schedules)
+	}
+	s, err := admin.GetSchedule(d.ctx, &scheduler.GetScheduleInput{Name: visit, GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(at))
+	raw, err := scheduled.Event("visit", s.Target, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken := outcomeOf(t, d.handle(raw), "lake.busy")
+	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindCompaction {
+		t.Fatalf("the scheduled visit: %+v, want the compaction planned", woken)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	if n := len(d.liveTasks()); n != 1 {
+		t.Fatalf("%d data files after the scheduled visit's compaction, want 1", n)
+	}
+	after, err := fingerprint.Scan(d.ctx, d.load().Scan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != rows {
+		t.Fatalf("rows changed: %s, want %s", after, rows)
 	}
 }

@@ -25,8 +25,8 @@
 //     skipped, except (PlanInto; not iceberg-go) that what a bucket's bins
 //     leave out is one more group when it is two or more files of more
 //     than the target size together, Iceberg Java's "enough content", or
-//     (Rules.FileCountGoal) two or more files of a bucket holding more
-//     than the goal times its optimal file count.
+//     (Rules.FileCountGoal) two or more files of a bucket holding the
+//     goal times its optimal file count or more.
 //
 // Plan packs whole files. iceberg-go's scan planning splits a Parquet file
 // larger than read.split.target-size at its row groups into several tasks
@@ -62,9 +62,17 @@ func Plan(cfg compaction.Config, tasks []table.FileScanTask) (compaction.Plan, e
 type Rules struct {
 	// FileCountGoal, when positive, is how many times its optimal file
 	// count a bucket may hold (the bytes of all its files over the target
-	// size, rounded up, at least one) before the two or more candidates
-	// that MinInputFiles leaves out are rewritten anyway. Zero: off (an
-	// owner who set the table's min-input-files: theirs stands).
+	// size, rounded up, at least one): a bucket that has reached it has
+	// the two or more candidates that MinInputFiles leaves out rewritten
+	// anyway. Zero: off (an owner who set the table's min-input-files:
+	// theirs stands).
+	//
+	// Reaching the goal, not passing it, is the trigger: the writers'
+	// next commit adds at least a file to the bucket it writes, so a
+	// bucket left at the goal is over it at that commit (a partition of
+	// optimum 1 holding 2 files holds 3), and package pacing ends a busy
+	// table's cooldown when the table is expected to reach the goal, so
+	// the visit then finds it at the goal, not past it.
 	//
 	// Without it a partition keeps up to MinInputFiles-1 small files
 	// beside its full ones for good: with Iceberg's 5, a partition of one
@@ -174,8 +182,8 @@ func planInto(cfg compaction.Config, tasks []table.FileScanTask, into int, enoug
 		for _, i := range left {
 			size += weight(i)
 		}
-		overGoal := rules.FileCountGoal > 0 && b.files > rules.FileCountGoal*Optimum(b.bytes, cfg.TargetFileSizeBytes)
-		if size > cfg.TargetFileSizeBytes || overGoal {
+		atGoal := rules.FileCountGoal > 0 && b.files >= rules.FileCountGoal*Optimum(b.bytes, cfg.TargetFileSizeBytes)
+		if size > cfg.TargetFileSizeBytes || atGoal {
 			left = slices.Clone(left)
 			slices.Sort(left)
 			plan.SkippedFiles -= len(left)

@@ -291,12 +291,13 @@ func TestPlan_SmallFilesThatFillMoreThanATargetAreGroupedAsIcebergJavaDoes(t *te
 	}
 }
 
-// TestPlanInto_APartitionOverItsFileCountGoalCompactsItsSmallFiles: with
+// TestPlanInto_APartitionAtItsFileCountGoalCompactsItsSmallFiles: with
 // Rules.FileCountGoal, the small files MinInputFiles leaves out of a
-// partition holding more than the goal times its optimal file count are
-// one more group; a partition within the goal, or a table whose owner set
-// min-input-files (the goal off), keeps them.
-func TestPlanInto_APartitionOverItsFileCountGoalCompactsItsSmallFiles(t *testing.T) {
+// partition holding the goal times its optimal file count or more are one
+// more group (left at the goal, the writers' next file takes it over); a
+// partition below the goal, or a table whose owner set min-input-files
+// (the goal off), keeps them.
+func TestPlanInto_APartitionAtItsFileCountGoalCompactsItsSmallFiles(t *testing.T) {
 	cfg := goalConfig()
 	cases := []struct {
 		name   string
@@ -306,8 +307,11 @@ func TestPlanInto_APartitionOverItsFileCountGoalCompactsItsSmallFiles(t *testing
 		files  int // files grouped
 	}{
 		{"three small files: optimum 1, three files", []int64{10, 10, 10}, Rules{FileCountGoal: 2}, 1, 3},
-		{"two small files: twice the optimum, within the goal", []int64{10, 10}, Rules{FileCountGoal: 2}, 0, 0},
-		{"a right-sized file and two small ones: 3 files for an optimum of 2", []int64{100, 10, 10}, Rules{FileCountGoal: 2}, 0, 0},
+		{"two small files: twice the optimum, at the goal", []int64{10, 10}, Rules{FileCountGoal: 2}, 1, 2},
+		{"one small file: a group of one is never made", []int64{10}, Rules{FileCountGoal: 2}, 0, 0},
+		{"a right-sized file and two small ones: 3 files for an optimum of 2, below the goal", []int64{100, 10, 10}, Rules{FileCountGoal: 2}, 0, 0},
+		{"a right-sized file and three small ones: 4 files for an optimum of 2, at the goal", []int64{100, 10, 10, 10}, Rules{FileCountGoal: 2}, 1, 3},
+		{"a right-sized file and one small one: at the optimum", []int64{100, 10}, Rules{FileCountGoal: 2}, 0, 0},
 		{"a right-sized file and four small ones: 5 files for an optimum of 2", []int64{100, 10, 10, 10, 10}, Rules{FileCountGoal: 2}, 1, 4},
 		{"a right-sized file, two large ones and one small one: one small file stays", []int64{100, 170, 170, 10}, Rules{FileCountGoal: 2}, 0, 0},
 		{"the goal off: three small files stay, as in iceberg-go", []int64{10, 10, 10}, Rules{}, 0, 0},

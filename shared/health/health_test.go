@@ -279,18 +279,26 @@ func TestAssess_SmallFilesAndDeletesRecommendCompactionAndScoreAboveCompacted(t 
 	}
 }
 
-// TestAssess_FewSmallFilesAreNotWorthACompactionWithinTheFileCountGoal:
+// TestAssess_FewSmallFilesAreNotWorthACompactionBelowTheFileCountGoal:
 // a partition's small files fewer than MinInputFiles are compacted only
-// when the partition holds more than the file-count goal (twice its
-// optimal file count); with the goal off (an owner's min-input-files),
-// only MinInputFiles decides.
-func TestAssess_FewSmallFilesAreNotWorthACompactionWithinTheFileCountGoal(t *testing.T) {
+// when the partition holds the file-count goal (twice its optimal file
+// count) or more; with the goal off (an owner's min-input-files), only
+// MinInputFiles decides.
+func TestAssess_FewSmallFilesAreNotWorthACompactionBelowTheFileCountGoal(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	// 2 tiny files a partition: twice the optimum of 1, within the goal.
+	// 1 tiny file a partition: its optimum, nothing to compact.
+	one := f.create(t, "one", sampletable.Options{Partitions: 2, Files: 1, RowsPerFile: 10})
+	if r := assess(t, one, time.Now()); r.SmallFiles != 2 || hasCompaction(r) {
+		t.Fatalf("1 file a partition: small files %d, recommendations %+v", r.SmallFiles, r.Recommendations)
+	}
+	// 2 a partition: twice the optimum of 1, at the goal; the writers'
+	// next file would take each partition over it.
 	two := f.create(t, "two", sampletable.Options{Partitions: 2, Files: 2, RowsPerFile: 10})
-	if r := assess(t, two, time.Now()); r.SmallFiles != 4 || hasCompaction(r) {
+	if r := assess(t, two, time.Now()); r.SmallFiles != 4 || !hasCompaction(r) {
 		t.Fatalf("2 files a partition: small files %d, recommendations %+v", r.SmallFiles, r.Recommendations)
+	} else if rec, _ := r.Recommends(ActionCompaction); rec.EstimatedFiles != 4 {
+		t.Fatalf("2 files a partition: %d files to compact, want 4", rec.EstimatedFiles)
 	}
 	// 4 a partition: fewer than MinInputFiles (5), over the goal.
 	tbl := f.create(t, "few", sampletable.Options{Partitions: 2, Files: 4, RowsPerFile: 10})

@@ -29,9 +29,9 @@ const (
 const (
 	// DefaultMinInputFiles is iceberg-go's compaction.DefaultMinInputFiles.
 	DefaultMinInputFiles = int(compaction.DefaultMinInputFiles)
-	// DefaultFileCountGoal is the optimal file count a partition may hold
-	// twice over before its small files are compacted below
-	// DefaultMinInputFiles (issue 34's goal for a maintained table).
+	// DefaultFileCountGoal: a partition holding twice its optimal file
+	// count has its small files compacted below DefaultMinInputFiles, so
+	// that it stays within twice (issue 34's goal for a maintained table).
 	DefaultFileCountGoal = 2
 	// DefaultDeleteRatio is iceberg-go's compaction.DefaultDeleteRatioThreshold.
 	DefaultDeleteRatio = compaction.DefaultDeleteRatioThreshold
@@ -67,8 +67,8 @@ type Thresholds struct {
 	// MinInputFiles: compaction rewrites a partition only if it has at least
 	// this many candidate files (small, or over DeleteRatio).
 	MinInputFiles int `json:"min_input_files"`
-	// FileCountGoal: a partition holding more than this many times its
-	// optimal file count has its small files compacted even when they are
+	// FileCountGoal: a partition holding this many times its optimal
+	// file count, or more, has its small files compacted even when they are
 	// fewer than MinInputFiles (binpack.Rules). Zero when the owner set
 	// the table's min-input-files: theirs stands.
 	FileCountGoal int `json:"file_count_goal,omitempty"`

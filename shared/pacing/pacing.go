@@ -12,7 +12,9 @@
 //
 // Next shortens the slot to when the table is expected to reach
 // FileRatioGoal times its optimal file count, from the files it will have
-// after the planned job and its writers' rate over the last interval.
+// after the planned job and its writers' rate over the last interval: the
+// count at which the planner's file-count goal (binpack.Rules) compacts a
+// partition's small files, so the visit when the slot ends finds work.
 //
 // Invariants:
 //   - the interval is never longer than the deployment's, never shorter

@@ -104,6 +104,12 @@ type fleet struct {
 	res     localcloud.Resources
 	// wakeups fires the planner's expiry wake-ups (nil: off).
 	wakeups *schedules
+	// triggersStopped is when the sweeps, events and wake-ups stopped
+	// (zero while they run). What retention keeps is judged as of then:
+	// no expiry may run after it, so the time the run then spends
+	// settling (jobs in flight committing) does not age snapshots that
+	// the deployment, still running, would have expired on time.
+	triggersStopped time.Time
 }
 
 // ruleRate is the stack's sweep schedule, as the planner's rule invokes it.

@@ -89,8 +89,12 @@ func (f *fleet) measure(ctx context.Context, t *tableState) (TableSample, map[st
 		return s, nil, err
 	}
 	meta := tbl.Metadata()
-	cutoff := time.Now().Add(-f.o.wall(Retention)).UnixMilli()
-	scheduledCutoff := time.Now().Add(-f.o.wall(Retention + ExpirePeriod)).UnixMilli()
+	judgedAt := time.Now()
+	if !f.triggersStopped.IsZero() {
+		judgedAt = f.triggersStopped
+	}
+	cutoff := judgedAt.Add(-f.o.wall(Retention)).UnixMilli()
+	scheduledCutoff := judgedAt.Add(-f.o.wall(Retention + ExpirePeriod)).UnixMilli()
 	current := tbl.CurrentSnapshot()
 	referenced := map[string]bool{}
 	retained, scheduled := map[string]int64{}, map[string]int64{}

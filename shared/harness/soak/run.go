@@ -143,6 +143,7 @@ func (f *fleet) run(ctx context.Context) (Result, error) {
 	res.Simulated = f.clk.now()
 
 	// The writers stop; a failed commit is a lost one.
+	f.triggersStopped = time.Now()
 	stopTriggers()
 	trigWG.Wait()
 	for _, t := range f.tables {
