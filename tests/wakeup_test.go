@@ -81,20 +81,7 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	if len(list.Schedules) != 1 || aws.ToString(list.Schedules[0].Name) != wakeup.Name("lake.quiet", due.UTC().Truncate(time.Second).Add(time.Second)) {
 		t.Fatalf("schedules %+v, want the table's one wake-up at its due moment", list.Schedules)
 	}
-	s, err := admin.GetSchedule(d.ctx, &scheduler.GetScheduleInput{Name: list.Schedules[0].Name, GroupName: aws.String(group)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Until(at))
-	raw, err := scheduled.Event("wake-up", s.Target, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	woken := outcomeOf(t, d.handle(raw), "lake.quiet")
+	woken := outcomeOf(t, d.handle(fireSchedule(t, admin, group, list.Schedules[0].Name)), "lake.quiet")
 	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindExpire {
 		t.Fatalf("the wake-up's visit: %+v, want the expiry planned", woken)
 	}
@@ -187,20 +174,7 @@ func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) 
 	if visit == nil {
 		t.Fatalf("schedules %+v, want the table's visit when its slot ends", list.Schedules)
 	}
-	s, err := admin.GetSchedule(d.ctx, &scheduler.GetScheduleInput{Name: visit, GroupName: aws.String(group)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Until(at))
-	raw, err := scheduled.Event("visit", s.Target, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	woken := outcomeOf(t, d.handle(raw), "lake.busy")
+	woken := outcomeOf(t, d.handle(fireSchedule(t, admin, group, visit)), "lake.busy")
 	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindCompaction {
 		t.Fatalf("the scheduled visit: %+v, want the compaction planned", woken)
 	}
@@ -216,4 +190,25 @@ func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) 
 	if after != rows {
 		t.Fatalf("rows changed: %s, want %s", after, rows)
 	}
+}
+
+// fireSchedule waits for the moment of the schedule name in group and
+// returns the event its target puts on the bus then, as EventBridge
+// Scheduler would (the emulator stores schedules and never fires them).
+func fireSchedule(t *testing.T, admin *scheduler.Client, group string, name *string) []byte {
+	t.Helper()
+	s, err := admin.GetSchedule(t.Context(), &scheduler.GetScheduleInput{Name: name, GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(at))
+	raw, err := scheduled.Event("wake-up-"+aws.ToString(name), s.Target, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

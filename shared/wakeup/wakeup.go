@@ -97,13 +97,9 @@ func New(client Scheduler, group, busARN, roleARN string, now func() time.Time) 
 // resolution). It returns the moment scheduled; a wake-up already
 // scheduled for that moment is success.
 func (w *Waker) Wake(ctx context.Context, table string, at time.Time) (time.Time, error) {
-	if earliest := w.now().Add(w.Lead); at.Before(earliest) {
-		at = earliest
-	}
-	at = at.UTC().Truncate(time.Second).Add(time.Second)
-	ident, err := messages.TableIdent(table)
+	at, ident, err := w.moment(table, at)
 	if err != nil {
-		return at, fmt.Errorf("wakeup: %w", err)
+		return at, err
 	}
 	detail, err := events.NewChainContinuation(ident, "wake-up-"+at.Format("20060102T150405Z"), ResumeAfter)
 	if err != nil {
@@ -124,19 +120,30 @@ func (w *Waker) Wake(ctx context.Context, table string, at time.Time) (time.Time
 // the same second is another schedule. It returns the moment scheduled; a
 // visit already scheduled for that moment is success.
 func (w *Waker) WakeVisit(ctx context.Context, table string, at time.Time) (time.Time, error) {
-	if earliest := w.now().Add(w.Lead); at.Before(earliest) {
-		at = earliest
-	}
-	at = at.UTC().Truncate(time.Second).Add(time.Second)
-	ident, err := messages.TableIdent(table)
+	at, ident, err := w.moment(table, at)
 	if err != nil {
-		return at, fmt.Errorf("wakeup: %w", err)
+		return at, err
 	}
 	input, err := json.Marshal(events.NewCommitDetail(ident))
 	if err != nil {
 		return at, fmt.Errorf("wakeup: encode the visit of %s: %w", table, err)
 	}
 	return at, w.schedule(ctx, table, VisitName(table, at), at, events.DetailTypeCommit, input, "icekeeper: a visit of "+table+" when its cooldown ends")
+}
+
+// moment is when a wake-up asked for at fires: at, or w.Lead from now if
+// that is later, rounded up to the second (a schedule's resolution); and
+// the table's identifier.
+func (w *Waker) moment(table string, at time.Time) (time.Time, []string, error) {
+	if earliest := w.now().Add(w.Lead); at.Before(earliest) {
+		at = earliest
+	}
+	at = at.UTC().Truncate(time.Second).Add(time.Second)
+	ident, err := messages.TableIdent(table)
+	if err != nil {
+		return at, nil, fmt.Errorf("wakeup: %w", err)
+	}
+	return at, ident, nil
 }
 
 // schedule creates the one-time schedule name at at that puts an event of
