@@ -20,7 +20,6 @@ import (
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/writehistory"
-	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -203,19 +202,19 @@ type fakeCooldowns struct {
 	claims []string
 }
 
-func (c *fakeCooldowns) Claim(_ context.Context, key string, now time.Time, interval time.Duration) (lease.Slot, error) {
+func (c *fakeCooldowns) Claim(_ context.Context, key string, now time.Time, interval time.Duration) (bool, error) {
 	c.claims = append(c.claims, key)
 	if c.err != nil {
-		return lease.Slot{}, c.err
+		return false, c.err
 	}
 	if c.next == nil {
 		c.next = map[string]time.Time{}
 	}
 	if n, ok := c.next[key]; ok && now.Before(n) {
-		return lease.Slot{Ends: n}, nil
+		return false, nil
 	}
 	c.next[key] = now.Add(interval)
-	return lease.Slot{Claimed: true}, nil
+	return true, nil
 }
 
 func (c *fakeCooldowns) SetNext(_ context.Context, key string, next time.Time) error {
@@ -380,12 +379,10 @@ type rig struct {
 	now func() time.Time
 }
 
-// fakeWakeUps records each wake-up asked for (expiry wake-ups in woken,
-// visits in visits); err fails them all.
+// fakeWakeUps records each wake-up asked for; err fails them all.
 type fakeWakeUps struct {
-	woken  []wakeUp
-	visits []wakeUp
-	err    error
+	woken []wakeUp
+	err   error
 }
 
 type wakeUp struct {
@@ -398,14 +395,6 @@ func (w *fakeWakeUps) Wake(_ context.Context, table string, at time.Time) (time.
 		return at, w.err
 	}
 	w.woken = append(w.woken, wakeUp{table, at})
-	return at, nil
-}
-
-func (w *fakeWakeUps) WakeVisit(_ context.Context, table string, at time.Time) (time.Time, error) {
-	if w.err != nil {
-		return at, w.err
-	}
-	w.visits = append(w.visits, wakeUp{table, at})
 	return at, nil
 }
 

@@ -56,7 +56,6 @@ import (
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
-	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -87,7 +86,7 @@ type Planner interface {
 // Cooldowns claims per-table slots (planning in active mode, assessing in
 // advisory mode).
 type Cooldowns interface {
-	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (lease.Slot, error)
+	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error)
 	SetNext(ctx context.Context, table string, next time.Time) error
 }
 
@@ -283,10 +282,6 @@ type Dispatcher struct {
 	log       *slog.Logger
 	now       func() time.Time
 	remaining func(context.Context) (time.Duration, bool)
-	// slotWakes remembers, per table, the slot end this instance last
-	// scheduled a visit for (wakeWhenSlotEnds), so that a burst of events
-	// within one cooldown asks EventBridge Scheduler once.
-	slotWakes slotWakes
 }
 
 // Deps are the dispatcher's collaborators. In mode off only Metrics and Log
@@ -540,12 +535,11 @@ func (d *Dispatcher) visit(ctx context.Context, log *slog.Logger, name, kind str
 	if granted {
 		// Coalesce before any read: a claimed slot costs one conditional
 		// write; the rest of a burst costs nothing else.
-		slot, err := d.cooldowns.Claim(ctx, name, d.now(), d.s.MinInterval)
+		ok, err := d.cooldowns.Claim(ctx, name, d.now(), d.s.MinInterval)
 		if err != nil {
 			return o, err
 		}
-		if !slot.Claimed {
-			d.wakeWhenSlotEnds(ctx, log, name, slot.Ends)
+		if !ok {
 			return d.skip(log, o, SkipCooldown, "visited less than the cooldown ago; the event is coalesced"), nil
 		}
 		o, err := d.visitClaimed(ctx, log, o, ident, kind, "")
@@ -907,9 +901,9 @@ func (d *Dispatcher) claimAction(ctx context.Context, table, action string, prop
 	}
 	key := table + "#" + action
 	now := d.now()
-	slot, err := d.cooldowns.Claim(ctx, key, now, iv)
-	if err != nil || !slot.Claimed {
-		return none, slot.Claimed, err
+	ok, err = d.cooldowns.Claim(ctx, key, now, iv)
+	if err != nil || !ok {
+		return none, ok, err
 	}
 	return func(planned bool) {
 		if planned {
