@@ -277,7 +277,10 @@ func TestExpire_FollowsCompactionOnTheTablesNextVisit(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "enabled", false: "turned off"}[enabled], func(t *testing.T) {
 			d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
-			props := map[string]string{"icekeeper.maintenance.enabled": "true"}
+			// The owner's min-input-files: the compaction leaves a
+			// partition holding two small files (twice its optimum), which
+			// the file-count goal would compact again on the next visit.
+			props := map[string]string{"icekeeper.maintenance.enabled": "true", optin.PropertyCompactionMinInputFiles: "5"}
 			if !enabled {
 				props["icekeeper.expire.enabled"] = "false"
 			}
@@ -456,10 +459,11 @@ func TestExpire_AnIdleTablesExpiryIsNotStarvedByBusyTables(t *testing.T) {
 	d.createNamed("lake.busy1", withProps(busy, optedIn))
 	d.createNamed("lake.busy2", withProps(busy, optedIn))
 	idle := d.createNamed("lake.idle", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 1, RowsPerFile: 50}, map[string]string{
-		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1",
+		optin.PropertyEnabled: "true", expire.MinSnapshotsToKeepKey: "1", expire.MaxSnapshotAgeMsKey: "1", optin.PropertyCompactionMinInputFiles: "5",
 	}))
-	// One more commit: two snapshots, two small files, within the
-	// file-count goal (twice the optimum of one): nothing to compact.
+	// One more commit: two snapshots, two small files, fewer than the
+	// owner's min-input-files (which turns the file-count goal off):
+	// nothing to compact.
 	idle, err := sampletable.AppendRows(d.ctx, idle, 7_000_000, 1, 5)
 	if err != nil {
 		t.Fatal(err)
