@@ -277,9 +277,9 @@ func TestExpire_FollowsCompactionOnTheTablesNextVisit(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "enabled", false: "turned off"}[enabled], func(t *testing.T) {
 			d := setupDispatch(t, config.ModeActive, "demo", func(c *config.Config) { c.MinInterval = time.Millisecond })
-			// The owner's min-input-files: the compaction leaves a
-			// partition holding two small files (twice its optimum), which
-			// the file-count goal would compact again on the next visit.
+			// The owner's min-input-files: the append below, between the
+			// events, brings a partition to two small files (twice its
+			// optimum), which the file-count goal would compact first.
 			props := map[string]string{"icekeeper.maintenance.enabled": "true", optin.PropertyCompactionMinInputFiles: "5"}
 			if !enabled {
 				props["icekeeper.expire.enabled"] = "false"
