@@ -405,6 +405,23 @@ func NewChainContinuation(ident []string, jobID, after string) (Continuation, er
 	return c, err
 }
 
+// CommitDetail is the detail of an "Iceberg Table Committed" event that
+// icekeeper itself puts on its bus (a wake-up's visit, package wakeup):
+// the namespace as a list of levels, and the table.
+type CommitDetail struct {
+	Namespace []string `json:"namespace"`
+	Table     string   `json:"table"`
+}
+
+// NewCommitDetail is the commit event detail naming the table ident
+// (namespace levels, then the table).
+func NewCommitDetail(ident []string) CommitDetail {
+	if len(ident) == 0 {
+		return CommitDetail{}
+	}
+	return CommitDetail{Namespace: ident[:len(ident)-1], Table: ident[len(ident)-1]}
+}
+
 func decodeContinue(ev lambdaevents.CloudWatchEvent) (Trigger, error) {
 	var d struct {
 		commitDetail

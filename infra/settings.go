@@ -123,8 +123,9 @@ type Settings struct {
 	// the layout recommendation; on by default.
 	QuerySignals bool
 	// ExpiryWakeUps lets the planner schedule each table's next visit for
-	// when its next snapshot comes due for expiry (EventBridge Scheduler
-	// one-time schedules; shared/wakeup); mode active, on by default.
+	// when its next snapshot comes due for expiry, and a visit for when a
+	// cooldown an event found held ends (EventBridge Scheduler one-time
+	// schedules; shared/wakeup); mode active, on by default.
 	ExpiryWakeUps bool
 	// AthenaWorkGroups are the Athena workgroups whose queries are read
 	// back as query signals: the only workgroups the planner may read a

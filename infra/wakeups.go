@@ -13,7 +13,8 @@ import (
 // WakeUps are what the planner's expiry wake-ups need (shared/wakeup): the
 // EventBridge Scheduler schedule group the planner creates them in, and
 // the role the scheduler assumes to put their events on icekeeper's bus,
-// where the ContinueEvents rule hands them to the planner. Made in mode
+// where the ContinueEvents rule hands them to the planner (the visits at a
+// cooldown's end are commit events: the CommitEvents rule). Made in mode
 // active with expiryWakeUps on (the default).
 //
 // Each schedule deletes itself once it fired (ActionAfterCompletion

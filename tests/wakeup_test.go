@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,20 +81,7 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	if len(list.Schedules) != 1 || aws.ToString(list.Schedules[0].Name) != wakeup.Name("lake.quiet", due.UTC().Truncate(time.Second).Add(time.Second)) {
 		t.Fatalf("schedules %+v, want the table's one wake-up at its due moment", list.Schedules)
 	}
-	s, err := admin.GetSchedule(d.ctx, &scheduler.GetScheduleInput{Name: list.Schedules[0].Name, GroupName: aws.String(group)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Until(at))
-	raw, err := scheduled.Event("wake-up", s.Target, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	woken := outcomeOf(t, d.handle(raw), "lake.quiet")
+	woken := outcomeOf(t, d.handle(fireSchedule(t, admin, group, list.Schedules[0].Name)), "lake.quiet")
 	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindExpire {
 		t.Fatalf("the wake-up's visit: %+v, want the expiry planned", woken)
 	}
@@ -118,4 +106,109 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 	if again, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{}); err != nil || len(again.Schedules) != len(before.Schedules) {
 		t.Fatalf("without wake-ups: %d schedules after, %d before (%v)", len(again.Schedules), len(before.Schedules), err)
 	}
+}
+
+// TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds: a commit
+// event's visit compacts the table and keeps its cooldown slot; a writer
+// then brings one partition to twice its optimal file count, and that
+// commit's event, finding the slot held, is coalesced and schedules the
+// table's visit (EventBridge Scheduler, the emulator's) for the moment
+// the slot ends. Nobody writes again and no sweep comes: the schedule's
+// event, delivered to the planner as the bus's commit rule would once its
+// moment came, compacts the table again, rows unchanged.
+func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) {
+	group := fmt.Sprintf("t-wakeups-%d", time.Now().UnixNano())
+	admin := scheduler.NewFromConfig(cloud.Clients.Config)
+	if _, err := admin.CreateScheduleGroup(t.Context(), &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
+		t.Fatal(err)
+	}
+	const cooldown = 3 * time.Second
+	d := setupDispatch(t, config.ModeActive, "lake", func(c *config.Config) {
+		c.WakeUpGroup, c.WakeUpRoleARN, c.EventBusARN = group, "arn:aws:iam::000000000000:role/t-wakeups-role-1", "arn:aws:events:us-east-1:000000000000:event-bus/default"
+		c.MinInterval = cooldown
+	})
+	d.deps.WakeUps = plannerstage.WakeUpOptions{Lead: time.Second}
+	disp, err := d.deps.Dispatcher(d.cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+
+	tbl := d.createNamed("lake.busy", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}, map[string]string{optin.PropertyEnabled: "true"}))
+	d.ident = tbl.Identifier()
+	if o := outcomeOf(t, d.handle(commitEvent("lake.busy")), "lake.busy"); o.Action != trigger.ActionPlanned {
+		t.Fatalf("the first commit event's visit: %+v, want the compaction planned", o)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	if n := len(d.liveTasks()); n != 1 {
+		t.Fatalf("%d data files after the first compaction, want 1", n)
+	}
+	// The writer's commit: two files in the partition, twice its optimum.
+	tbl, err = sampletable.AppendRows(d.ctx, d.load(), 8_000_000, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := fingerprint.Scan(d.ctx, tbl.Scan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := outcomeOf(t, d.handle(commitEvent("lake.busy")), "lake.busy")
+	if o.Action != trigger.ActionSkipped || o.Skip != trigger.SkipCooldown {
+		t.Fatalf("the writer's commit event within the cooldown: %+v, want it coalesced", o)
+	}
+	// The emulator lists every group's schedules: this table's by name.
+	list, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visit *string
+	for _, s := range list.Schedules {
+		if n := aws.ToString(s.Name); strings.HasPrefix(n, strings.TrimSuffix(wakeup.Name("lake.busy", time.Time{}), time.Time{}.Format("20060102T150405"))) && strings.HasSuffix(n, "-v") {
+			if visit != nil {
+				t.Fatalf("two visits scheduled: %s and %s", *visit, n)
+			}
+			visit = s.Name
+		}
+	}
+	if visit == nil {
+		t.Fatalf("schedules %+v, want the table's visit when its slot ends", list.Schedules)
+	}
+	woken := outcomeOf(t, d.handle(fireSchedule(t, admin, group, visit)), "lake.busy")
+	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindCompaction {
+		t.Fatalf("the scheduled visit: %+v, want the compaction planned", woken)
+	}
+	d.drainTasks()
+	d.drainCommits()
+	if n := len(d.liveTasks()); n != 1 {
+		t.Fatalf("%d data files after the scheduled visit's compaction, want 1", n)
+	}
+	after, err := fingerprint.Scan(d.ctx, d.load().Scan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != rows {
+		t.Fatalf("rows changed: %s, want %s", after, rows)
+	}
+}
+
+// fireSchedule waits for the moment of the schedule name in group and
+// returns the event its target puts on the bus then, as EventBridge
+// Scheduler would (the emulator stores schedules and never fires them).
+func fireSchedule(t *testing.T, admin *scheduler.Client, group string, name *string) []byte {
+	t.Helper()
+	s, err := admin.GetSchedule(t.Context(), &scheduler.GetScheduleInput{Name: name, GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := scheduled.Moment(aws.ToString(s.ScheduleExpression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(at))
+	raw, err := scheduled.Event("wake-up-"+aws.ToString(name), s.Target, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

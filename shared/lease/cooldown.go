@@ -33,15 +33,24 @@ func NewCooldownStore(db cooldownDB, leaseTable string) (*CooldownStore, error) 
 	return &CooldownStore{db: db, tableName: leaseTable}, nil
 }
 
+// Slot is what a Claim found of a table's planning slot.
+type Slot struct {
+	// Claimed: this claim took the slot.
+	Claimed bool
+	// Ends is when the slot held by another claim may next be claimed
+	// (its next_plan_at); zero when Claimed, or when the item holds none.
+	Ends time.Time
+}
+
 // Claim takes the table's planning slot at now when its cooldown has passed
-// and sets the next one at now+interval. It reports false, without error,
-// when the table is still cooling down.
+// and sets the next one at now+interval. When the table is still cooling
+// down it reports the slot not claimed, without error, and when it ends.
 //
 // Each claim writes an id of its own (claim_id): when the condition fails,
 // a consistent read tells a slot another claim took from this claim's own
 // first try, which the SDK sends again when the connection broke under its
 // response (lease.ownTermOrHeld says why); that slot is this claim's.
-func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error) {
+func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (Slot, error) {
 	id := strconv.FormatUint(rand.Uint64(), 36)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.tableName),
@@ -57,7 +66,7 @@ func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, 
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return false, fmt.Errorf("lease: claim cooldown of %s: %w", table, err)
+			return Slot{}, fmt.Errorf("lease: claim cooldown of %s: %w", table, err)
 		}
 		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      aws.String(s.tableName),
@@ -65,12 +74,20 @@ func (s *CooldownStore) Claim(ctx context.Context, table string, now time.Time, 
 			ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return false, fmt.Errorf("lease: claim cooldown of %s: the condition failed, and reading whose slot it is failed: %w", table, err)
+			return Slot{}, fmt.Errorf("lease: claim cooldown of %s: the condition failed, and reading whose slot it is failed: %w", table, err)
 		}
-		v, ok := out.Item["claim_id"].(*types.AttributeValueMemberS)
-		return ok && v.Value == id, nil
+		if v, ok := out.Item["claim_id"].(*types.AttributeValueMemberS); ok && v.Value == id {
+			return Slot{Claimed: true}, nil
+		}
+		slot := Slot{}
+		if v, ok := out.Item["next_plan_at"].(*types.AttributeValueMemberN); ok {
+			if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil {
+				slot.Ends = time.UnixMilli(ms)
+			}
+		}
+		return slot, nil
 	}
-	return true, nil
+	return Slot{Claimed: true}, nil
 }
 
 // SetNext moves the table's next allowed planning time: later, after the

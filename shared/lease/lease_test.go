@@ -330,17 +330,22 @@ func TestStore_AnAcquireSentAgainAfterItsResponseWasLostKeepsItsTerm(t *testing.
 // TestCooldownStore_AClaimSentAgainAfterItsResponseWasLostKeepsItsSlot:
 // the second try of a Claim that took the slot fails its condition on the
 // first try's write; the slot is the claimer's. Another claim within the
-// cooldown still gets none.
+// cooldown still gets none, and learns when the slot ends.
 func TestCooldownStore_AClaimSentAgainAfterItsResponseWasLostKeepsItsSlot(t *testing.T) {
 	_, cd, db, c := setupSentAgain(t)
 	ctx := context.Background()
 	db.On.Store(true)
-	ok, err := cd.Claim(ctx, "db.t", c.now(), time.Hour)
-	if !ok || err != nil || db.Repeated.Load() == 0 {
-		t.Fatalf("claim sent again (%d repeated): %v %v, want the slot", db.Repeated.Load(), ok, err)
+	claimedAt := c.now()
+	slot, err := cd.Claim(ctx, "db.t", claimedAt, time.Hour)
+	if !slot.Claimed || err != nil || db.Repeated.Load() == 0 {
+		t.Fatalf("claim sent again (%d repeated): %+v %v, want the slot", db.Repeated.Load(), slot, err)
 	}
 	c.add(time.Minute)
-	if ok, err := cd.Claim(ctx, "db.t", c.now(), time.Hour); ok || err != nil {
-		t.Fatalf("a second claim within the cooldown: %v %v, want none", ok, err)
+	slot, err = cd.Claim(ctx, "db.t", c.now(), time.Hour)
+	if slot.Claimed || err != nil {
+		t.Fatalf("a second claim within the cooldown: %+v %v, want none", slot, err)
+	}
+	if want := claimedAt.Add(time.Hour); !slot.Ends.Equal(want.Truncate(time.Millisecond)) {
+		t.Fatalf("the held slot ends %v, want %v", slot.Ends, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/harness/writehistory"
+	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -202,19 +203,19 @@ type fakeCooldowns struct {
 	claims []string
 }
 
-func (c *fakeCooldowns) Claim(_ context.Context, key string, now time.Time, interval time.Duration) (bool, error) {
+func (c *fakeCooldowns) Claim(_ context.Context, key string, now time.Time, interval time.Duration) (lease.Slot, error) {
 	c.claims = append(c.claims, key)
 	if c.err != nil {
-		return false, c.err
+		return lease.Slot{}, c.err
 	}
 	if c.next == nil {
 		c.next = map[string]time.Time{}
 	}
 	if n, ok := c.next[key]; ok && now.Before(n) {
-		return false, nil
+		return lease.Slot{Ends: n}, nil
 	}
 	c.next[key] = now.Add(interval)
-	return true, nil
+	return lease.Slot{Claimed: true}, nil
 }
 
 func (c *fakeCooldowns) SetNext(_ context.Context, key string, next time.Time) error {
@@ -379,10 +380,12 @@ type rig struct {
 	now func() time.Time
 }
 
-// fakeWakeUps records each wake-up asked for; err fails them all.
+// fakeWakeUps records each wake-up asked for (expiry wake-ups in woken,
+// visits in visits); err fails them all.
 type fakeWakeUps struct {
-	woken []wakeUp
-	err   error
+	woken  []wakeUp
+	visits []wakeUp
+	err    error
 }
 
 type wakeUp struct {
@@ -395,6 +398,14 @@ func (w *fakeWakeUps) Wake(_ context.Context, table string, at time.Time) (time.
 		return at, w.err
 	}
 	w.woken = append(w.woken, wakeUp{table, at})
+	return at, nil
+}
+
+func (w *fakeWakeUps) WakeVisit(_ context.Context, table string, at time.Time) (time.Time, error) {
+	if w.err != nil {
+		return at, w.err
+	}
+	w.visits = append(w.visits, wakeUp{table, at})
 	return at, nil
 }
 

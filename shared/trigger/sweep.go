@@ -88,12 +88,12 @@ func (d *Dispatcher) sweep(ctx context.Context, log *slog.Logger, trig events.Tr
 			outs = append(outs, d.skip(tlog, c.out, SkipBudgetBytes, fmt.Sprintf("would exceed the sweep budget of %d bytes (%d used, %d needed)", d.s.SweepMaxBytes, bytes, c.a.CompactionBytes)))
 			continue
 		}
-		ok, err := d.cooldowns.Claim(ctx, c.name, d.now(), optin.MinInterval(c.props, d.s.MinInterval))
+		slot, err := d.cooldowns.Claim(ctx, c.name, d.now(), optin.MinInterval(c.props, d.s.MinInterval))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !ok {
+		if !slot.Claimed {
 			outs = append(outs, d.skip(tlog, c.out, SkipCooldown, "planned less than the cooldown ago"))
 			continue
 		}

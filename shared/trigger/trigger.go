@@ -56,6 +56,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/blob"
 	"github.com/icekeeper/icekeeper/shared/config"
 	"github.com/icekeeper/icekeeper/shared/health"
+	"github.com/icekeeper/icekeeper/shared/lease"
 	"github.com/icekeeper/icekeeper/shared/ledger"
 	"github.com/icekeeper/icekeeper/shared/messages"
 	"github.com/icekeeper/icekeeper/shared/metrics"
@@ -86,7 +87,7 @@ type Planner interface {
 // Cooldowns claims per-table slots (planning in active mode, assessing in
 // advisory mode).
 type Cooldowns interface {
-	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (bool, error)
+	Claim(ctx context.Context, table string, now time.Time, interval time.Duration) (lease.Slot, error)
 	SetNext(ctx context.Context, table string, next time.Time) error
 }
 
@@ -282,6 +283,10 @@ type Dispatcher struct {
 	log       *slog.Logger
 	now       func() time.Time
 	remaining func(context.Context) (time.Duration, bool)
+	// slotWakes remembers, per table, the slot end this instance last
+	// scheduled a visit for (wakeWhenSlotEnds), so that a burst of events
+	// within one cooldown asks EventBridge Scheduler once.
+	slotWakes slotWakes
 }
 
 // Deps are the dispatcher's collaborators. In mode off only Metrics and Log
@@ -535,11 +540,12 @@ func (d *Dispatcher) visit(ctx context.Context, log *slog.Logger, name, kind str
 	if granted {
 		// Coalesce before any read: a claimed slot costs one conditional
 		// write; the rest of a burst costs nothing else.
-		ok, err := d.cooldowns.Claim(ctx, name, d.now(), d.s.MinInterval)
+		slot, err := d.cooldowns.Claim(ctx, name, d.now(), d.s.MinInterval)
 		if err != nil {
 			return o, err
 		}
-		if !ok {
+		if !slot.Claimed {
+			d.wakeWhenSlotEnds(ctx, log, name, slot.Ends)
 			return d.skip(log, o, SkipCooldown, "visited less than the cooldown ago; the event is coalesced"), nil
 		}
 		o, err := d.visitClaimed(ctx, log, o, ident, kind, "")
@@ -901,9 +907,9 @@ func (d *Dispatcher) claimAction(ctx context.Context, table, action string, prop
 	}
 	key := table + "#" + action
 	now := d.now()
-	ok, err = d.cooldowns.Claim(ctx, key, now, iv)
-	if err != nil || !ok {
-		return none, ok, err
+	slot, err := d.cooldowns.Claim(ctx, key, now, iv)
+	if err != nil || !slot.Claimed {
+		return none, slot.Claimed, err
 	}
 	return func(planned bool) {
 		if planned {

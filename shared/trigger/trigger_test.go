@@ -996,7 +996,7 @@ func TestResume_AChainContinuationPlansOnlyTheActionsAfterTheCommittedJob(t *tes
 			r.planner.results["expire"] = planned
 			d := r.dispatcher(t)
 			// The visit that planned the compaction spent the cooldown.
-			if ok, _ := r.cooldowns.Claim(t.Context(), c.table, testNow, time.Hour); !ok {
+			if slot, _ := r.cooldowns.Claim(t.Context(), c.table, testNow, time.Hour); !slot.Claimed {
 				t.Fatal("claim")
 			}
 			next := r.cooldowns.next[c.table]
@@ -1128,6 +1128,92 @@ func TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue(t *testing.T)
 				t.Fatalf("woken %+v, want no wake-up", r.wakeups.woken)
 			case c.want != nil && (len(r.wakeups.woken) != 1 || r.wakeups.woken[0].table != "shop.orders" || !r.wakeups.woken[0].at.Equal(*c.want)):
 				t.Fatalf("woken %+v, want shop.orders at %s", r.wakeups.woken, c.want.Sub(testNow))
+			}
+		})
+	}
+}
+
+// TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds: a
+// commit event that finds the table's slot held (a job planned a moment
+// ago) is coalesced and schedules one visit of the table for the moment
+// the slot ends, so that what was written meanwhile is looked at then and
+// not at the next event or sweep; more events within the same slot ask
+// nothing more of this instance; once that visit's slot ends, an event
+// within the next one asks again. A failed schedule is asked again by the
+// next event. Advisory mode, and a deployment without wake-ups, schedule
+// no visit.
+func TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds(t *testing.T) {
+	commit := events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}
+	clock := testNow
+	r := newRig(t, config.ModeActive, "shop")
+	r.settings.MinInterval = time.Hour
+	r.wakeups = &fakeWakeUps{}
+	r.now = func() time.Time { return clock }
+	r.add(t, "shop.orders", optedIn(), due)
+	r.planner.results["compaction"] = planned
+	d := r.dispatcher(t)
+	dispatch := func(want Action) {
+		t.Helper()
+		out, err := d.Dispatch(t.Context(), commit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := onlyOutcome(t, out); o.Action != want {
+			t.Fatalf("outcome %+v, want %s", o, want)
+		}
+	}
+	dispatch(ActionPlanned)
+	slotEnds := r.cooldowns.next["shop.orders"]
+	if len(r.wakeups.visits) != 0 {
+		t.Fatalf("the visit that claimed the slot scheduled %+v", r.wakeups.visits)
+	}
+	clock = clock.Add(5 * time.Minute)
+	dispatch(ActionSkipped)
+	if len(r.wakeups.visits) != 1 || r.wakeups.visits[0].table != "shop.orders" || !r.wakeups.visits[0].at.Equal(slotEnds) {
+		t.Fatalf("visits %+v, want shop.orders at the slot's end %s", r.wakeups.visits, slotEnds)
+	}
+	clock = clock.Add(5 * time.Minute)
+	dispatch(ActionSkipped)
+	if len(r.wakeups.visits) != 1 {
+		t.Fatalf("a second event in the same slot: visits %+v, want still one", r.wakeups.visits)
+	}
+	// The scheduled visit comes: it claims the next slot and plans.
+	clock = slotEnds
+	dispatch(ActionPlanned)
+	next := r.cooldowns.next["shop.orders"]
+	r.wakeups.err = errTransient
+	clock = clock.Add(time.Minute)
+	dispatch(ActionSkipped)
+	r.wakeups.err = nil
+	clock = clock.Add(time.Minute)
+	dispatch(ActionSkipped)
+	if len(r.wakeups.visits) != 2 || !r.wakeups.visits[1].at.Equal(next) {
+		t.Fatalf("visits %+v, want a second at the next slot's end %s (asked again after the failure)", r.wakeups.visits, next)
+	}
+
+	for _, c := range []struct {
+		name    string
+		mode    config.Mode
+		wakeups bool
+	}{{"advisory", config.ModeAdvisory, true}, {"no wake-ups", config.ModeActive, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, c.mode, "shop")
+			r.settings.MinInterval = time.Hour
+			w := &fakeWakeUps{}
+			if c.wakeups {
+				r.wakeups = w
+			}
+			r.add(t, "shop.orders", optedIn(), due)
+			r.planner.results["compaction"] = planned
+			if _, err := r.cooldowns.Claim(t.Context(), "shop.orders", testNow, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.dispatch(t, commit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := onlyOutcome(t, out); o.Action != ActionSkipped || len(w.visits) != 0 {
+				t.Fatalf("outcome %+v, visits %+v: want skipped and none", o, w.visits)
 			}
 		})
 	}

@@ -4,7 +4,10 @@
 // wakeForExpiry), with an EventBridge Scheduler one-time schedule that
 // puts a chain continuation on icekeeper's bus: an "Icekeeper Compaction Continues" event whose
 // resume_after is rewrite-manifests, so the planner plans only the
-// snapshot expiry (events.Continuation; docs/FORMATS.md).
+// snapshot expiry (events.Continuation; docs/FORMATS.md). WakeVisit
+// schedules a visit as a writer's commit event makes one (an "Iceberg
+// Table Committed" event from icekeeper), for when a table's cooldown
+// ends after an event found it held (trigger's wakeWhenSlotEnds).
 //
 // Without it a table nobody writes waits for the next sweep once its
 // snapshot passes the retention, and one whose cooldown ends just after a
@@ -94,13 +97,9 @@ func New(client Scheduler, group, busARN, roleARN string, now func() time.Time) 
 // resolution). It returns the moment scheduled; a wake-up already
 // scheduled for that moment is success.
 func (w *Waker) Wake(ctx context.Context, table string, at time.Time) (time.Time, error) {
-	if earliest := w.now().Add(w.Lead); at.Before(earliest) {
-		at = earliest
-	}
-	at = at.UTC().Truncate(time.Second).Add(time.Second)
-	ident, err := messages.TableIdent(table)
+	at, ident, err := w.moment(table, at)
 	if err != nil {
-		return at, fmt.Errorf("wakeup: %w", err)
+		return at, err
 	}
 	detail, err := events.NewChainContinuation(ident, "wake-up-"+at.Format("20060102T150405Z"), ResumeAfter)
 	if err != nil {
@@ -110,28 +109,68 @@ func (w *Waker) Wake(ctx context.Context, table string, at time.Time) (time.Time
 	if err != nil {
 		return at, fmt.Errorf("wakeup: encode the wake-up of %s: %w", table, err)
 	}
-	name := Name(table, at)
-	_, err = w.client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
+	return at, w.schedule(ctx, table, Name(table, at), at, events.DetailTypeContinue, input, "icekeeper: the next snapshot expiry of "+table)
+}
+
+// WakeVisit schedules a visit of table (namespace.table) at at, or w.Lead
+// from now if that is later, rounded up to the second: an "Iceberg Table
+// Committed" event from icekeeper naming the table, which the planner
+// handles as any writer's commit event (it claims the table's cooldown
+// slot first). Its schedule's name is VisitName's, so an expiry wake-up at
+// the same second is another schedule. It returns the moment scheduled; a
+// visit already scheduled for that moment is success.
+func (w *Waker) WakeVisit(ctx context.Context, table string, at time.Time) (time.Time, error) {
+	at, ident, err := w.moment(table, at)
+	if err != nil {
+		return at, err
+	}
+	input, err := json.Marshal(events.NewCommitDetail(ident))
+	if err != nil {
+		return at, fmt.Errorf("wakeup: encode the visit of %s: %w", table, err)
+	}
+	return at, w.schedule(ctx, table, VisitName(table, at), at, events.DetailTypeCommit, input, "icekeeper: a visit of "+table+" when its cooldown ends")
+}
+
+// moment is when a wake-up asked for at fires: at, or w.Lead from now if
+// that is later, rounded up to the second (a schedule's resolution); and
+// the table's identifier.
+func (w *Waker) moment(table string, at time.Time) (time.Time, []string, error) {
+	if earliest := w.now().Add(w.Lead); at.Before(earliest) {
+		at = earliest
+	}
+	at = at.UTC().Truncate(time.Second).Add(time.Second)
+	ident, err := messages.TableIdent(table)
+	if err != nil {
+		return at, nil, fmt.Errorf("wakeup: %w", err)
+	}
+	return at, ident, nil
+}
+
+// schedule creates the one-time schedule name at at that puts an event of
+// detailType from icekeeper with detail input on the bus; one that exists
+// already is success (EventBridge Scheduler's ConflictException).
+func (w *Waker) schedule(ctx context.Context, table, name string, at time.Time, detailType string, input []byte, description string) error {
+	_, err := w.client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
 		Name:                       aws.String(name),
 		GroupName:                  aws.String(w.group),
 		ScheduleExpression:         aws.String(Expression(at)),
 		ScheduleExpressionTimezone: aws.String("UTC"),
 		FlexibleTimeWindow:         &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
 		ActionAfterCompletion:      types.ActionAfterCompletionDelete,
-		Description:                aws.String("icekeeper: the next snapshot expiry of " + table),
+		Description:                aws.String(description),
 		Target: &types.Target{
 			Arn: aws.String(w.bus), RoleArn: aws.String(w.role), Input: aws.String(string(input)),
-			EventBridgeParameters: &types.EventBridgeParameters{DetailType: aws.String(events.DetailTypeContinue), Source: aws.String(events.SourceCommit)},
+			EventBridgeParameters: &types.EventBridgeParameters{DetailType: aws.String(detailType), Source: aws.String(events.SourceCommit)},
 		},
 	})
 	var conflict *types.ConflictException
 	if errors.As(err, &conflict) {
-		return at, nil
+		return nil
 	}
 	if err != nil {
-		return at, fmt.Errorf("wakeup: schedule %s in group %s for %s: %w", name, w.group, table, err)
+		return fmt.Errorf("wakeup: schedule %s in group %s for %s: %w", name, w.group, table, err)
 	}
-	return at, nil
+	return nil
 }
 
 // Name is the schedule's name for a table's wake-up at at: "icekeeper-",
@@ -142,6 +181,12 @@ func (w *Waker) Wake(ctx context.Context, table string, at time.Time) (time.Time
 func Name(table string, at time.Time) string {
 	sum := sha256.Sum256([]byte(table))
 	return "icekeeper-" + hex.EncodeToString(sum[:12]) + "-" + at.UTC().Format("20060102T150405")
+}
+
+// VisitName is the schedule's name for a table's visit at at (WakeVisit):
+// Name's, with "-v" after the moment (52 characters).
+func VisitName(table string, at time.Time) string {
+	return Name(table, at) + "-v"
 }
 
 // Expression is EventBridge Scheduler's one-time expression for at, in

@@ -94,6 +94,67 @@ func TestWake_SchedulesOneSelfDeletingContinuationOfTheExpiry(t *testing.T) {
 	}
 }
 
+// TestWakeVisit_SchedulesACommitEventBesideTheExpirysWakeUp: a visit at
+// the end of a cooldown is a schedule of its own at the same moment as an
+// expiry wake-up (two schedules, two names), and the bus delivers it to
+// the planner as a writer's commit event of the table (nested namespace
+// kept); asked again for the same moment it creates nothing more.
+func TestWakeVisit_SchedulesACommitEventBesideTheExpirysWakeUp(t *testing.T) {
+	now := time.Date(2026, 12, 7, 18, 0, 0, 0, time.UTC)
+	w, client, group := newWaker(t, func() time.Time { return now })
+	ctx := context.Background()
+	ends := now.Add(15 * time.Minute)
+	expiryAt, err := w.Wake(ctx, "lake.raw.events", ends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := w.WakeVisit(ctx, "lake.raw.events", ends)
+	if err != nil || !at.Equal(expiryAt) {
+		t.Fatalf("visit scheduled at %s (%v), want the expiry's moment %s", at, err, expiryAt)
+	}
+	if again, err := w.WakeVisit(ctx, "lake.raw.events", ends); err != nil || !again.Equal(at) {
+		t.Fatalf("the same visit again: %s, %v", again, err)
+	}
+	// The emulator's listing is process-wide (not by group): count this
+	// table's schedules by their names.
+	list, err := client.ListSchedules(ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := strings.TrimSuffix(Name("lake.raw.events", at), at.Format("20060102T150405"))
+	var mine []string
+	for _, sc := range list.Schedules {
+		if strings.HasPrefix(aws.ToString(sc.Name), prefix) {
+			mine = append(mine, aws.ToString(sc.Name))
+		}
+	}
+	if len(mine) != 2 {
+		t.Fatalf("schedules %v, want the expiry's and the visit's", mine)
+	}
+	name := VisitName("lake.raw.events", at)
+	if !scheduleName.MatchString(name) {
+		t.Fatalf("visit name %q is not a valid schedule name", name)
+	}
+	got, err := client.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: aws.String(name), GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.ActionAfterCompletion) != "DELETE" || aws.ToString(got.ScheduleExpression) != "at(2026-12-07T18:15:01)" {
+		t.Fatalf("schedule %s: %s, after completion %q", name, aws.ToString(got.ScheduleExpression), got.ActionAfterCompletion)
+	}
+	raw, err := scheduled.Event("visit", got.Target, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig, err := events.Decode(raw)
+	if err != nil {
+		t.Fatalf("the planner refuses the visit: %v", err)
+	}
+	if trig.Kind != events.KindCommit || len(trig.Tables) != 1 || trig.Tables[0] != "lake.raw.events" {
+		t.Fatalf("decoded %+v, want a commit event of lake.raw.events", trig)
+	}
+}
+
 // TestWake_AMomentPassedIsScheduledALeadAhead: a due moment already past
 // (or too close to fire) is scheduled DefaultLead from now.
 func TestWake_AMomentPassedIsScheduledALeadAhead(t *testing.T) {
