@@ -48,6 +48,20 @@ const FloorDivisor = 4
 // interval.
 func Floor(interval time.Duration) time.Duration { return interval / FloorDivisor }
 
+// RetryDivisor: a visit that found another job holding the table's lease
+// tries again after the deployment's interval divided by it (5 minutes of
+// the default hour).
+const RetryDivisor = 12
+
+// Retry is how soon a table may be planned again after a visit that
+// planned nothing because another job held its lease: a job of the
+// maintenance chain (an expiry, a manifest rewrite) or a compaction that
+// outlived its own slot. That visit spent no compaction, so waiting a
+// whole interval (or Next's) would only delay the one the table's writers
+// asked for; a job in flight ends in seconds to minutes. Shorter than
+// Floor: it is no planning's interval but a retry of one.
+func Retry(interval time.Duration) time.Duration { return interval / RetryDivisor }
+
 // Table is what pacing needs of one table at a visit.
 type Table struct {
 	// FilesAfter are the data files the table will have once the job

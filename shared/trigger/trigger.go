@@ -581,10 +581,31 @@ func (d *Dispatcher) resume(ctx context.Context, log *slog.Logger, name, kind, a
 // the next event or sweep (a retry, the owner opting in) is not refused as
 // "cooldown" for a table that was never planned.
 //
-// A slot kept ends after the deployment's interval, or sooner for a table
-// its writers fill fast (o.RevisitAfter, package pacing).
+// A slot kept for a job planned ends after the deployment's interval, or
+// sooner for a table its writers fill fast (o.RevisitAfter, package
+// pacing). One kept because another job held the lease ends after
+// pacing.Retry, and a visit is scheduled for then (wakeWhenSlotEnds): the
+// job in flight is most often the maintenance chain's expiry, which the
+// wake-up of the snapshot expiry plans at the moment the compaction's slot
+// ends, the same moment a visit for the slot's end comes. Kept for the
+// whole interval, such a slot made every visit of a table written once an
+// hour find the expiry's lease, and the table went uncompacted for hours
+// (the soak's MERGE and CDC tables, docs/PERFORMANCE.md).
 func (d *Dispatcher) settleSlot(ctx context.Context, log *slog.Logger, name string, o TableOutcome, err error) {
-	if err == nil && (o.Action == ActionPlanned || o.Plan != nil && o.Plan.Outcome == plan.OutcomeLeaseHeld) {
+	switch {
+	case err == nil && o.Plan != nil && o.Plan.Outcome == plan.OutcomeLeaseHeld:
+		retry := pacing.Retry(d.s.MinInterval)
+		if o.RevisitAfter > 0 {
+			retry = min(retry, o.RevisitAfter)
+		}
+		next := d.now().Add(retry)
+		if serr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, next); serr != nil {
+			log.Warn("shorten the cooldown slot of a visit that found the lease held", "err", serr.Error())
+			return
+		}
+		log.Info("lease held by a job in flight: the table is visited again shortly", "retry_after", retry.String())
+		d.wakeWhenSlotEnds(ctx, log, name, next)
+	case err == nil && o.Action == ActionPlanned:
 		if o.RevisitAfter > 0 {
 			if serr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now().Add(o.RevisitAfter)); serr != nil {
 				log.Warn("pace the cooldown slot", "err", serr.Error())
@@ -592,10 +613,10 @@ func (d *Dispatcher) settleSlot(ctx context.Context, log *slog.Logger, name stri
 				log.Info("cooldown paced to the writers' rate", "revisit_after", o.RevisitAfter.String(), "interval", d.s.MinInterval.String())
 			}
 		}
-		return
-	}
-	if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now()); rerr != nil {
-		log.Warn("give the cooldown slot back", "err", rerr.Error())
+	default:
+		if rerr := d.cooldowns.SetNext(context.WithoutCancel(ctx), name, d.now()); rerr != nil {
+			log.Warn("give the cooldown slot back", "err", rerr.Error())
+		}
 	}
 }
 

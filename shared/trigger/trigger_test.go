@@ -1218,3 +1218,55 @@ func TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds(t *testing.
 		})
 	}
 }
+
+// TestDispatch_AVisitThatFindsTheLeaseHeldIsRetriedShortly: a visit that
+// claims the table's slot and finds another job holding its lease (the
+// chain's expiry, planned by the expiry's wake-up at the same moment)
+// keeps the slot only for pacing.Retry of the interval, not the whole
+// interval, and schedules a visit for its end; an event meanwhile is
+// coalesced, and the retry plans the compaction.
+func TestDispatch_AVisitThatFindsTheLeaseHeldIsRetriedShortly(t *testing.T) {
+	commit := events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}
+	clock := testNow
+	r := newRig(t, config.ModeActive, "shop")
+	r.settings.MinInterval = time.Hour
+	r.wakeups = &fakeWakeUps{}
+	r.now = func() time.Time { return clock }
+	r.add(t, "shop.orders", optedIn(), due)
+	r.planner.results["compaction"] = plan.Result{Outcome: plan.OutcomeLeaseHeld, Reason: "lease held by an expiry"}
+	d := r.dispatcher(t)
+	out, err := d.Dispatch(t.Context(), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := onlyOutcome(t, out); o.Plan == nil || o.Plan.Outcome != plan.OutcomeLeaseHeld {
+		t.Fatalf("outcome %+v, want the lease held", o)
+	}
+	retryAt := testNow.Add(pacing.Retry(time.Hour))
+	if next := r.cooldowns.next["shop.orders"]; !next.Equal(retryAt) {
+		t.Fatalf("slot held until %v, want %v (the retry, not the hour)", next, retryAt)
+	}
+	if len(r.wakeups.visits) != 1 || !r.wakeups.visits[0].at.Equal(retryAt) {
+		t.Fatalf("visits %+v, want one at the retry %v", r.wakeups.visits, retryAt)
+	}
+	clock = testNow.Add(time.Minute)
+	out, err = d.Dispatch(t.Context(), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := onlyOutcome(t, out); o.Skip != SkipCooldown {
+		t.Fatalf("an event before the retry: %+v, want coalesced", o)
+	}
+	r.planner.results["compaction"] = planned
+	clock = retryAt
+	out, err = d.Dispatch(t.Context(), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := onlyOutcome(t, out); o.Action != ActionPlanned {
+		t.Fatalf("the retry: %+v, want the compaction planned", o)
+	}
+	if next := r.cooldowns.next["shop.orders"]; !next.Equal(retryAt.Add(time.Hour)) {
+		t.Fatalf("slot after the retry planned held until %v, want the interval %v", next, retryAt.Add(time.Hour))
+	}
+}
