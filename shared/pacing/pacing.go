@@ -24,6 +24,10 @@
 //   - a table its writers leave alone keeps the deployment's interval;
 //   - only the writers' files count: replace snapshots (compactions, by
 //     icekeeper or another engine) add none of the drift.
+//   - Retry, the wait after a visit that planned nothing because another
+//     job held the lease, is no planning's interval and may be shorter
+//     than the Floor: the compactions it lets through stay an interval
+//     apart, since the visit it follows planned none.
 //
 // Pure: no I/O, no clock.
 package pacing
