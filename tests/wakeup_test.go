@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/shared/harness/scheduled"
 	"github.com/icekeeper/icekeeper/shared/jobs"
 	"github.com/icekeeper/icekeeper/shared/optin"
+	"github.com/icekeeper/icekeeper/shared/plan"
 	plannerstage "github.com/icekeeper/icekeeper/shared/stage/planner"
 	"github.com/icekeeper/icekeeper/shared/trigger"
 	"github.com/icekeeper/icekeeper/shared/wakeup"
@@ -117,6 +119,60 @@ func TestExpire_AWakeUpExpiresATableNobodyWritesWhenItsSnapshotComesDue(t *testi
 // event, delivered to the planner as the bus's commit rule would once its
 // moment came, compacts the table again, rows unchanged.
 func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) {
+	v := setupVisits(t, "lake.busy")
+	d := v.d
+	rows := v.writeDuringTheCooldown(t)
+	visit := v.onlyNewVisit(t, nil)
+	woken := outcomeOf(t, d.handle(fireSchedule(t, v.admin, v.group, &visit)), v.table)
+	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindCompaction {
+		t.Fatalf("the scheduled visit: %+v, want the compaction planned", woken)
+	}
+	v.compactedToOneFile(t, rows)
+}
+
+// TestTriggers_AVisitThatFindsTheLeaseHeldIsRetriedShortly: the visit
+// scheduled for the end of the cooldown comes while another job holds the
+// table's lease (the chain's expiry, which the expiry's wake-up plans at
+// the same moment); it plans nothing, keeps the slot only for
+// pacing.Retry of the interval and schedules a visit for then, which,
+// the other job done, compacts what was written during the cooldown.
+func TestTriggers_AVisitThatFindsTheLeaseHeldIsRetriedShortly(t *testing.T) {
+	v := setupVisits(t, "lake.held")
+	d := v.d
+	rows := v.writeDuringTheCooldown(t)
+	visit := v.onlyNewVisit(t, nil)
+	other, err := d.deps.Leases.Acquire(d.ctx, v.table, "expire-in-flight", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := outcomeOf(t, d.handle(fireSchedule(t, v.admin, v.group, &visit)), v.table)
+	if held.Plan == nil || held.Plan.Outcome != plan.OutcomeLeaseHeld {
+		t.Fatalf("the visit while another job holds the lease: %+v, want the lease held", held)
+	}
+	retry := v.onlyNewVisit(t, []string{visit})
+	if err := d.deps.Leases.Release(d.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	woken := outcomeOf(t, d.handle(fireSchedule(t, v.admin, v.group, &retry)), v.table)
+	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindCompaction {
+		t.Fatalf("the retry: %+v, want the compaction planned", woken)
+	}
+	v.compactedToOneFile(t, rows)
+}
+
+// visitsEnv is a table (each test its own: the emulator's schedules are
+// process-wide) compacted once by a commit event's visit, with the
+// planner's wake-ups in a schedule group of the emulator's and a cooldown
+// of 3 seconds.
+type visitsEnv struct {
+	table string
+	d     *dispatchEnv
+	admin *scheduler.Client
+	group string
+}
+
+func setupVisits(t *testing.T, table string) *visitsEnv {
+	t.Helper()
 	group := fmt.Sprintf("t-wakeups-%d", time.Now().UnixNano())
 	admin := scheduler.NewFromConfig(cloud.Clients.Config)
 	if _, err := admin.CreateScheduleGroup(t.Context(), &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
@@ -133,10 +189,11 @@ func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) 
 		t.Fatal(err)
 	}
 	d.planner = plannerstage.Handler{Dispatch: disp, Metrics: d.deps.Metrics, Log: d.deps.Log}
+	v := &visitsEnv{table: table, d: d, admin: admin, group: group}
 
-	tbl := d.createNamed("lake.busy", withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}, map[string]string{optin.PropertyEnabled: "true"}))
+	tbl := d.createNamed(v.table, withProps(sampletable.Options{FormatVersion: 2, Partitions: 1, Files: 6, RowsPerFile: 20}, map[string]string{optin.PropertyEnabled: "true"}))
 	d.ident = tbl.Identifier()
-	if o := outcomeOf(t, d.handle(commitEvent("lake.busy")), "lake.busy"); o.Action != trigger.ActionPlanned {
+	if o := outcomeOf(t, d.handle(commitEvent(v.table)), v.table); o.Action != trigger.ActionPlanned {
 		t.Fatalf("the first commit event's visit: %+v, want the compaction planned", o)
 	}
 	d.drainTasks()
@@ -144,8 +201,16 @@ func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) 
 	if n := len(d.liveTasks()); n != 1 {
 		t.Fatalf("%d data files after the first compaction, want 1", n)
 	}
-	// The writer's commit: two files in the partition, twice its optimum.
-	tbl, err = sampletable.AppendRows(d.ctx, d.load(), 8_000_000, 1, 5)
+	return v
+}
+
+// writeDuringTheCooldown commits a writer's file (two in the partition,
+// twice its optimum) and its event, which the cooldown coalesces; it
+// returns the table's rows.
+func (v *visitsEnv) writeDuringTheCooldown(t *testing.T) fingerprint.Fingerprint {
+	t.Helper()
+	d := v.d
+	tbl, err := sampletable.AppendRows(d.ctx, d.load(), 8_000_000, 1, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,31 +218,44 @@ func TestTriggers_AWriteDuringTheCooldownIsVisitedWhenTheSlotEnds(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := outcomeOf(t, d.handle(commitEvent("lake.busy")), "lake.busy")
+	o := outcomeOf(t, d.handle(commitEvent(v.table)), v.table)
 	if o.Action != trigger.ActionSkipped || o.Skip != trigger.SkipCooldown {
 		t.Fatalf("the writer's commit event within the cooldown: %+v, want it coalesced", o)
 	}
-	// The emulator lists every group's schedules: this table's by name.
-	list, err := admin.ListSchedules(d.ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	return rows
+}
+
+// onlyNewVisit is the one visit of the table scheduled in the group
+// besides seen (the emulator keeps fired schedules and lists every
+// group's: this table's by name).
+func (v *visitsEnv) onlyNewVisit(t *testing.T, seen []string) string {
+	t.Helper()
+	list, err := v.admin.ListSchedules(v.d.ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(v.group)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var visit *string
+	prefix := strings.TrimSuffix(wakeup.Name(v.table, time.Time{}), time.Time{}.Format("20060102T150405"))
+	var visit string
 	for _, s := range list.Schedules {
-		if n := aws.ToString(s.Name); strings.HasPrefix(n, strings.TrimSuffix(wakeup.Name("lake.busy", time.Time{}), time.Time{}.Format("20060102T150405"))) && strings.HasSuffix(n, "-v") {
-			if visit != nil {
-				t.Fatalf("two visits scheduled: %s and %s", *visit, n)
-			}
-			visit = s.Name
+		n := aws.ToString(s.Name)
+		if !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, "-v") || slices.Contains(seen, n) {
+			continue
 		}
+		if visit != "" {
+			t.Fatalf("two visits scheduled: %s and %s", visit, n)
+		}
+		visit = n
 	}
-	if visit == nil {
-		t.Fatalf("schedules %+v, want the table's visit when its slot ends", list.Schedules)
+	if visit == "" {
+		t.Fatalf("schedules %+v, want a visit of the table besides %v", list.Schedules, seen)
 	}
-	woken := outcomeOf(t, d.handle(fireSchedule(t, admin, group, visit)), "lake.busy")
-	if woken.Action != trigger.ActionPlanned || d.job(woken.Plan.JobID).Kind != jobs.KindCompaction {
-		t.Fatalf("the scheduled visit: %+v, want the compaction planned", woken)
-	}
+	return visit
+}
+
+// compactedToOneFile checks the table holds one data file and rows.
+func (v *visitsEnv) compactedToOneFile(t *testing.T, rows fingerprint.Fingerprint) {
+	t.Helper()
+	d := v.d
 	d.drainTasks()
 	d.drainCommits()
 	if n := len(d.liveTasks()); n != 1 {
