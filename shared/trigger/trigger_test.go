@@ -1143,22 +1143,10 @@ func TestDispatch_AnExpiryWakesTheTableWhenItsNextSnapshotComesDue(t *testing.T)
 // next event. Advisory mode, and a deployment without wake-ups, schedule
 // no visit.
 func TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds(t *testing.T) {
-	commit := events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}
-	clock := testNow
-	r := newRig(t, config.ModeActive, "shop")
-	r.settings.MinInterval = time.Hour
-	r.wakeups = &fakeWakeUps{}
-	r.now = func() time.Time { return clock }
-	r.add(t, "shop.orders", optedIn(), due)
-	r.planner.results["compaction"] = planned
-	d := r.dispatcher(t)
+	r, d, clock := wakingRig(t, planned)
 	dispatch := func(want Action) {
 		t.Helper()
-		out, err := d.Dispatch(t.Context(), commit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o := onlyOutcome(t, out); o.Action != want {
+		if o := commitOutcome(t, d); o.Action != want {
 			t.Fatalf("outcome %+v, want %s", o, want)
 		}
 	}
@@ -1167,25 +1155,25 @@ func TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds(t *testing.
 	if len(r.wakeups.visits) != 0 {
 		t.Fatalf("the visit that claimed the slot scheduled %+v", r.wakeups.visits)
 	}
-	clock = clock.Add(5 * time.Minute)
+	*clock = clock.Add(5 * time.Minute)
 	dispatch(ActionSkipped)
 	if len(r.wakeups.visits) != 1 || r.wakeups.visits[0].table != "shop.orders" || !r.wakeups.visits[0].at.Equal(slotEnds) {
 		t.Fatalf("visits %+v, want shop.orders at the slot's end %s", r.wakeups.visits, slotEnds)
 	}
-	clock = clock.Add(5 * time.Minute)
+	*clock = clock.Add(5 * time.Minute)
 	dispatch(ActionSkipped)
 	if len(r.wakeups.visits) != 1 {
 		t.Fatalf("a second event in the same slot: visits %+v, want still one", r.wakeups.visits)
 	}
 	// The scheduled visit comes: it claims the next slot and plans.
-	clock = slotEnds
+	*clock = slotEnds
 	dispatch(ActionPlanned)
 	next := r.cooldowns.next["shop.orders"]
 	r.wakeups.err = errTransient
-	clock = clock.Add(time.Minute)
+	*clock = clock.Add(time.Minute)
 	dispatch(ActionSkipped)
 	r.wakeups.err = nil
-	clock = clock.Add(time.Minute)
+	*clock = clock.Add(time.Minute)
 	dispatch(ActionSkipped)
 	if len(r.wakeups.visits) != 2 || !r.wakeups.visits[1].at.Equal(next) {
 		t.Fatalf("visits %+v, want a second at the next slot's end %s (asked again after the failure)", r.wakeups.visits, next)
@@ -1208,7 +1196,7 @@ func TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds(t *testing.
 			if _, err := r.cooldowns.Claim(t.Context(), "shop.orders", testNow, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			out, err := r.dispatch(t, commit)
+			out, err := r.dispatch(t, events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1226,20 +1214,8 @@ func TestDispatch_AnEventInTheCooldownSchedulesAVisitWhenTheSlotEnds(t *testing.
 // interval, and schedules a visit for its end; an event meanwhile is
 // coalesced, and the retry plans the compaction.
 func TestDispatch_AVisitThatFindsTheLeaseHeldIsRetriedShortly(t *testing.T) {
-	commit := events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}}
-	clock := testNow
-	r := newRig(t, config.ModeActive, "shop")
-	r.settings.MinInterval = time.Hour
-	r.wakeups = &fakeWakeUps{}
-	r.now = func() time.Time { return clock }
-	r.add(t, "shop.orders", optedIn(), due)
-	r.planner.results["compaction"] = plan.Result{Outcome: plan.OutcomeLeaseHeld, Reason: "lease held by an expiry"}
-	d := r.dispatcher(t)
-	out, err := d.Dispatch(t.Context(), commit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := onlyOutcome(t, out); o.Plan == nil || o.Plan.Outcome != plan.OutcomeLeaseHeld {
+	r, d, clock := wakingRig(t, plan.Result{Outcome: plan.OutcomeLeaseHeld, Reason: "lease held by an expiry"})
+	if o := commitOutcome(t, d); o.Plan == nil || o.Plan.Outcome != plan.OutcomeLeaseHeld {
 		t.Fatalf("outcome %+v, want the lease held", o)
 	}
 	retryAt := testNow.Add(pacing.Retry(time.Hour))
@@ -1249,24 +1225,43 @@ func TestDispatch_AVisitThatFindsTheLeaseHeldIsRetriedShortly(t *testing.T) {
 	if len(r.wakeups.visits) != 1 || !r.wakeups.visits[0].at.Equal(retryAt) {
 		t.Fatalf("visits %+v, want one at the retry %v", r.wakeups.visits, retryAt)
 	}
-	clock = testNow.Add(time.Minute)
-	out, err = d.Dispatch(t.Context(), commit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := onlyOutcome(t, out); o.Skip != SkipCooldown {
+	*clock = testNow.Add(time.Minute)
+	if o := commitOutcome(t, d); o.Skip != SkipCooldown {
 		t.Fatalf("an event before the retry: %+v, want coalesced", o)
 	}
 	r.planner.results["compaction"] = planned
-	clock = retryAt
-	out, err = d.Dispatch(t.Context(), commit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := onlyOutcome(t, out); o.Action != ActionPlanned {
+	*clock = retryAt
+	if o := commitOutcome(t, d); o.Action != ActionPlanned {
 		t.Fatalf("the retry: %+v, want the compaction planned", o)
 	}
 	if next := r.cooldowns.next["shop.orders"]; !next.Equal(retryAt.Add(time.Hour)) {
 		t.Fatalf("slot after the retry planned held until %v, want the interval %v", next, retryAt.Add(time.Hour))
 	}
+}
+
+// wakingRig is a rig of one opted-in table, shop.orders, in mode active
+// with wake-ups and an hour's interval, whose compaction plans first; the
+// test moves the clock it returns.
+func wakingRig(t *testing.T, first plan.Result) (*rig, *Dispatcher, *time.Time) {
+	t.Helper()
+	clock := new(time.Time)
+	*clock = testNow
+	r := newRig(t, config.ModeActive, "shop")
+	r.settings.MinInterval = time.Hour
+	r.wakeups = &fakeWakeUps{}
+	r.now = func() time.Time { return *clock }
+	r.add(t, "shop.orders", optedIn(), due)
+	r.planner.results["compaction"] = first
+	return r, r.dispatcher(t), clock
+}
+
+// commitOutcome dispatches a commit event of shop.orders and returns its
+// outcome.
+func commitOutcome(t *testing.T, d *Dispatcher) TableOutcome {
+	t.Helper()
+	out, err := d.Dispatch(t.Context(), events.Trigger{Kind: events.KindCommit, Tables: []string{"shop.orders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return onlyOutcome(t, out)
 }
